@@ -1,0 +1,86 @@
+// Package backend defines the store an election runs on: one record per
+// election, read and written with explicit compare-and-swap.
+//
+// A Backend only stores a Record; it never decides who leads. That decision
+// lives in package election and exists once, whatever the store.
+//
+// Guarantees every implementation gives (checked by package backendtest):
+//
+//   - Get returns the stored record and its opaque Version, or ErrNotFound.
+//   - Create stores a record where none exists, or fails with ErrAlreadyExists.
+//   - Update stores a record only if the stored version is still the version
+//     passed in; otherwise it fails with ErrConflict (or ErrNotFound when the
+//     record is gone). Of many writers racing from one version, exactly one
+//     wins. The precondition is always an argument, never state cached by an
+//     earlier Get.
+//   - Watch signals, soon after another writer changed the record, that a
+//     fresh Get is worth doing. Signals may be coalesced or spurious, never
+//     carry data, and a caller must still poll as a fallback.
+//   - Errors other than the sentinels are wrapped with context; no method
+//     panics on bad stored data.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap them, so compare with errors.Is.
+var (
+	// ErrNotFound means no record exists for the election.
+	ErrNotFound = errors.New("record not found")
+	// ErrAlreadyExists means Create found a record already stored.
+	ErrAlreadyExists = errors.New("record already exists")
+	// ErrConflict means Update's precondition failed: another writer
+	// changed the record since the version the caller read.
+	ErrConflict = errors.New("record changed since it was read (version conflict)")
+)
+
+// Version identifies one stored state of a record. It is opaque: callers
+// only hand it back to Update. Every successful write yields a new Version.
+type Version string
+
+// Record is what the election stores. Its fields follow client-go's
+// LeaderElectionRecord so that the Lease backend maps it onto LeaseSpec the
+// way client-go does.
+type Record struct {
+	// HolderIdentity is the identity of the current leader; empty when the
+	// lease was released.
+	HolderIdentity string
+	// LeaseDurationSeconds is how long a candidate must see the record
+	// unchanged before it may take it over. Whole seconds, as in a Lease.
+	LeaseDurationSeconds int32
+	// AcquireTime is when the current holder acquired the lease.
+	AcquireTime time.Time
+	// RenewTime is when the current holder last renewed it. Informational:
+	// expiry is judged from local observation, never from this timestamp.
+	RenewTime time.Time
+	// Transitions counts changes of holder. It is the fencing token.
+	Transitions int64
+}
+
+// TimePrecision is the precision every backend keeps for AcquireTime and
+// RenewTime (a Lease stores MicroTime).
+const TimePrecision = time.Microsecond
+
+// Backend stores the record of one election.
+type Backend interface {
+	// Get returns the record and its version, or an error wrapping ErrNotFound.
+	Get(ctx context.Context) (Record, Version, error)
+	// Create stores rec if no record exists, or returns an error wrapping
+	// ErrAlreadyExists.
+	Create(ctx context.Context, rec Record) (Version, error)
+	// Update replaces the record if its stored version is still prev, or
+	// returns an error wrapping ErrConflict (or ErrNotFound if it is gone).
+	Update(ctx context.Context, prev Version, rec Record) (Version, error)
+	// Watch returns a channel that receives a value soon after the record
+	// changes. The channel has a buffer of one, signals are coalesced, and it
+	// is closed when ctx is done.
+	Watch(ctx context.Context) <-chan struct{}
+	// Describe names the store and election for logs and the HTTP API,
+	// e.g. "sqlite:/var/lib/app/leader.db#billing".
+	Describe() string
+	// Close releases the backend's resources.
+	Close() error
+}

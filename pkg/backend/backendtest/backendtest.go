@@ -1,0 +1,102 @@
+// Package backendtest is the conformance suite every backend.Backend runs.
+//
+// A backend's own tests call Run with an Opener. The suite checks the
+// contract of package backend: create-if-absent, compare-and-swap on the
+// version, exactly one winner among racing writers, the change signal after
+// another writer's update, and records that round-trip every field.
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Opener opens a new handle on the election called name. Handles opened
+// with the same name within one Run share one stored record, as separate
+// processes sharing a store would. The Opener registers its own cleanup.
+type Opener func(t *testing.T, name string) backend.Backend
+
+// Racers is how many handles race one Update in the race test.
+const Racers = 16
+
+// signalTimeout bounds how long the suite waits for a change signal. It is
+// a failure bound, not a speed target.
+const signalTimeout = 10 * time.Second
+
+// Run runs the whole suite as subtests of t.
+func Run(t *testing.T, open Opener) {
+	t.Run("GetMissing", func(t *testing.T) { testGetMissing(t, open) })
+	t.Run("CreateIfAbsent", func(t *testing.T) { testCreateIfAbsent(t, open) })
+	t.Run("UpdateStaleConflicts", func(t *testing.T) { testUpdateStale(t, open) })
+	t.Run("UpdateMissing", func(t *testing.T) { testUpdateMissing(t, open) })
+	t.Run("RacingUpdatesOneWinner", func(t *testing.T) { testRacingUpdates(t, open) })
+	t.Run("RacingCreatesOneWinner", func(t *testing.T) { testRacingCreates(t, open) })
+	t.Run("WatchSignalsOtherWriter", func(t *testing.T) { testWatch(t, open) })
+	t.Run("WatchClosesOnCancel", func(t *testing.T) { testWatchCloses(t, open) })
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
+	t.Run("ElectionsAreSeparate", func(t *testing.T) { testSeparate(t, open) })
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// SampleRecord returns a record with every field set, times at the
+// precision backends keep.
+func SampleRecord(holder string, token int64) backend.Record {
+	acquire := time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
+	return backend.Record{
+		HolderIdentity:       holder,
+		LeaseDurationSeconds: 15,
+		AcquireTime:          acquire,
+		RenewTime:            acquire.Add(93*time.Second + 238*time.Microsecond),
+		Transitions:          token,
+	}
+}
+
+func mustCreate(t *testing.T, b backend.Backend, rec backend.Record) backend.Version {
+	t.Helper()
+	v, err := b.Create(ctxFor(t), rec)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if v == "" {
+		t.Fatal("Create returned an empty version")
+	}
+	return v
+}
+
+func mustGet(t *testing.T, b backend.Backend) (backend.Record, backend.Version) {
+	t.Helper()
+	rec, v, err := b.Get(ctxFor(t))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	return rec, v
+}
+
+func wantErr(t *testing.T, op string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got error %v, want one wrapping %q", op, err, want)
+	}
+}
+
+// AssertRecordEqual fails t unless got and want agree on every field
+// (times compared as instants).
+func AssertRecordEqual(t *testing.T, got, want backend.Record) {
+	t.Helper()
+	if got.HolderIdentity != want.HolderIdentity ||
+		got.LeaseDurationSeconds != want.LeaseDurationSeconds ||
+		!got.AcquireTime.Equal(want.AcquireTime) ||
+		!got.RenewTime.Equal(want.RenewTime) ||
+		got.Transitions != want.Transitions {
+		t.Fatalf("record mismatch:\n got  %+v\n want %+v", got, want)
+	}
+}

@@ -1,0 +1,174 @@
+// Package memory is an in-process Backend: a map of records behind a mutex,
+// with the same compare-and-swap and change-signal semantics as the real
+// stores. It is the test double for package election and a reference for
+// what a backend must do.
+//
+// A Store holds any number of elections; each Backend opened on it is one
+// writer's handle to one election, so several handles on one Store behave
+// like several processes sharing a database.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Store is a set of records shared by the Backends opened on it.
+type Store struct {
+	mu       sync.Mutex
+	records  map[string]stored
+	versions int64
+	watchers map[string]map[chan struct{}]struct{}
+	fail     error
+}
+
+type stored struct {
+	rec     backend.Record
+	version backend.Version
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store {
+	return &Store{
+		records:  map[string]stored{},
+		watchers: map[string]map[chan struct{}]struct{}{},
+	}
+}
+
+// Open returns a handle to the election called name.
+func (s *Store) Open(name string) *Backend {
+	return &Backend{store: s, name: name}
+}
+
+// Delete removes the record of an election, as an operator deleting a Lease
+// would, and signals its watchers.
+func (s *Store) Delete(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.records, name)
+	s.notifyLocked(name)
+}
+
+// SetError makes every later Get, Create and Update fail with err until it
+// is called again with nil: a store that cannot be reached.
+func (s *Store) SetError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
+}
+
+func (s *Store) notifyLocked(name string) {
+	for ch := range s.watchers[name] {
+		backend.Notify(ch)
+	}
+}
+
+func (s *Store) nextVersionLocked() backend.Version {
+	s.versions++
+	return backend.Version(strconv.FormatInt(s.versions, 10))
+}
+
+// Backend is one handle to one election in a Store.
+type Backend struct {
+	store *Store
+	name  string
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// Get implements backend.Backend.
+func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := b.checkLocked(ctx, "get"); err != nil {
+		return backend.Record{}, "", err
+	}
+	st, ok := s.records[b.name]
+	if !ok {
+		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w", b.name, backend.ErrNotFound)
+	}
+	return st.rec, st.version, nil
+}
+
+// Create implements backend.Backend.
+func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := b.checkLocked(ctx, "create"); err != nil {
+		return "", err
+	}
+	if _, ok := s.records[b.name]; ok {
+		return "", fmt.Errorf("memory: create %q: %w", b.name, backend.ErrAlreadyExists)
+	}
+	return b.putLocked(rec), nil
+}
+
+// Update implements backend.Backend.
+func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := b.checkLocked(ctx, "update"); err != nil {
+		return "", err
+	}
+	st, ok := s.records[b.name]
+	if !ok {
+		return "", fmt.Errorf("memory: update %q: %w", b.name, backend.ErrNotFound)
+	}
+	if st.version != prev {
+		return "", fmt.Errorf("memory: update %q from version %s (stored %s): %w", b.name, prev, st.version, backend.ErrConflict)
+	}
+	return b.putLocked(rec), nil
+}
+
+func (b *Backend) checkLocked(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: %s %q: %w", op, b.name, err)
+	}
+	if b.store.fail != nil {
+		return fmt.Errorf("memory: %s %q: %w", op, b.name, b.store.fail)
+	}
+	return nil
+}
+
+func (b *Backend) putLocked(rec backend.Record) backend.Version {
+	rec.AcquireTime = rec.AcquireTime.Truncate(backend.TimePrecision)
+	rec.RenewTime = rec.RenewTime.Truncate(backend.TimePrecision)
+	v := b.store.nextVersionLocked()
+	b.store.records[b.name] = stored{rec: rec, version: v}
+	b.store.notifyLocked(b.name)
+	return v
+}
+
+// Watch implements backend.Backend.
+func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
+	s := b.store
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.watchers[b.name] == nil {
+		s.watchers[b.name] = map[chan struct{}]struct{}{}
+	}
+	s.watchers[b.name][ch] = struct{}{}
+	s.mu.Unlock()
+
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.watchers[b.name], ch)
+		close(ch)
+	}()
+	return ch
+}
+
+// Describe implements backend.Backend.
+func (b *Backend) Describe() string { return "memory#" + b.name }
+
+// Close implements backend.Backend.
+func (b *Backend) Close() error { return nil }
