@@ -1,0 +1,140 @@
+package election
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Default timings, the same as client-go's and kube-controller-manager's.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// JitterFactor bounds the random extra wait between a standby's attempts:
+// up to JitterFactor-1 (20%) of RetryPeriod. RenewDeadline must exceed
+// JitterFactor*RetryPeriod so a leader gets more than one try per deadline.
+const JitterFactor = 1.2
+
+// Config configures an Elector. Zero durations take their defaults.
+type Config struct {
+	// Backend stores the election's record. Required.
+	Backend backend.Backend
+	// Identity names this candidate; it must be unique per process start
+	// (see NewIdentity). Required.
+	Identity string
+	// LeaseDuration is how long a standby waits, after it last saw the
+	// record change, before taking it over. Whole seconds, because a Lease
+	// stores whole seconds. Default 15s. Must exceed RenewDeadline.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long after the start of its last successful
+	// renewal the leader keeps claiming leadership. Default 10s. Must
+	// exceed JitterFactor*RetryPeriod.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between a leader's renewals and between a
+	// standby's attempts. Default 2s.
+	RetryPeriod time.Duration
+	// ReleaseOnCancel makes Run release the lease when its context ends
+	// while it holds the record. Safe only once the application has stopped
+	// acting as leader.
+	ReleaseOnCancel bool
+	// ReleaseHoldOff is how long Release keeps this candidate out of the
+	// election. Default: LeaseDuration.
+	ReleaseHoldOff time.Duration
+	// Clock tells time. Default: the real clock.
+	Clock clock.Clock
+	// Logger receives the loop's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Observer is told about leadership changes and renew failures.
+	// Default: none.
+	Observer Observer
+}
+
+// Observer is told what the loop does, for metrics and events. Its methods
+// are called from the loop and must not block.
+type Observer interface {
+	// LeadershipChanged reports that this candidate started (leading=true,
+	// with its token) or stopped leading.
+	LeadershipChanged(leading bool, token int64)
+	// RenewFailed reports a failed attempt to renew while leading.
+	RenewFailed(err error)
+}
+
+type noObserver struct{}
+
+func (noObserver) LeadershipChanged(bool, int64) {}
+func (noObserver) RenewFailed(error)             {}
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	// Field is the Config field's name, e.g. "LeaseDuration".
+	Field string
+	// Problem states the rule that was broken.
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Problem }
+
+func (c Config) withDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.ReleaseHoldOff == 0 {
+		c.ReleaseHoldOff = c.LeaseDuration
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = noObserver{}
+	}
+	return c
+}
+
+// ValidateTimings checks lease > renew > JitterFactor*retry > 0 and that
+// the lease is a whole number of seconds. Errors are *ConfigError.
+func ValidateTimings(lease, renew, retry time.Duration) error {
+	switch {
+	case retry <= 0:
+		return &ConfigError{"RetryPeriod", fmt.Sprintf("must be greater than 0, got %v", retry)}
+	case float64(renew) <= JitterFactor*float64(retry):
+		return &ConfigError{"RenewDeadline", fmt.Sprintf("must be greater than %v x retry period (%v), got %v",
+			JitterFactor, time.Duration(JitterFactor*float64(retry)), renew)}
+	case lease <= renew:
+		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be greater than the renew deadline (%v), got %v", renew, lease)}
+	case lease%time.Second != 0:
+		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be a whole number of seconds (a Lease stores seconds), got %v", lease)}
+	case lease/time.Second > math.MaxInt32:
+		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be at most %d seconds, got %v", math.MaxInt32, lease)}
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	if c.Backend == nil {
+		return &ConfigError{"Backend", "is required"}
+	}
+	if c.Identity == "" {
+		return &ConfigError{"Identity", "must not be empty"}
+	}
+	if c.ReleaseHoldOff < 0 {
+		return &ConfigError{"ReleaseHoldOff", fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
+	}
+	return ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+}

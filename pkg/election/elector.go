@@ -1,0 +1,137 @@
+package election
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Elector is one candidate in one election. Create it with New, start it
+// with Run, read it with Status from any goroutine.
+type Elector struct {
+	cfg Config
+	log *slog.Logger
+
+	// opMu serialises store operations: the loop's attempts and Release.
+	opMu sync.Mutex
+
+	mu sync.Mutex // guards everything below
+	// The record as last read or written, its version, and when (local
+	// clock) this candidate first saw that version.
+	observed        backend.Record
+	observedVersion backend.Version
+	observedAt      time.Time
+	// highestToken is the highest token seen in any record.
+	highestToken int64
+	// leading is true from a successful acquire until this candidate learns
+	// it lost, gives up or is stopped. Claims are further bounded by
+	// renewedAt+RenewDeadline in Status.
+	leading   bool
+	renewedAt time.Time
+	token     int64
+	// holdOffUntil keeps the candidate out of the election after Release.
+	holdOffUntil time.Time
+	// stopped is set when Run's context ends: no claim after that.
+	stopped bool
+	// reachedStore is set by the first successful store operation.
+	reachedStore bool
+	// progressAt is when the loop last finished an attempt.
+	progressAt time.Time
+	// changed is closed and replaced whenever Status may have changed.
+	changed chan struct{}
+}
+
+// Status is a candidate's view of the election at one instant.
+type Status struct {
+	// Leader is true while this candidate holds the record and is within
+	// its renew deadline.
+	Leader bool
+	// Identity is this candidate's identity.
+	Identity string
+	// Holder is the holder named by the record as last seen ("" if released
+	// or never seen).
+	Holder string
+	// Token is the fencing token of this candidate's term; 0 unless Leader.
+	Token int64
+	// ValidUntil is when this candidate stops claiming leadership unless it
+	// renews first; zero unless Leader.
+	ValidUntil time.Time
+	// ReachedStore is true once any store operation has succeeded.
+	ReachedStore bool
+}
+
+// New checks cfg, applies defaults, and returns an Elector that is not yet
+// running.
+func New(cfg Config) (*Elector, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Elector{
+		cfg:        cfg,
+		log:        cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
+		progressAt: cfg.Clock.Now(),
+		changed:    make(chan struct{}),
+	}, nil
+}
+
+// Identity returns the candidate's identity.
+func (e *Elector) Identity() string { return e.cfg.Identity }
+
+// Status reports the state at this instant. Whether this candidate leads is
+// computed now, from the time of its last successful renewal; Status never
+// touches the store.
+func (e *Elector) Status() Status {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Status{
+		Identity:     e.cfg.Identity,
+		Holder:       e.observed.HolderIdentity,
+		ReachedStore: e.reachedStore,
+	}
+	if e.claimingLocked(now) {
+		s.Leader = true
+		s.Token = e.token
+		s.ValidUntil = e.renewedAt.Add(e.cfg.RenewDeadline)
+	}
+	return s
+}
+
+// claimingLocked applies the self-demotion rule: both the monotonic and the
+// wall-clock time since the last renewal must be below RenewDeadline.
+func (e *Elector) claimingLocked(now time.Time) bool {
+	if !e.leading || e.stopped {
+		return false
+	}
+	monotonic := now.Sub(e.renewedAt)
+	wall := now.Round(0).Sub(e.renewedAt.Round(0))
+	return monotonic < e.cfg.RenewDeadline && wall < e.cfg.RenewDeadline && wall >= 0
+}
+
+// Changed returns a channel that is closed the next time the state may have
+// changed (leadership, holder, token, renewal). Call it again after it
+// fires. Time passing alone does not close it: a reader that must notice
+// self-demotion also waits until Status().ValidUntil.
+func (e *Elector) Changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+func (e *Elector) notifyLocked() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// Healthy reports whether the loop has finished an attempt recently: within
+// RenewDeadline (the longest an attempt may take) plus twice the longest wait.
+func (e *Elector) Healthy() bool {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	limit := e.cfg.RenewDeadline + 2*time.Duration(JitterFactor*float64(e.cfg.RetryPeriod))
+	return now.Sub(e.progressAt) < limit
+}
