@@ -1,0 +1,283 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The loop tests run inside a synctest bubble: time is virtual, so the
+// defaults (15s/10s/2s) run at full scale without real waiting, and a
+// takeover "at once" means at the same virtual instant.
+
+type running struct {
+	*Elector
+	stop func()
+	done chan struct{}
+}
+
+func start(t *testing.T, b backend.Backend, id string, releaseOnCancel bool) *running {
+	t.Helper()
+	e, err := New(Config{Backend: b, Identity: id, ReleaseOnCancel: releaseOnCancel, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{Elector: e, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := e.Run(ctx); err != nil {
+			t.Errorf("%s: Run: %v", id, err)
+		}
+	}()
+	r.stop = func() { cancel(); <-r.done }
+	t.Cleanup(r.stop)
+	return r
+}
+
+func leaders(rs ...*running) []*running {
+	var out []*running
+	for _, r := range rs {
+		if r.Status().Leader {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func soleLeader(t *testing.T, rs ...*running) *running {
+	t.Helper()
+	ls := leaders(rs...)
+	if len(ls) != 1 {
+		t.Fatalf("%d leaders, want exactly 1", len(ls))
+	}
+	return ls[0]
+}
+
+func others(all []*running, not *running) []*running {
+	var out []*running
+	for _, r := range all {
+		if r != not {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestLoopElectsOneLeaderAndHandsOffAtOnceOnRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		var all []*running
+		for _, id := range []string{"a", "b", "c"} {
+			all = append(all, start(t, store.Open("loop"), id, true))
+		}
+		time.Sleep(time.Minute)
+		first := soleLeader(t, all...)
+		token := first.Status().Token
+
+		first.stop()
+		synctest.Wait() // no virtual time passes: the hand-off rides the change signal
+		second := soleLeader(t, all...)
+		if got := second.Status().Token; got != token+1 {
+			t.Fatalf("token after hand-off %d, want %d", got, token+1)
+		}
+		if first.Status().Leader {
+			t.Fatal("the stopped candidate still claims leadership")
+		}
+	})
+}
+
+func TestLoopCrashFailoverWaitsOutTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		all := []*running{
+			start(t, store.Open("loop"), "a", false),
+			start(t, store.Open("loop"), "b", false),
+		}
+		time.Sleep(30 * time.Second)
+		old := soleLeader(t, all...)
+		standby := others(all, old)[0]
+		lastRenew := old.Status().ValidUntil.Add(-DefaultRenewDeadline)
+
+		old.stop() // no release: a crash, as far as the store can tell
+		expiry := lastRenew.Add(DefaultLeaseDuration)
+		time.Sleep(time.Until(expiry) - time.Nanosecond)
+		if standby.Status().Leader {
+			t.Fatalf("standby took over before the lease ran out")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if s := standby.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("standby at the lease's expiry: %+v, want leader with token 2", s)
+		}
+	})
+}
+
+// flaky fails every store call while down is set.
+type flaky struct {
+	backend.Backend
+	down atomic.Bool
+}
+
+var errUnreachable = errors.New("store unreachable")
+
+func (f *flaky) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	if f.down.Load() {
+		return backend.Record{}, "", errUnreachable
+	}
+	return f.Backend.Get(ctx)
+}
+
+func (f *flaky) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
+	if f.down.Load() {
+		return "", errUnreachable
+	}
+	return f.Backend.Update(ctx, v, r)
+}
+
+func TestLoopStepsDownWhenCutOffAndContendsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		cut := &flaky{Backend: store.Open("loop")}
+		a := start(t, cut, "a", true)
+		time.Sleep(time.Second)
+		b := start(t, store.Open("loop"), "b", true)
+		time.Sleep(10 * time.Second)
+		if soleLeader(t, a, b) != a {
+			t.Fatal("a should lead: it started first")
+		}
+
+		cut.down.Store(true)
+		validUntil := a.Status().ValidUntil
+		time.Sleep(time.Until(validUntil) - time.Nanosecond)
+		if !a.Status().Leader {
+			t.Fatal("a stopped claiming before its renew deadline")
+		}
+		time.Sleep(time.Nanosecond)
+		if a.Status().Leader {
+			t.Fatal("a still claims leadership at its renew deadline")
+		}
+		time.Sleep(DefaultLeaseDuration)
+		if soleLeader(t, a, b) != b || b.Status().Token != 2 {
+			t.Fatalf("b should have taken over with token 2, has %+v", b.Status())
+		}
+
+		cut.down.Store(false)
+		time.Sleep(time.Minute)
+		if soleLeader(t, a, b) != b {
+			t.Fatal("a took leadership back from a live leader")
+		}
+		b.stop()
+		synctest.Wait()
+		if soleLeader(t, a, b) != a || a.Status().Token != 3 {
+			t.Fatalf("a should contend again and lead with token 3, has %+v", a.Status())
+		}
+	})
+}
+
+// hanging blocks every Get until released, ignoring its context: a wedged
+// store client.
+type hanging struct {
+	backend.Backend
+	release chan struct{}
+}
+
+func (h *hanging) Get(context.Context) (backend.Record, backend.Version, error) {
+	<-h.release
+	return backend.Record{}, "", errUnreachable
+}
+
+func TestHealthyReportsAWedgedLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &hanging{Backend: memory.NewStore().Open("loop"), release: make(chan struct{})}
+		e := start(t, h, "a", false)
+		limit := DefaultRenewDeadline + 2*time.Duration(JitterFactor*float64(DefaultRetryPeriod))
+		time.Sleep(limit - time.Nanosecond)
+		if !e.Healthy() {
+			t.Fatal("unhealthy before the wedge limit")
+		}
+		time.Sleep(time.Nanosecond)
+		if e.Healthy() {
+			t.Fatal("healthy although the loop has not finished an attempt for the whole limit")
+		}
+		close(h.release)
+		synctest.Wait()
+		if !e.Healthy() {
+			t.Fatal("still unhealthy after the store call returned")
+		}
+	})
+}
+
+func TestLoopRenewsWithoutChangingTheToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", true)
+		b := start(t, store.Open("loop"), "b", true)
+		time.Sleep(time.Second)
+		leader := soleLeader(t, a, b)
+		token := leader.Status().Token
+		for range 100 {
+			time.Sleep(DefaultRetryPeriod)
+			if s := leader.Status(); !s.Leader || s.Token != token {
+				t.Fatalf("leader status changed to %+v during steady renewals", s)
+			}
+		}
+	})
+}
+
+func TestReleaseKeepsTheCandidateOutThenLetsItBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", true)
+		time.Sleep(time.Second)
+		if _, err := a.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a.Status().Leader {
+			t.Fatal("still leading after Release")
+		}
+		time.Sleep(DefaultLeaseDuration - time.Second)
+		if a.Status().Leader {
+			t.Fatal("re-acquired during the hold-off")
+		}
+		time.Sleep(2 * time.Second)
+		if s := a.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("after the hold-off: %+v, want leader with token 2", s)
+		}
+	})
+}
+
+func TestChangedFiresOnLeadershipChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		e, err := New(Config{Backend: store.Open("loop"), Identity: "a", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := e.Changed()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = e.Run(ctx) }()
+		<-changed
+		if !e.Status().Leader {
+			t.Fatal("Changed fired but the candidate does not lead")
+		}
+		changed = e.Changed()
+		cancel()
+		<-changed
+		<-done
+		if e.Status().Leader {
+			t.Fatal("leads after Run returned")
+		}
+	})
+}
