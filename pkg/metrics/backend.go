@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// InstrumentBackend returns b with every Get, Create and Update timed into
+// store_request_duration_seconds.
+func (m *Metrics) InstrumentBackend(b backend.Backend) backend.Backend {
+	return &instrumented{Backend: b, m: m}
+}
+
+type instrumented struct {
+	backend.Backend
+	m *Metrics
+}
+
+func (i *instrumented) observe(op string, start time.Time, err error) {
+	i.m.storeLatency.WithLabelValues(op, result(err)).Observe(time.Since(start).Seconds())
+}
+
+// result names an outcome without unbounded label values.
+func result(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, backend.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, backend.ErrAlreadyExists):
+		return "already_exists"
+	case errors.Is(err, backend.ErrConflict):
+		return "conflict"
+	default:
+		return "error"
+	}
+}
+
+func (i *instrumented) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	start := time.Now()
+	rec, v, err := i.Backend.Get(ctx)
+	i.observe("get", start, err)
+	return rec, v, err
+}
+
+func (i *instrumented) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := i.Backend.Create(ctx, rec)
+	i.observe("create", start, err)
+	return v, err
+}
+
+func (i *instrumented) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := i.Backend.Update(ctx, prev, rec)
+	i.observe("update", start, err)
+	return v, err
+}

@@ -1,0 +1,119 @@
+// Package metrics exposes the sidecar's Prometheus metrics on a private
+// registry: leadership, token, transitions, renew failures, store request
+// latency and build information, plus the Go and process collectors.
+//
+// Package election knows nothing of Prometheus: it reports through the
+// election.Observer this package implements, and the store latency comes
+// from wrapping the backend.Backend.
+package metrics
+
+import (
+	"net/http"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+const namespace = "leader_sidecar"
+
+// Metrics holds the registry and the collectors the sidecar updates.
+type Metrics struct {
+	registry      *prometheus.Registry
+	transitions   *prometheus.CounterVec
+	renewFailures prometheus.Counter
+	storeLatency  *prometheus.HistogramVec
+}
+
+// BuildInfo labels the build_info metric.
+type BuildInfo struct {
+	Version string
+	Backend string
+}
+
+// New registers every metric on a new private registry.
+func New(info BuildInfo) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		registry: reg,
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "leadership_transitions_total",
+			Help:      "Times this candidate started (direction=acquired) or stopped (direction=lost) leading.",
+		}, []string{"direction"}),
+		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "renew_failures_total",
+			Help:      "Failed attempts to renew the lease while leading.",
+		}),
+		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "store_request_duration_seconds",
+			Help:      "Latency of requests to the election store, by operation and result.",
+			Buckets:   []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation", "result"}),
+	}
+	for _, d := range []string{"acquired", "lost"} {
+		m.transitions.WithLabelValues(d)
+	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace:   namespace,
+		Name:        "build_info",
+		Help:        "Build information; the value is always 1.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend},
+	})
+	buildInfo.Set(1)
+	reg.MustRegister(m.transitions, m.renewFailures, m.storeLatency, buildInfo,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Status is what the leadership gauges read, at scrape time.
+type Status interface {
+	Status() election.Status
+}
+
+// WatchStatus registers the is_leader and token gauges, evaluated from s on
+// every scrape so they follow self-demotion exactly.
+func (m *Metrics) WatchStatus(s Status) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "is_leader",
+			Help:      "1 while this candidate claims leadership, else 0.",
+		}, func() float64 {
+			if s.Status().Leader {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "token",
+			Help:      "Fencing token of the current term while leading, else 0.",
+		}, func() float64 { return float64(s.Status().Token) }),
+	)
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// LeadershipChanged implements election.Observer.
+func (m *Metrics) LeadershipChanged(leading bool, _ int64) {
+	if leading {
+		m.transitions.WithLabelValues("acquired").Inc()
+	} else {
+		m.transitions.WithLabelValues("lost").Inc()
+	}
+}
+
+// RenewFailed implements election.Observer.
+func (m *Metrics) RenewFailed(error) { m.renewFailures.Inc() }
+
+var _ election.Observer = (*Metrics)(nil)

@@ -1,0 +1,90 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/backendtest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+func TestInstrumentedBackendKeepsTheContract(t *testing.T) {
+	m := New(BuildInfo{Version: "test", Backend: "memory"})
+	store := memory.NewStore()
+	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
+		return m.InstrumentBackend(store.Open(name))
+	})
+}
+
+func TestStoreLatencyCountsByOperationAndResult(t *testing.T) {
+	m := New(BuildInfo{Version: "test", Backend: "memory"})
+	b := m.InstrumentBackend(memory.NewStore().Open("x"))
+	ctx := context.Background()
+	_, _, _ = b.Get(ctx)
+	v, _ := b.Create(ctx, backendtest.SampleRecord("a", 1))
+	_, _ = b.Update(ctx, v, backendtest.SampleRecord("a", 1))
+	_, _ = b.Update(ctx, v, backendtest.SampleRecord("a", 1))
+	for _, want := range []string{
+		`operation="get",result="not_found"`,
+		`operation="create",result="ok"`,
+		`operation="update",result="ok"`,
+		`operation="update",result="conflict"`,
+	} {
+		if !strings.Contains(scrape(t, m), "leader_sidecar_store_request_duration_seconds_count{"+want+"} 1") {
+			t.Errorf("no single observation with %s in:\n%s", want, scrape(t, m))
+		}
+	}
+}
+
+type fixedStatus election.Status
+
+func (f *fixedStatus) Status() election.Status { return election.Status(*f) }
+
+func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
+	m := New(BuildInfo{Version: "v1.2.3", Backend: "sqlite"})
+	s := &fixedStatus{Leader: true, Token: 42}
+	m.WatchStatus(s)
+	m.LeadershipChanged(true, 42)
+	m.RenewFailed(errors.New("x"))
+	m.RenewFailed(errors.New("y"))
+
+	out := scrape(t, m)
+	for _, want := range []string{
+		"leader_sidecar_is_leader 1",
+		"leader_sidecar_token 42",
+		`leader_sidecar_leadership_transitions_total{direction="acquired"} 1`,
+		`leader_sidecar_leadership_transitions_total{direction="lost"} 0`,
+		"leader_sidecar_renew_failures_total 2",
+		`leader_sidecar_build_info{backend="sqlite",goversion="go`,
+		"process_resident_memory_bytes",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+
+	*s = fixedStatus{}
+	if got := testutil.ToFloat64(m.transitions.WithLabelValues("acquired")); got != 1 {
+		t.Fatalf("acquired transitions %v, want 1", got)
+	}
+	if out := scrape(t, m); !strings.Contains(out, "leader_sidecar_is_leader 0") || !strings.Contains(out, "leader_sidecar_token 0") {
+		t.Fatalf("gauges did not follow the status:\n%s", out)
+	}
+}
+
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("scrape status %d", rec.Code)
+	}
+	return rec.Body.String()
+}
