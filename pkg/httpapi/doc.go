@@ -1,0 +1,22 @@
+// Package httpapi serves the sidecar's HTTP API.
+//
+// The app API (loopback by default) tells the application whether it leads
+// and which fencing token to use:
+//
+//	GET  /leader          the state as JSON
+//	GET  /leader/watch    Server-Sent Events: the state at once, then on every change
+//	GET  /leader/ready    200 while leading, 503 otherwise
+//	POST /leader/release  step down now and hold off; returns the new state
+//	GET  /healthz         200 while the election loop is not wedged
+//	GET  /readyz          200 once the store has been reached and the loop is healthy
+//	GET  /metrics         Prometheus text format
+//
+// The ops API (for kubelet probes on the pod IP) serves only the read-only
+// /healthz, /readyz, /leader/ready and /metrics.
+//
+// Guarantees: every answer is computed from memory at the moment it is
+// made (the election's Status), never by a request to the store, so a slow
+// or unreachable store cannot slow a read, and a leader that was paused
+// answers "not leader" on its first answer after waking. A wrong method gets
+// 405 with an Allow header, an unknown path 404.
+package httpapi

@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Options configure the handlers. Zero values take defaults.
+type Options struct {
+	// Metrics serves GET /metrics; nil answers 404 there.
+	Metrics http.Handler
+	// KeepAlive is the interval of SSE keep-alive comments. Default 15s.
+	KeepAlive time.Duration
+	// ReleaseTimeout bounds the store write of POST /leader/release.
+	// Default 10s.
+	ReleaseTimeout time.Duration
+	// Done, when closed, ends open /leader/watch streams (server shutdown).
+	Done <-chan struct{}
+}
+
+func (o Options) withDefaults() Options {
+	if o.KeepAlive == 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	if o.ReleaseTimeout == 0 {
+		o.ReleaseTimeout = 10 * time.Second
+	}
+	return o
+}
+
+type api struct {
+	e    Elector
+	info Info
+	opts Options
+}
+
+// NewAppHandler returns the full app API for the loopback listener.
+func NewAppHandler(e Elector, info Info, opts Options) http.Handler {
+	a := &api{e: e, info: info, opts: opts.withDefaults()}
+	mux := a.readOnly()
+	mux.HandleFunc("GET /leader", a.leader)
+	mux.HandleFunc("GET /leader/watch", a.watch)
+	mux.HandleFunc("POST /leader/release", a.release)
+	return mux
+}
+
+// NewOpsHandler returns the read-only probes and metrics for the pod-IP
+// listener.
+func NewOpsHandler(e Elector, info Info, opts Options) http.Handler {
+	a := &api{e: e, info: info, opts: opts.withDefaults()}
+	return a.readOnly()
+}
+
+func (a *api) readOnly() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.HandleFunc("GET /leader/ready", a.leaderReady)
+	if a.opts.Metrics != nil {
+		mux.Handle("GET /metrics", a.opts.Metrics)
+	}
+	return mux
+}
+
+func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info))
+}
+
+func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
+	if a.e.Status().Leader {
+		writeText(w, http.StatusOK, "leader")
+		return
+	}
+	writeText(w, http.StatusServiceUnavailable, "not leader")
+}
+
+func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
+	if a.e.Healthy() {
+		writeText(w, http.StatusOK, "ok")
+		return
+	}
+	writeText(w, http.StatusServiceUnavailable, "election loop wedged: no attempt finished recently")
+}
+
+func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case !a.e.Healthy():
+		writeText(w, http.StatusServiceUnavailable, "election loop wedged: no attempt finished recently")
+	case !a.e.Status().ReachedStore:
+		writeText(w, http.StatusServiceUnavailable, "store not reached yet")
+	default:
+		writeText(w, http.StatusOK, "ok")
+	}
+}
+
+func (a *api) release(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReleaseTimeout)
+	defer cancel()
+	s, err := a.e.Release(ctx)
+	st := newState(s, a.info)
+	if err != nil {
+		st.Error = err.Error()
+		writeJSON(w, http.StatusServiceUnavailable, st)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

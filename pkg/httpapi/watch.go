@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// writeTimeout bounds each SSE write, so a client that stops reading is
+// dropped instead of holding a goroutine forever.
+const writeTimeout = 10 * time.Second
+
+// watch streams the state as Server-Sent Events: once at once, then on each
+// change, including the instant a leader's claim lapses (validUntil), which
+// no store event announces.
+func (a *api) watch(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	keepAlive := time.NewTicker(a.opts.KeepAlive)
+	defer keepAlive.Stop()
+	lapse := time.NewTimer(0)
+	defer lapse.Stop()
+	var last []byte
+	for {
+		changed := a.e.Changed() // before Status, so no change is missed
+		s := a.e.Status()
+		body, err := json.Marshal(newState(s, a.info))
+		if err != nil {
+			return
+		}
+		if string(body) != string(last) {
+			if !send(rc, w, "data: %s\n\n", body) {
+				return
+			}
+			last = body
+		}
+		var lapsed <-chan time.Time
+		if s.Leader {
+			lapse.Reset(time.Until(s.ValidUntil))
+			lapsed = lapse.C
+		}
+		select {
+		case <-changed:
+		case <-lapsed:
+		case <-keepAlive.C:
+			if !send(rc, w, ": keep-alive\n\n") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-a.opts.Done:
+			return
+		}
+	}
+}
+
+func send(rc *http.ResponseController, w http.ResponseWriter, format string, args ...any) bool {
+	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := fmt.Fprintf(w, format, args...); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}
