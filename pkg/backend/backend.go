@@ -23,6 +23,8 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -57,7 +59,20 @@ type Record struct {
 	// expiry is judged from local observation, never from this timestamp.
 	RenewTime time.Time
 	// Transitions counts changes of holder. It is the fencing token.
+	// Every backend keeps values from 0 to math.MaxInt32 (a Lease stores an
+	// int32) and rejects a larger one with an error.
 	Transitions int64
+}
+
+// MaxTransitions is the largest token every backend can store.
+const MaxTransitions = math.MaxInt32
+
+// CheckRecord returns an error if rec holds a value no backend can store.
+func CheckRecord(rec Record) error {
+	if rec.Transitions < 0 || rec.Transitions > MaxTransitions {
+		return fmt.Errorf("transitions %d out of range [0, %d]", rec.Transitions, MaxTransitions)
+	}
+	return nil
 }
 
 // TimePrecision is the precision every backend keeps for AcquireTime and

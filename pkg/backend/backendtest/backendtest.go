@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("WatchSignalsOtherWriter", func(t *testing.T) { testWatch(t, open) })
 	t.Run("WatchClosesOnCancel", func(t *testing.T) { testWatchCloses(t, open) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
+	t.Run("RejectsTokenBeyondInt32", func(t *testing.T) { testRejectsTokenBeyondInt32(t, open) })
 	t.Run("ElectionsAreSeparate", func(t *testing.T) { testSeparate(t, open) })
 }
 

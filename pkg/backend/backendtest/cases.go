@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -189,14 +190,14 @@ func testRoundTrip(t *testing.T, open Opener) {
 		LeaseDurationSeconds: 2147483647,
 		AcquireTime:          time.Date(1999, 12, 31, 23, 59, 59, 999999000, local),
 		RenewTime:            time.Date(2038, 1, 19, 3, 14, 8, 1000, time.UTC),
-		Transitions:          1 << 40,
+		Transitions:          math.MaxInt32,
 	}
 	v := mustCreate(t, b, created)
 	got, _ := mustGet(t, b)
 	AssertRecordEqual(t, got, created)
 
 	// A released record: empty holder, zero times, token kept.
-	released := backend.Record{LeaseDurationSeconds: 1, Transitions: 1 << 40}
+	released := backend.Record{LeaseDurationSeconds: 1, Transitions: math.MaxInt32}
 	if _, err := b.Update(ctxFor(t), v, released); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
@@ -205,6 +206,20 @@ func testRoundTrip(t *testing.T, open Opener) {
 	if !got.AcquireTime.IsZero() || !got.RenewTime.IsZero() {
 		t.Fatalf("zero times came back as %v and %v", got.AcquireTime, got.RenewTime)
 	}
+}
+
+func testRejectsTokenBeyondInt32(t *testing.T, open Opener) {
+	b := open(t, "token-range")
+	rec := SampleRecord("a", math.MaxInt32+1)
+	if _, err := b.Create(ctxFor(t), rec); err == nil {
+		t.Fatal("Create accepted a token above math.MaxInt32")
+	}
+	v := mustCreate(t, b, SampleRecord("a", 1))
+	if _, err := b.Update(ctxFor(t), v, rec); err == nil || errors.Is(err, backend.ErrConflict) {
+		t.Fatalf("Update with a token above math.MaxInt32: got %v, want a plain error", err)
+	}
+	got, _ := mustGet(t, b)
+	AssertRecordEqual(t, got, SampleRecord("a", 1))
 }
 
 func testSeparate(t *testing.T, open Opener) {

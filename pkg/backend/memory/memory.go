@@ -103,6 +103,9 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 	if err := b.checkLocked(ctx, "create"); err != nil {
 		return "", err
 	}
+	if err := backend.CheckRecord(rec); err != nil {
+		return "", fmt.Errorf("memory: create %q: %w", b.name, err)
+	}
 	if _, ok := s.records[b.name]; ok {
 		return "", fmt.Errorf("memory: create %q: %w", b.name, backend.ErrAlreadyExists)
 	}
@@ -116,6 +119,9 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	defer s.mu.Unlock()
 	if err := b.checkLocked(ctx, "update"); err != nil {
 		return "", err
+	}
+	if err := backend.CheckRecord(rec); err != nil {
+		return "", fmt.Errorf("memory: update %q: %w", b.name, err)
 	}
 	st, ok := s.records[b.name]
 	if !ok {
