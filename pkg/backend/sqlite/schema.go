@@ -1,0 +1,105 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	modernc "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The schema. Both statements are no-ops on a file that already has it.
+const (
+	createRecords = `CREATE TABLE IF NOT EXISTS leader_records (
+	name                   TEXT PRIMARY KEY,
+	version                INTEGER NOT NULL,
+	holder                 TEXT NOT NULL,
+	lease_duration_seconds INTEGER NOT NULL,
+	acquire_time_us        INTEGER,
+	renew_time_us          INTEGER,
+	transitions            INTEGER NOT NULL
+)`
+	// leader_versions has one row (id 1) whose value is the last version
+	// issued in this file, for any election.
+	createVersions = `CREATE TABLE IF NOT EXISTS leader_versions (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	last INTEGER NOT NULL
+)`
+)
+
+// probeWrite starts writing without changing anything. BEGIN IMMEDIATE on
+// a file SQLite could only open read-only quietly begins a read
+// transaction instead, and CREATE TABLE IF NOT EXISTS writes nothing when
+// the tables exist, so without it a read-only file would pass Open.
+const probeWrite = `UPDATE leader_versions SET last = last WHERE id = 0`
+
+// nextVersion takes the next version inside the caller's write transaction.
+// If the counter row is missing (a new file, or an operator removed it) it
+// starts above every version still stored, so it never goes backwards.
+const nextVersion = `INSERT INTO leader_versions (id, last)
+	SELECT 1, coalesce(max(version), 0) + 1 FROM leader_records WHERE true
+	ON CONFLICT (id) DO UPDATE SET last = last + 1
+	RETURNING last`
+
+// initSchema checks that the file is in WAL mode, then creates the tables
+// if missing inside a write transaction. Taking the write lock here also
+// proves at Open that the file is a database this process can write: a
+// read-only file, an unwritable directory, a file that is not a database and
+// a lock held past the busy timeout all fail now, not on the first write.
+// Concurrent Opens of a new file serialize on the lock; all but the first
+// find the tables present.
+func (b *Backend) initSchema(ctx context.Context) error {
+	var mode string
+	if err := b.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("database %s is in journal mode %q and could not be switched to WAL", b.path, mode)
+	}
+
+	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: takes the write lock
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range []string{createRecords, createVersions, probeWrite} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// initSchemaPatiently runs initSchema, retrying while SQLite answers
+// SQLITE_BUSY, until the busy timeout has passed. SQLite's busy handler
+// does not cover every wait at open: when several processes open a new file
+// at once, switching it to WAL or recovering the WAL index can answer
+// SQLITE_BUSY at once instead of waiting.
+func (b *Backend) initSchemaPatiently(ctx context.Context) error {
+	deadline := time.Now().Add(b.busyTimeout)
+	for {
+		err := b.initSchema(ctx)
+		if err == nil || !isBusy(err) || !time.Now().Before(deadline) {
+			return err
+		}
+		pause := time.Duration(5+rand.IntN(20)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se *modernc.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}

@@ -1,0 +1,219 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Defaults applied by Open to zero Options fields.
+const (
+	// DefaultBusyTimeout is the BusyTimeout used when Options leaves it zero.
+	DefaultBusyTimeout = 5 * time.Second
+	// DefaultPollInterval is the PollInterval used when Options leaves it zero.
+	DefaultPollInterval = 50 * time.Millisecond
+)
+
+// writerConns is the size of the connection pool for Get, Create and Update.
+// Two lets a Get proceed while a write waits for the lock; more would only
+// add writers queueing on SQLite's single write lock. Watches never use this
+// pool, so they cannot starve it.
+const writerConns = 2
+
+// Options configures Open.
+type Options struct {
+	// Path is the database file. It is created if missing; its directory
+	// must exist. Relative paths are made absolute at Open.
+	Path string
+	// Election is the name of the election (lease): the key of its row.
+	// Required.
+	Election string
+	// BusyTimeout is how long a write waits for SQLite's write lock, held by
+	// another connection, before failing. Zero means DefaultBusyTimeout;
+	// negative is an error. It is rounded up to whole milliseconds.
+	BusyTimeout time.Duration
+	// PollInterval is how often Watch checks PRAGMA data_version, which
+	// bounds how late a change signal can be. Zero means
+	// DefaultPollInterval; negative is an error.
+	PollInterval time.Duration
+	// AllowNetworkFS skips the refusal of a path on a network filesystem.
+	// Open then succeeds and Warnings says what was detected, for the caller
+	// to log. SQLite's locking is not reliable there.
+	AllowNetworkFS bool
+
+	// statfs replaces the filesystem-type lookup in tests; nil means the
+	// operating system's.
+	statfs statfsFunc
+}
+
+// Backend is one handle on one election in one SQLite file. Handles opened
+// on the same file, in one process or in several, share its records.
+// A Backend is safe for concurrent use.
+type Backend struct {
+	path         string
+	election     string
+	busyTimeout  time.Duration
+	pollInterval time.Duration
+	warnings     []string
+
+	db      *sql.DB // Get, Create and Update; writes begin IMMEDIATE
+	watchDB *sql.DB // one dedicated connection per active Watch
+
+	mu        sync.Mutex // guards closed against watches.Add
+	closed    bool
+	closing   context.Context // done once Close starts; ends every watch
+	stop      context.CancelFunc
+	watches   sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// Open opens (creating if needed) the database at opts.Path, switches it to
+// WAL mode, creates the schema if missing and checks that the file can be
+// written. Every error names the file.
+func Open(ctx context.Context, opts Options) (*Backend, error) {
+	if err := validate(&opts); err != nil {
+		return nil, err
+	}
+	path, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: resolve path %q: %w", opts.Path, err)
+	}
+	if err := checkLocation(path); err != nil {
+		return nil, err
+	}
+	warning, err := checkNetworkFS(path, opts.statfs, opts.AllowNetworkFS)
+	if err != nil {
+		return nil, err
+	}
+
+	b := &Backend{
+		path:         path,
+		election:     opts.Election,
+		busyTimeout:  opts.BusyTimeout,
+		pollInterval: opts.PollInterval,
+	}
+	if warning != "" {
+		b.warnings = append(b.warnings, warning)
+	}
+	if b.db, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, true)); err != nil {
+		return nil, b.fail("open", err)
+	}
+	b.db.SetMaxOpenConns(writerConns)
+	b.db.SetMaxIdleConns(writerConns)
+	if err := b.initSchemaPatiently(ctx); err != nil {
+		_ = b.db.Close()
+		return nil, b.fail("open", err)
+	}
+	if b.watchDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, false)); err != nil {
+		_ = b.db.Close()
+		return nil, b.fail("open", err)
+	}
+	// A watch's connection is closed, not pooled, when the watch ends or
+	// fails, so a failed connection is never handed to the next watch.
+	b.watchDB.SetMaxIdleConns(0)
+	b.closing, b.stop = context.WithCancel(context.Background())
+	return b, nil
+}
+
+func validate(opts *Options) error {
+	switch {
+	case opts.Path == "":
+		return errors.New("sqlite: Options.Path is empty")
+	case opts.Election == "":
+		return errors.New("sqlite: Options.Election is empty")
+	case opts.BusyTimeout < 0:
+		return fmt.Errorf("sqlite: Options.BusyTimeout is negative (%v)", opts.BusyTimeout)
+	case opts.PollInterval < 0:
+		return fmt.Errorf("sqlite: Options.PollInterval is negative (%v)", opts.PollInterval)
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	return nil
+}
+
+// checkLocation fails early, naming the path, when SQLite could only fail
+// later with a vaguer message.
+func checkLocation(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("sqlite: open %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("sqlite: open %s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
+	}
+	return nil
+}
+
+// dsn builds a file: URI for the driver. The writer pool begins every
+// transaction with BEGIN IMMEDIATE and puts the file in WAL mode (a no-op
+// once it is); the watch pool only reads, and never creates the file.
+func dsn(path string, busyTimeout time.Duration, writer bool) string {
+	ms := int64(math.Ceil(float64(busyTimeout) / float64(time.Millisecond)))
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(ms, 10))
+	q.Set("_synchronous", "FULL")
+	if writer {
+		q.Set("_txlock", "immediate")
+		q.Set("_journal_mode", "WAL")
+	} else {
+		q.Set("mode", "rw") // a watch never creates the file
+	}
+	// In a URI '%', '?' and '#' in the path would be read as an escape, the
+	// query and the fragment.
+	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(filepath.ToSlash(path))
+	if !strings.HasPrefix(escaped, "/") {
+		escaped = "/" + escaped // a Windows volume: file:/C:/dir/file.db
+	}
+	return "file:" + escaped + "?" + q.Encode()
+}
+
+// Describe implements backend.Backend: "sqlite:" + absolute path + "#" +
+// election.
+func (b *Backend) Describe() string { return "sqlite:" + b.path + "#" + b.election }
+
+// Warnings returns what Open noticed but was told to accept, such as a
+// network filesystem under Options.AllowNetworkFS, for the caller to log.
+func (b *Backend) Warnings() []string { return append([]string(nil), b.warnings...) }
+
+// Close ends every Watch (closing its channel), waits for their goroutines
+// and closes all connections. Later calls return the first call's result.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+
+		b.stop()
+		b.watches.Wait()
+		if err := errors.Join(b.watchDB.Close(), b.db.Close()); err != nil {
+			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
+		}
+	})
+	return b.closeErr
+}

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// maxRetryDelay caps the wait between attempts while a watch's connection
+// keeps failing (a PollInterval longer than this is kept as it is).
+const maxRetryDelay = 2 * time.Second
+
+// Watch implements backend.Backend. Each call takes a connection of its own
+// and reads PRAGMA data_version on it every PollInterval; the value changes
+// whenever another connection (in any process, this one's writers included)
+// has committed to the file, and each change sends a signal. Polling never
+// writes.
+//
+// The first signal comes as soon as the watch has read its starting value,
+// and another after every reconnection, so that a change made before the
+// watch could observe it is never missed; such a signal may be spurious. A
+// failing connection is closed and reopened, backing off up to a few
+// seconds; the caller's own polling covers the gap.
+//
+// The channel is closed once ctx is done or the Backend is closed.
+func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		close(ch)
+		return ch
+	}
+	b.watches.Add(1)
+	b.mu.Unlock()
+	go b.watch(ctx, ch)
+	return ch
+}
+
+func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
+	defer b.watches.Done()
+	defer close(ch)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.closing, cancel)()
+
+	p := &poller{db: b.watchDB}
+	defer p.close()
+	timer := time.NewTimer(0) // the first poll takes the baseline at once
+	defer timer.Stop()
+	delay := b.pollInterval
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		changed, err := p.poll(ctx)
+		if err != nil {
+			delay = min(2*delay, max(maxRetryDelay, b.pollInterval))
+		} else {
+			delay = b.pollInterval
+		}
+		if changed {
+			backend.Notify(ch)
+		}
+		timer.Reset(delay)
+	}
+}
+
+// poller holds one watch's connection and the data_version last read on it.
+// data_version is per connection, so a new connection starts a new baseline.
+type poller struct {
+	db   *sql.DB
+	conn *sql.Conn
+	last int64
+}
+
+// poll reads data_version, connecting first if needed. It reports a change
+// when the value differs from the last one read, and on every new
+// connection. On error the connection is closed, to be reopened next time.
+func (p *poller) poll(ctx context.Context) (changed bool, err error) {
+	fresh := false
+	if p.conn == nil {
+		if p.conn, err = p.db.Conn(ctx); err != nil {
+			p.conn = nil
+			return false, err
+		}
+		fresh = true
+	}
+	var v int64
+	if err := p.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		p.close()
+		return false, err
+	}
+	changed = fresh || v != p.last
+	p.last = v
+	return changed, nil
+}
+
+func (p *poller) close() {
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
