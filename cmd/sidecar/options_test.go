@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runArgs(t *testing.T, args []string, environ ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // a run that gets past validation stops at once
+	code = run(ctx, args, environ, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     []string
+		mention string
+	}{
+		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend: must be one of auto, sqlite"},
+		{"empty lease name", []string{"--lease-name", ""}, nil, "--lease-name"},
+		{"lease name not a DNS name", []string{"--lease-name", "Billing_Job"}, nil, "--lease-name"},
+		{"identity with a space", []string{"--identity", "my pod"}, nil, "--identity: must not contain spaces"},
+		{"identity with a control character", []string{"--identity", "pod\x01"}, nil, "--identity"},
+		{"identity too long", []string{"--identity", strings.Repeat("x", 129)}, nil, "--identity: must be at most 128"},
+		{"lease not above renew", []string{"--lease-duration", "10s"}, nil, "--lease-duration: must be greater than the renew deadline"},
+		{"lease not whole seconds", []string{"--lease-duration", "15500ms"}, nil, "--lease-duration: must be a whole number of seconds"},
+		{"lease not a duration", []string{"--lease-duration", "fifteen"}, nil, `"--lease-duration"`},
+		{"renew not above 1.2 x retry", []string{"--renew-deadline", "2s"}, nil, "--renew-deadline: must be greater than 1.2 x retry period"},
+		{"zero retry", []string{"--retry-period", "0s"}, nil, "--retry-period: must be greater than 0"},
+		{"negative retry", []string{"--retry-period", "-1s"}, nil, "--retry-period: must be greater than 0"},
+		{"negative hold-off", []string{"--release-hold-off", "-1s"}, nil, "--release-hold-off: must not be negative"},
+		{"address without port", []string{"--http-address", "localhost"}, nil, "--http-address: must be host:port"},
+		{"port out of range", []string{"--http-address", "127.0.0.1:65536"}, nil, "--http-address: port must be a number"},
+		{"ops port not a number", []string{"--ops-address", ":http"}, nil, "--ops-address: port must be a number"},
+		{"ops address equals app address", []string{"--ops-address", "127.0.0.1:4040"}, nil, "--ops-address: must differ from --http-address"},
+		{"empty sqlite path", []string{"--sqlite-path", ""}, nil, "--sqlite-path: must not be empty"},
+		{"zero busy timeout", []string{"--sqlite-busy-timeout", "0s"}, nil, "--sqlite-busy-timeout: must be at least 1ms"},
+		{"bad bool", []string{"--release-on-shutdown=maybe"}, nil, `"--release-on-shutdown"`},
+		{"unknown log format", []string{"--log-format", "xml"}, nil, "--log-format: must be one of text, json"},
+		{"unknown log level", []string{"--log-level", "loud"}, nil, "--log-level: must be one of debug, info, warn, error"},
+		{"unknown flag", []string{"--lease-durration", "15s"}, nil, "unknown flag: --lease-durration"},
+		{"positional argument", []string{"sqlite"}, nil, `unexpected argument "sqlite"`},
+		{"env: not a duration", nil, []string{"LEADER_SIDECAR_RETRY_PERIOD=2"}, "LEADER_SIDECAR_RETRY_PERIOD=\"2\" (--retry-period)"},
+		{"env: bad value caught by validation", nil, []string{"LEADER_SIDECAR_BACKEND=zookeeper"}, "--backend: must be one of"},
+		{"env: bad bool", nil, []string{"LEADER_SIDECAR_SQLITE_ALLOW_NETWORK_FS=yes please"}, "(--sqlite-allow-network-fs)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runArgs(t, c.args, c.env...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2 (stderr %q)", code, stderr)
+			}
+			if !strings.Contains(stderr, c.mention) {
+				t.Fatalf("stderr %q does not mention %q", stderr, c.mention)
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stdout != "" {
+				t.Fatalf("want one line on stderr and nothing on stdout, got %q and %q", stderr, stdout)
+			}
+		})
+	}
+}
+
+func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
+	env := []string{"LEADER_SIDECAR_RETRY_PERIOD=1s", "LEADER_SIDECAR_LEASE_NAME=from-env"}
+	o, _, err := parseOptions([]string{"--lease-name", "from-flag"}, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.leaseName != "from-flag" || o.retryPeriod != time.Second || o.renewDeadline != 10*time.Second {
+		t.Fatalf("lease name %q, retry %v, renew %v", o.leaseName, o.retryPeriod, o.renewDeadline)
+	}
+}
+
+func TestUnknownEnvironmentVariableWarns(t *testing.T) {
+	_, warnings, err := parseOptions(nil, []string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "LEADER_SIDECAR_LEASE_DURATON") {
+		t.Fatalf("warnings %q", warnings)
+	}
+}
+
+func TestHelpAndVersionExit0(t *testing.T) {
+	code, stdout, _ := runArgs(t, []string{"--help"})
+	if code != 0 || !strings.Contains(stdout, "--lease-duration") || !strings.Contains(stdout, "LEADER_SIDECAR_LEASE_DURATION") {
+		t.Fatalf("--help: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runArgs(t, []string{"--version"})
+	if code != 0 || !strings.HasPrefix(stdout, "sidecar ") {
+		t.Fatalf("--version: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestIdentityPrefix(t *testing.T) {
+	if got := identityPrefix(&options{identity: "given"}, []string{"POD_NAME=pod-1"}); got != "given" {
+		t.Fatalf("got %q, want the flag", got)
+	}
+	if got := identityPrefix(&options{}, []string{"POD_NAME=pod-1"}); got != "pod-1" {
+		t.Fatalf("got %q, want POD_NAME", got)
+	}
+	if got := identityPrefix(&options{}, nil); got == "" {
+		t.Fatal("empty identity prefix without POD_NAME")
+	}
+}
+
+func TestAutoRefusesSQLiteInsideACluster(t *testing.T) {
+	code, _, stderr := runArgs(t, []string{"--sqlite-path", t.TempDir() + "/x.db"},
+		"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443")
+	if code != 1 || !strings.Contains(stderr, "--backend auto: running in a Kubernetes cluster") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
+)
+
+// shutdownTimeout bounds the HTTP servers' graceful shutdown.
+const shutdownTimeout = 5 * time.Second
+
+// run is the whole program; ctx ending is the shutdown signal. It returns
+// the exit status.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	o, warnings, err := parseOptions(args, environ, stdout)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = validate(o)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sidecar: %v\n", err)
+		return 2
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "sidecar %s\n", currentVersion())
+		return 0
+	}
+	log := newLogger(o, stderr)
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	if err := serve(ctx, o, environ, log); err != nil {
+		log.Error("sidecar failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve opens the store and listeners, runs the election until ctx ends,
+// then releases (if configured) and shuts the servers down.
+func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) error {
+	kind, err := resolveBackend(o, environ)
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "version", currentVersion(), "backend", kind, "lease", o.leaseName)
+	m := metrics.New(metrics.BuildInfo{Version: currentVersion(), Backend: kind})
+	store, err := openers[kind](ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	elector, err := election.New(election.Config{
+		Backend:         m.InstrumentBackend(store),
+		Identity:        election.NewIdentity(identityPrefix(o, environ)),
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: o.releaseOnShutdown,
+		ReleaseHoldOff:  o.releaseHoldOff,
+		Logger:          log,
+		Observer:        m,
+	})
+	if err != nil {
+		return err
+	}
+	m.WatchStatus(elector)
+
+	streamsDone := make(chan struct{})
+	info := httpapi.Info{Lease: o.leaseName, Backend: kind}
+	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: o.renewDeadline}
+	servers, err := listen(log, []listener{
+		{"app", o.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
+		{"ops", o.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
+	})
+	if err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	serveErr := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { serveErr <- s.serve() }()
+	}
+	electionDone := make(chan struct{})
+	go func() {
+		defer close(electionDone)
+		_ = elector.Run(runCtx)
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-serveErr:
+		log.Error("HTTP server failed; shutting down", "err", err)
+	}
+	stop()
+	<-electionDone // stopped claiming, released if configured
+	close(streamsDone)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.srv.Shutdown(shutdownCtx)
+	}
+	log.Info("stopped")
+	return err
+}
+
+type listener struct {
+	name, address string
+	handler       http.Handler
+}
+
+type server struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+func (s server) serve() error {
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// listen binds every listener with an address, before the sidecar joins
+// the election, so a port conflict stops it early.
+func listen(log *slog.Logger, ls []listener) ([]server, error) {
+	var servers []server
+	for _, l := range ls {
+		if l.address == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.address)
+		if err != nil {
+			for _, s := range servers {
+				_ = s.ln.Close()
+			}
+			return nil, fmt.Errorf("%s listener: %w", l.name, err)
+		}
+		log.Info("serving", "listener", l.name, "address", ln.Addr().String())
+		servers = append(servers, server{
+			srv: &http.Server{
+				Handler:           l.handler,
+				ReadHeaderTimeout: 5 * time.Second,
+				ReadTimeout:       10 * time.Second,
+				IdleTimeout:       60 * time.Second,
+				ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			},
+			ln: ln,
+		})
+	}
+	return servers, nil
+}
