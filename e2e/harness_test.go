@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Timings of every test election: short, and far enough apart that a
+// release (milliseconds) and an expiry (seconds) cannot be confused.
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+)
+
+var sidecarBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "leader-sidecar-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sidecarBin = filepath.Join(dir, "sidecar")
+	build := exec.Command(goTool(), "build", "-trimpath", "-o", sidecarBin, "../cmd/sidecar")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the sidecar: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// sidecar is one running sidecar process.
+type sidecar struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	logs    *lockedBuffer
+	ready   chan struct{} // closed once addr is known or the process ended
+	addr    string
+	done    chan struct{} // closed when the process has exited
+	exitErr error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func timingArgs() []string {
+	return []string{
+		"--lease-duration", leaseDuration.String(),
+		"--renew-deadline", renewDeadline.String(),
+		"--retry-period", retryPeriod.String(),
+	}
+}
+
+// launch starts a sidecar on db without waiting for it to listen.
+func launch(t *testing.T, db string, extra ...string) *sidecar {
+	t.Helper()
+	args := append([]string{"--sqlite-path", db, "--http-address", "127.0.0.1:0", "--log-format", "json"}, timingArgs()...)
+	cmd := exec.Command(sidecarBin, append(args, extra...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &sidecar{t: t, cmd: cmd, logs: &lockedBuffer{}, ready: make(chan struct{}), done: make(chan struct{})}
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		s.readLogs(stderr)
+	}()
+	go func() {
+		<-logsDone // Wait closes the pipe: read it to the end first
+		s.exitErr = cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-s.done
+		if t.Failed() {
+			t.Logf("sidecar %d logs:\n%s", cmd.Process.Pid, s.logs.String())
+		}
+	})
+	return s
+}
+
+// start launches a sidecar and waits until it serves.
+func start(t *testing.T, db string, extra ...string) *sidecar {
+	t.Helper()
+	s := launch(t, db, extra...)
+	s.waitServing()
+	return s
+}
+
+// readLogs keeps the process's logs and notes the app listener's address.
+func (s *sidecar) readLogs(r io.Reader) {
+	defer func() {
+		select {
+		case <-s.ready:
+		default:
+			close(s.ready)
+		}
+	}()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		_, _ = s.logs.Write([]byte(line + "\n"))
+		var entry struct{ Msg, Listener, Address string }
+		if s.addr == "" && json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" && entry.Listener == "app" {
+			s.addr = entry.Address
+			close(s.ready)
+		}
+	}
+}
+
+func (s *sidecar) waitServing() {
+	s.t.Helper()
+	select {
+	case <-s.ready:
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("sidecar %d did not start serving", s.cmd.Process.Pid)
+	}
+	if s.addr == "" {
+		<-s.done
+		s.t.Fatalf("sidecar %d exited before serving: %v\n%s", s.cmd.Process.Pid, s.exitErr, s.logs.String())
+	}
+}
+
+// state is the JSON of GET /leader.
+type state struct {
+	Leader     bool
+	Identity   string
+	Holder     string
+	Token      *int64
+	ValidUntil *time.Time
+}
+
+var client = &http.Client{Timeout: 5 * time.Second}
+
+// leader asks the sidecar; a process that is gone answers not-leader.
+func (s *sidecar) leader() (state, error) {
+	resp, err := client.Get("http://" + s.addr + "/leader")
+	if err != nil {
+		return state{}, err
+	}
+	defer resp.Body.Close()
+	var st state
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return state{}, fmt.Errorf("decoding /leader: %w", err)
+	}
+	return st, nil
+}
+
+func (s *sidecar) alive() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *sidecar) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal %v to %d: %v", sig, s.cmd.Process.Pid, err)
+	}
+}
+
+// waitExit waits for the process to end and returns its exit code.
+func (s *sidecar) waitExit(within time.Duration) int {
+	s.t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(within):
+		s.t.Fatalf("sidecar %d still running %v later", s.cmd.Process.Pid, within)
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// leaders samples every live sidecar once and returns those that answered
+// leader:true with their states.
+func leaders(t *testing.T, all []*sidecar) ([]*sidecar, []state) {
+	t.Helper()
+	var ls []*sidecar
+	var sts []state
+	for _, s := range all {
+		if !s.alive() {
+			continue
+		}
+		st, err := s.leader()
+		if err != nil {
+			t.Fatalf("GET /leader on a live sidecar: %v", err)
+		}
+		if st.Leader {
+			if st.Token == nil || *st.Token < 1 {
+				t.Fatalf("leader answered without a valid token: %+v", st)
+			}
+			ls = append(ls, s)
+			sts = append(sts, st)
+		}
+	}
+	if len(ls) > 1 {
+		t.Fatalf("%d sidecars answered leader:true in one sweep", len(ls))
+	}
+	return ls, sts
+}
+
+// awaitLeader polls until exactly one live sidecar leads, failing on a
+// sweep with two.
+func awaitLeader(t *testing.T, all []*sidecar, within time.Duration) (*sidecar, int64) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if ls, sts := leaders(t, all); len(ls) == 1 {
+			return ls[0], *sts[0].Token
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no leader within %v", within)
+	return nil, 0
+}
+
+func startMany(t *testing.T, db string, n int) []*sidecar {
+	t.Helper()
+	all := make([]*sidecar, n)
+	for i := range all {
+		all[i] = launch(t, db)
+	}
+	for _, s := range all {
+		s.waitServing()
+	}
+	return all
+}
+
+func without(all []*sidecar, gone *sidecar) []*sidecar {
+	var out []*sidecar
+	for _, s := range all {
+		if s != gone {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "election.db") }
