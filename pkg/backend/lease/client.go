@@ -1,0 +1,158 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Defaults for ClientOptions fields left zero.
+const (
+	DefaultQPS   = 5
+	DefaultBurst = 10
+)
+
+// ClientOptions configures the Kubernetes client of an election.
+type ClientOptions struct {
+	// Kubeconfig is the path of a kubeconfig file; "" uses the in-cluster
+	// configuration of the Pod's service account.
+	Kubeconfig string
+	// Timeout bounds each request other than a watch (0: no bound).
+	// Callers pass renewDeadline/2, so a hung request cannot use up the
+	// leader's renew deadline by itself.
+	Timeout time.Duration
+	// QPS and Burst size the client's own rate limiter (0: DefaultQPS,
+	// DefaultBurst).
+	QPS   float32
+	Burst int
+	// UserAgent names the client to the API server, e.g.
+	// "leader-sidecar/1.2.3" ("" keeps client-go's default).
+	UserAgent string
+}
+
+// RESTConfig loads the connection settings named by o.Kubeconfig: the
+// file, or the in-cluster configuration when it is empty. Its errors say
+// what is missing: the file, or the environment of a Pod.
+func RESTConfig(o ClientOptions) (*rest.Config, error) {
+	if o.Kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		switch {
+		case errors.Is(err, rest.ErrNotInCluster):
+			return nil, errors.New("not running in a Kubernetes cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set); " +
+				"give a kubeconfig file (--kubeconfig) to reach an API server from elsewhere")
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("in-cluster configuration: the Pod has no service-account token (is automountServiceAccountToken false?): %w", err)
+		case err != nil:
+			return nil, fmt.Errorf("in-cluster configuration: %w", err)
+		}
+		return cfg, nil
+	}
+	if _, err := os.Stat(o.Kubeconfig); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("kubeconfig %q does not exist", o.Kubeconfig)
+		}
+		return nil, fmt.Errorf("kubeconfig %q: %w", o.Kubeconfig, err)
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig},
+		&clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q: %w", o.Kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// NewClient returns a clientset for cfg with o's rate limiter, user agent
+// and per-request timeout applied to a copy; cfg itself is not changed.
+//
+// The timeout is enforced per request by a transport wrapper, and the
+// copy's Timeout is set to 0: client-go applies rest.Config.Timeout to
+// watches too, which would cut every watch off after Timeout and restart
+// it again and again, which is polling. Watches are exempt from o.Timeout;
+// the informer behind Backend.Watch bounds them itself (5-10 minutes).
+func NewClient(cfg *rest.Config, o ClientOptions) (kubernetes.Interface, error) {
+	if cfg == nil {
+		return nil, errors.New("lease: no REST config")
+	}
+	if o.Timeout < 0 || o.QPS < 0 || o.Burst < 0 {
+		return nil, fmt.Errorf("lease: negative client option (timeout %v, QPS %v, burst %d)", o.Timeout, o.QPS, o.Burst)
+	}
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = o.QPS, o.Burst
+	if c.QPS == 0 {
+		c.QPS = DefaultQPS
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
+	c.RateLimiter = nil // a limiter of our own, made from QPS and Burst
+	if o.UserAgent != "" {
+		c.UserAgent = o.UserAgent
+	}
+	c.Timeout = 0
+	if o.Timeout > 0 {
+		d := o.Timeout
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &timeoutTransport{next: rt, timeout: d} })
+	}
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("lease: Kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+// timeoutTransport bounds every request except watches, from sending it
+// to reading the last byte of its response.
+type timeoutTransport struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWatch(req) {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go see the transport underneath.
+func (t *timeoutTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// isWatch reports whether req is a watch: a long-lived stream of events.
+func isWatch(req *http.Request) bool {
+	switch strings.ToLower(req.URL.Query().Get("watch")) {
+	case "true", "1":
+		return true
+	}
+	return strings.Contains(req.URL.Path, "/watch/")
+}
+
+// cancelOnClose releases a request's timeout once its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}

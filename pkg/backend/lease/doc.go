@@ -1,0 +1,73 @@
+// Package lease is a backend.Backend on a coordination.k8s.io/v1 Lease: the
+// record of one election is the spec of one Lease on the Kubernetes API
+// server, and so lives in etcd.
+//
+// # Guarantees
+//
+// Compare-and-swap is the Lease's metadata.resourceVersion. Get returns it
+// as the backend.Version; Update sends a Lease carrying exactly the version
+// passed in, so the API server stores it only if the Lease is still at that
+// version and otherwise answers 409 Conflict, returned as
+// backend.ErrConflict. Of any number of writers racing from one version,
+// etcd lets exactly one through. The precondition is always the argument:
+// the few objects a Backend remembers only supply metadata to keep.
+//
+// Every Update also carries the Lease's UID. Leases allow create-on-update,
+// so without it a PUT on a deleted Lease would quietly create a new one;
+// with it the write fails, and the caller finds the Lease gone on its next
+// Get.
+//
+// The fencing token is spec.leaseTransitions (an int32: backend.CheckRecord
+// rejects larger tokens before any request).
+//
+// # Mapping, and client-go interoperability
+//
+// Record and LeaseSpec correspond exactly as in client-go's
+// tools/leaderelection/resourcelock (LeaderElectionRecordToLeaseSpec and
+// LeaseSpecToLeaderElectionRecord):
+//
+//	HolderIdentity        spec.holderIdentity
+//	LeaseDurationSeconds  spec.leaseDurationSeconds
+//	AcquireTime           spec.acquireTime  (MicroTime, microseconds)
+//	RenewTime             spec.renewTime    (MicroTime, microseconds)
+//	Transitions           spec.leaseTransitions
+//
+// and both sides compare-and-swap on the same resourceVersion, so a
+// client-go leaderelection candidate using a LeaseLock on the same Lease and
+// a candidate on this backend read each other's records and exclude each
+// other. A zero time is written as an absent field and an absent (or zero)
+// time reads back as the zero time.Time, as with client-go. A record with
+// LeaseDurationSeconds <= 0 is refused by the API server's validation, for
+// both. How a hand-edited Lease with absent or odd fields reads is listed at
+// recordFromSpec in mapping.go: absent fields are zero values, nothing
+// panics.
+//
+// # What Update keeps
+//
+// Update writes the five fields above and keeps everything else on the
+// Lease: labels, annotations, owner references, spec.strategy,
+// spec.preferredHolder. It starts from the Lease as it was at the version
+// passed in: the copy this Backend read or wrote at that version if it
+// still has it, else a fresh Get, which must show that very version (or
+// Update returns ErrConflict without writing). Create makes a Lease with
+// only its name, namespace and spec.
+//
+// # Change signal
+//
+// Watch runs a client-go informer on a list and watch of this one Lease
+// (field selector metadata.name=<name>). It survives watch timeouts, API
+// server restarts and expired resource versions (it lists again, and
+// signals then, since a change may have been missed), backs off while the
+// API server is unreachable, and sends no requests while idle apart from
+// re-establishing its watch every few minutes.
+//
+// # Errors and permissions
+//
+// Errors keep the API server's message behind the Lease and the operation,
+// e.g. `lease team/db-leader: update: leases.coordination.k8s.io "db-leader"
+// is forbidden: User "..." cannot update resource "leases" ...`, so a
+// missing RBAC permission is named. The service account needs get, create
+// and update on the Lease, and list and watch for Watch. A Role may limit
+// get, update, list and watch to the Lease with resourceNames; create cannot
+// be limited by name.
+package lease

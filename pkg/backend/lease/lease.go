@@ -1,0 +1,130 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Options configures a Backend. Every field is required.
+type Options struct {
+	// Client talks to the API server; see NewClient.
+	Client kubernetes.Interface
+	// Namespace is the namespace of the Lease.
+	Namespace string
+	// Name is the name of the Lease, which is the name of the election.
+	Name string
+}
+
+// Backend stores the record of one election in one Lease. It is safe for
+// concurrent use.
+type Backend struct {
+	leases    coordinationclient.LeaseInterface
+	namespace string
+	name      string
+	known     objectCache
+
+	// beforeWatch, when set, is called before every watch request; it may
+	// change the request's options or fail it. Tests use it to make the
+	// API server end watches early and to make the informer list again.
+	beforeWatch func(*metav1.ListOptions) error
+
+	closing    context.Context
+	close      context.CancelFunc
+	watchersMu sync.Mutex // orders watchers.Add after a Close
+	watchers   sync.WaitGroup
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New checks opts and returns a Backend. It does no I/O: a Lease that does
+// not exist yet is created by the first Create.
+func New(opts Options) (*Backend, error) {
+	if opts.Client == nil {
+		return nil, errors.New("lease: a Kubernetes client is required")
+	}
+	if opts.Namespace == "" {
+		return nil, errors.New("lease: a namespace is required")
+	}
+	if errs := validation.IsDNS1123Label(opts.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("lease: namespace %q is not a valid namespace name: %s", opts.Namespace, strings.Join(errs, "; "))
+	}
+	if opts.Name == "" {
+		return nil, errors.New("lease: a Lease name is required")
+	}
+	if errs := validation.IsDNS1123Subdomain(opts.Name); len(errs) > 0 {
+		return nil, fmt.Errorf("lease: name %q is not a valid Lease name: %s", opts.Name, strings.Join(errs, "; "))
+	}
+	closing, cancel := context.WithCancel(context.Background())
+	return &Backend{
+		leases:    opts.Client.CoordinationV1().Leases(opts.Namespace),
+		namespace: opts.Namespace,
+		name:      opts.Name,
+		closing:   closing,
+		close:     cancel,
+	}, nil
+}
+
+// Get implements backend.Backend. The version is the Lease's
+// resourceVersion, read from etcd (a quorum read, never a cache).
+func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	l, err := b.leases.Get(ctx, b.name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return backend.Record{}, "", b.errorf("get", "%w: %w", backend.ErrNotFound, err)
+		}
+		return backend.Record{}, "", b.errorf("get", "%w", err)
+	}
+	b.known.put(l)
+	return recordFromSpec(&l.Spec), backend.Version(l.ResourceVersion), nil
+}
+
+// Create implements backend.Backend. The new Lease carries only its name,
+// namespace and the record.
+func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	if err := backend.CheckRecord(rec); err != nil {
+		return "", b.errorf("create", "%w", err)
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace}}
+	applyRecord(&l.Spec, rec)
+	created, err := b.leases.Create(ctx, l, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return "", b.errorf("create", "%w: %w", backend.ErrAlreadyExists, err)
+		}
+		return "", b.errorf("create", "%w", err)
+	}
+	b.known.put(created)
+	return backend.Version(created.ResourceVersion), nil
+}
+
+// Describe implements backend.Backend: "lease:<namespace>/<name>".
+func (b *Backend) Describe() string { return "lease:" + b.namespace + "/" + b.name }
+
+// Close implements backend.Backend: it ends every watch started by Watch
+// and waits until their goroutines are gone. It is safe to call more than
+// once; Get, Create and Update keep working after it.
+func (b *Backend) Close() error {
+	b.watchersMu.Lock()
+	b.close()
+	b.watchersMu.Unlock()
+	b.watchers.Wait()
+	return nil
+}
+
+// errorf wraps an error with the Lease and the operation, keeping the API
+// server's message (for RBAC, which verb on which resource was refused).
+func (b *Backend) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("lease %s/%s: %s: "+format, append([]any{b.namespace, b.name, op}, args...)...)
+}
