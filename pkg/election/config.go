@@ -138,3 +138,20 @@ func (c Config) validate() error {
 	}
 	return ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 }
+
+// Observers returns an Observer that tells each of obs in turn.
+func Observers(obs ...Observer) Observer { return observers(obs) }
+
+type observers []Observer
+
+func (o observers) LeadershipChanged(leading bool, token int64) {
+	for _, x := range o {
+		x.LeadershipChanged(leading, token)
+	}
+}
+
+func (o observers) RenewFailed(err error) {
+	for _, x := range o {
+		x.RenewFailed(err)
+	}
+}

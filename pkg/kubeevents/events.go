@@ -1,0 +1,93 @@
+// Package kubeevents reports leadership changes as Kubernetes Events
+// (events.k8s.io/v1) about the sidecar's own Pod, related to the Lease.
+//
+// Recording is best effort: Events are queued and sent in the background
+// by client-go's event broadcaster, which retries and drops rather than
+// blocks. A failure to record never delays or changes the election.
+package kubeevents
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+// Controller is the reporting controller named in every Event.
+const Controller = "leader-sidecar"
+
+// Reason is the reason of every Event, as client-go's leader election uses.
+const Reason = "LeaderElection"
+
+// Pod identifies the Pod the sidecar runs in (from the Downward API:
+// POD_NAMESPACE, POD_NAME, POD_UID). UID may be empty.
+type Pod struct {
+	Namespace, Name, UID string
+}
+
+// Recorder turns leadership changes into Events. It implements
+// election.Observer.
+type Recorder struct {
+	broadcaster events.EventBroadcaster
+	cancel      context.CancelFunc
+	recorder    events.EventRecorder
+	pod, lease  *corev1.ObjectReference
+	identity    string
+}
+
+var _ election.Observer = (*Recorder)(nil)
+
+// New starts a recorder that writes Events through client until Stop.
+func New(client kubernetes.Interface, pod Pod, leaseNamespace, leaseName, identity string) (*Recorder, error) {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	return &Recorder{
+		broadcaster: b,
+		cancel:      cancel,
+		recorder:    b.NewRecorder(scheme.Scheme, Controller),
+		pod: &corev1.ObjectReference{
+			APIVersion: "v1", Kind: "Pod",
+			Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID),
+		},
+		lease: &corev1.ObjectReference{
+			APIVersion: "coordination.k8s.io/v1", Kind: "Lease",
+			Namespace: leaseNamespace, Name: leaseName,
+		},
+		identity: identity,
+	}, nil
+}
+
+// LeadershipChanged implements election.Observer.
+func (r *Recorder) LeadershipChanged(leading bool, token int64) {
+	if leading {
+		r.recorder.Eventf(r.pod, r.lease, corev1.EventTypeNormal, Reason, "BecameLeader",
+			"%s became leader of %s with fencing token %d", r.identity, r.leaseName(), token)
+		return
+	}
+	r.recorder.Eventf(r.pod, r.lease, corev1.EventTypeNormal, Reason, "StoppedLeading",
+		"%s stopped leading %s (token %d)", r.identity, r.leaseName(), token)
+}
+
+// RenewFailed implements election.Observer; failures are logged and
+// counted elsewhere, not recorded as Events.
+func (r *Recorder) RenewFailed(error) {}
+
+// Stop flushes what it can and stops the broadcaster.
+func (r *Recorder) Stop() {
+	r.cancel()
+	r.broadcaster.Shutdown()
+}
+
+func (r *Recorder) leaseName() string {
+	return fmt.Sprintf("Lease %s/%s", r.lease.Namespace, r.lease.Name)
+}
