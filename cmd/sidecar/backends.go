@@ -2,20 +2,35 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeevents"
 )
 
-// opener opens one kind of election store.
-type opener func(ctx context.Context, o *options, log *slog.Logger) (backend.Backend, error)
+// store is an opened election store and what comes with it.
+type store struct {
+	backend backend.Backend
+	// observer is told about leadership changes besides the metrics (the
+	// Kubernetes Events of the lease backend); nil for none.
+	observer election.Observer
+	// lease names the election in answers: "<namespace>/<name>" for a
+	// Lease, the name for SQLite.
+	lease string
+	close func()
+}
+
+// opener opens one kind of election store for the candidate identity.
+type opener func(ctx context.Context, o *options, environ []string, identity string, log *slog.Logger) (*store, error)
 
 // openers maps each concrete --backend value to its store.
 var openers = map[string]opener{
 	"sqlite": openSQLite,
+	"lease":  openLease,
 }
 
 // inCluster reports whether the process runs in a Kubernetes Pod, by the
@@ -26,21 +41,20 @@ func inCluster(environ []string) bool {
 	return host != "" && port != ""
 }
 
-// resolveBackend turns --backend auto into a concrete kind.
-func resolveBackend(o *options, environ []string) (string, error) {
-	if o.backend != "auto" {
-		return o.backend, nil
+// resolveBackend turns --backend auto into lease inside a cluster and
+// sqlite elsewhere.
+func resolveBackend(o *options, environ []string) string {
+	switch {
+	case o.backend != "auto":
+		return o.backend
+	case inCluster(environ):
+		return "lease"
+	default:
+		return "sqlite"
 	}
-	if inCluster(environ) {
-		// A per-Pod SQLite file would give every replica its own election:
-		// every one of them would lead. Refuse rather than split the brain.
-		return "", errors.New("--backend auto: running in a Kubernetes cluster, where auto means the lease backend, " +
-			"which this build does not include; use --backend sqlite with a --sqlite-path that every replica shares")
-	}
-	return "sqlite", nil
 }
 
-func openSQLite(ctx context.Context, o *options, log *slog.Logger) (backend.Backend, error) {
+func openSQLite(ctx context.Context, o *options, _ []string, _ string, log *slog.Logger) (*store, error) {
 	b, err := sqlite.Open(ctx, sqlite.Options{
 		Path:           o.sqlitePath,
 		Election:       o.leaseName,
@@ -53,5 +67,56 @@ func openSQLite(ctx context.Context, o *options, log *slog.Logger) (backend.Back
 	for _, w := range b.Warnings() {
 		log.Warn(w)
 	}
-	return b, nil
+	return &store{backend: b, lease: o.leaseName, close: func() { _ = b.Close() }}, nil
+}
+
+func openLease(_ context.Context, o *options, environ []string, identity string, log *slog.Logger) (*store, error) {
+	copts := lease.ClientOptions{
+		Kubeconfig: o.kubeconfig,
+		Timeout:    o.renewDeadline / 2,
+		QPS:        o.kubeAPIQPS,
+		Burst:      o.kubeAPIBurst,
+		UserAgent:  "leader-sidecar/" + currentVersion(),
+	}
+	cfg, err := lease.RESTConfig(copts)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	client, err := lease.NewClient(cfg, copts)
+	if err != nil {
+		return nil, err
+	}
+	getenv := func(k string) string { v, _ := lookup(environ, k); return v }
+	namespace, err := lease.ResolveNamespace(o.namespace, getenv, "")
+	if err != nil {
+		return nil, fmt.Errorf("--namespace: %w", err)
+	}
+	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: o.leaseName})
+	if err != nil {
+		return nil, err
+	}
+	s := &store{backend: b, lease: namespace + "/" + o.leaseName, close: func() { _ = b.Close() }}
+	pod := kubeevents.Pod{Namespace: getenv("POD_NAMESPACE"), Name: getenv("POD_NAME"), UID: getenv("POD_UID")}
+	if pod.Name == "" || !o.events {
+		log.Info("not recording Kubernetes Events", "reason", eventsOffReason(o))
+		return s, nil
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = namespace
+	}
+	rec, err := kubeevents.New(client, pod, namespace, o.leaseName, identity)
+	if err != nil {
+		log.Warn("not recording Kubernetes Events", "err", err)
+		return s, nil
+	}
+	s.observer = rec
+	s.close = func() { rec.Stop(); _ = b.Close() }
+	return s, nil
+}
+
+func eventsOffReason(o *options) string {
+	if !o.events {
+		return "--events=false"
+	}
+	return "POD_NAME is not set"
 }

@@ -34,6 +34,11 @@ type options struct {
 	sqlitePath        string
 	sqliteBusyTimeout time.Duration
 	sqliteAllowNetFS  bool
+	namespace         string
+	kubeconfig        string
+	kubeAPIQPS        float32
+	kubeAPIBurst      int
+	events            bool
 	logFormat         string
 	logLevel          string
 	version           bool
@@ -42,7 +47,7 @@ type options struct {
 func newFlagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("sidecar", pflag.ContinueOnError)
 	fs.SortFlags = false
-	fs.StringVar(&o.backend, "backend", "auto", "election store: auto, sqlite (auto picks sqlite outside a cluster)")
+	fs.StringVar(&o.backend, "backend", "auto", "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
 	fs.StringVar(&o.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
 	fs.StringVar(&o.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
@@ -55,6 +60,11 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.sqlitePath, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
 	fs.DurationVar(&o.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
 	fs.BoolVar(&o.sqliteAllowNetFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the in-cluster service account)")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+	fs.BoolVar(&o.events, "events", true, "record Kubernetes Events when this sidecar starts or stops leading (needs POD_NAME)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")

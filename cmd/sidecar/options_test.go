@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,12 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		env     []string
 		mention string
 	}{
-		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend: must be one of auto, sqlite"},
+		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, sqlite"},
+		{"namespace not a DNS label", []string{"--namespace", "Prod.Apps"}, nil, "--namespace: \"Prod.Apps\" is not a valid namespace name"},
+		{"zero QPS", []string{"--kube-api-qps", "0"}, nil, "--kube-api-qps: must be greater than 0"},
+		{"QPS not a number", []string{"--kube-api-qps", "fast"}, nil, `"--kube-api-qps"`},
+		{"zero burst", []string{"--kube-api-burst", "0"}, nil, "--kube-api-burst: must be at least 1"},
+		{"bad events bool", []string{"--events=sometimes"}, nil, `"--events"`},
 		{"empty lease name", []string{"--lease-name", ""}, nil, "--lease-name"},
 		{"lease name not a DNS name", []string{"--lease-name", "Billing_Job"}, nil, "--lease-name"},
 		{"identity with a space", []string{"--identity", "my pod"}, nil, "--identity: must not contain spaces"},
@@ -112,10 +119,59 @@ func TestIdentityPrefix(t *testing.T) {
 	}
 }
 
-func TestAutoRefusesSQLiteInsideACluster(t *testing.T) {
-	code, _, stderr := runArgs(t, []string{"--sqlite-path", t.TempDir() + "/x.db"},
-		"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443")
-	if code != 1 || !strings.Contains(stderr, "--backend auto: running in a Kubernetes cluster") {
+func TestAutoPicksTheLeaseBackendInsideACluster(t *testing.T) {
+	inside := []string{"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443"}
+	if got := resolveBackend(&options{backend: "auto"}, inside); got != "lease" {
+		t.Fatalf("auto inside a cluster: %q, want lease", got)
+	}
+	if got := resolveBackend(&options{backend: "auto"}, nil); got != "sqlite" {
+		t.Fatalf("auto outside a cluster: %q, want sqlite", got)
+	}
+	if got := resolveBackend(&options{backend: "sqlite"}, inside); got != "sqlite" {
+		t.Fatalf("explicit sqlite inside a cluster: %q", got)
+	}
+	// This process is not in a Pod, so the lease backend it picked cannot
+	// load the in-cluster configuration, and the error names the flag to
+	// use instead.
+	code, _, stderr := runArgs(t, nil, inside...)
+	if code != 1 || !strings.Contains(stderr, "backend=lease") || !strings.Contains(stderr, "--kubeconfig: ") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
+}
+
+func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     []string
+		mention string
+	}{
+		{"no cluster, no kubeconfig", []string{"--backend", "lease"}, nil, "--kubeconfig: not running in a Kubernetes cluster"},
+		{"missing kubeconfig", []string{"--backend", "lease", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, "/nonexistent/kubeconfig\\\" does not exist"},
+		{"bad POD_NAMESPACE", []string{"--backend", "lease", "--kubeconfig", writeKubeconfig(t)}, []string{"POD_NAMESPACE=Not_Valid"}, "from POD_NAMESPACE is not a valid namespace name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runArgs(t, c.args, c.env...)
+			if code != 1 || !strings.Contains(stderr, c.mention) {
+				t.Fatalf("exit %d, stderr %q; want 1 mentioning %q", code, stderr, c.mention)
+			}
+		})
+	}
+}
+
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -52,28 +52,30 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 // serve opens the store and listeners, runs the election until ctx ends,
 // then releases (if configured) and shuts the servers down.
 func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) error {
-	kind, err := resolveBackend(o, environ)
-	if err != nil {
-		return err
-	}
-	log.Info("starting", "version", currentVersion(), "backend", kind, "lease", o.leaseName)
+	kind := resolveBackend(o, environ)
+	identity := election.NewIdentity(identityPrefix(o, environ))
+	log.Info("starting", "version", currentVersion(), "backend", kind, "lease", o.leaseName, "identity", identity)
 	m := metrics.New(metrics.BuildInfo{Version: currentVersion(), Backend: kind})
-	store, err := openers[kind](ctx, o, log)
+	st, err := openers[kind](ctx, o, environ, identity, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.close()
 
+	observers := []election.Observer{m}
+	if st.observer != nil {
+		observers = append(observers, st.observer)
+	}
 	elector, err := election.New(election.Config{
-		Backend:         m.InstrumentBackend(store),
-		Identity:        election.NewIdentity(identityPrefix(o, environ)),
+		Backend:         m.InstrumentBackend(st.backend),
+		Identity:        identity,
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
 		RetryPeriod:     o.retryPeriod,
 		ReleaseOnCancel: o.releaseOnShutdown,
 		ReleaseHoldOff:  o.releaseHoldOff,
 		Logger:          log,
-		Observer:        m,
+		Observer:        election.Observers(observers...),
 	})
 	if err != nil {
 		return err
@@ -81,7 +83,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	m.WatchStatus(elector)
 
 	streamsDone := make(chan struct{})
-	info := httpapi.Info{Lease: o.leaseName, Backend: kind}
+	info := httpapi.Info{Lease: st.lease, Backend: kind}
 	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: o.renewDeadline}
 	servers, err := listen(log, []listener{
 		{"app", o.httpAddress, httpapi.NewAppHandler(elector, info, opts)},

@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	backends   = []string{"auto", "sqlite"}
+	backends   = []string{"auto", "lease", "sqlite"}
 	logFormats = []string{"text", "json"}
 	logLevels  = []string{"debug", "info", "warn", "error"}
 )
@@ -66,6 +66,17 @@ func validate(o *options) error {
 	}
 	if o.sqliteBusyTimeout < time.Millisecond {
 		return fmt.Errorf("--sqlite-busy-timeout: must be at least 1ms, got %v", o.sqliteBusyTimeout)
+	}
+	if o.kubeAPIQPS <= 0 {
+		return fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", o.kubeAPIQPS)
+	}
+	if o.kubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-burst: must be at least 1, got %d", o.kubeAPIBurst)
+	}
+	if o.namespace != "" {
+		if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace: %q is not a valid namespace name: %s", o.namespace, strings.Join(errs, "; "))
+		}
 	}
 	if !slices.Contains(logFormats, o.logFormat) {
 		return oneOf("--log-format", o.logFormat, logFormats)
