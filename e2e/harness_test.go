@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopKube()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -88,12 +89,20 @@ func timingArgs() []string {
 	}
 }
 
-// launch starts a sidecar on db without waiting for it to listen.
+// launch starts a sidecar on the SQLite file db without waiting for it to
+// listen.
 func launch(t *testing.T, db string, extra ...string) *sidecar {
 	t.Helper()
-	args := append([]string{"--sqlite-path", db, "--http-address", "127.0.0.1:0", "--log-format", "json"}, timingArgs()...)
-	cmd := exec.Command(sidecarBin, append(args, extra...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	return spawn(t, nil, append([]string{"--sqlite-path", db}, extra...)...)
+}
+
+// spawn starts a sidecar with the test timings, a free loopback port, JSON
+// logs, the environment env (plus PATH) and args.
+func spawn(t *testing.T, env []string, args ...string) *sidecar {
+	t.Helper()
+	base := append([]string{"--http-address", "127.0.0.1:0", "--log-format", "json"}, timingArgs()...)
+	cmd := exec.Command(sidecarBin, append(base, args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// clientGoCandidate is a candidate built on client-go's leaderelection, as
+// kube-controller-manager runs it, with the test timings.
+type clientGoCandidate struct {
+	identity string
+	leading  atomic.Bool
+	token    atomic.Int64 // leaseTransitions when it started leading
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func startClientGo(t *testing.T, k *kubeEnv, ns, name, identity string) *clientGoCandidate {
+	t.Helper()
+	c := &clientGoCandidate{identity: identity, done: make(chan struct{})}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: name},
+		Client:     k.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				l := k.lease(t, ns, name)
+				c.token.Store(int64(*l.Spec.LeaseTransitions))
+				c.leading.Store(true)
+				<-ctx.Done()
+				c.leading.Store(false)
+			},
+			OnStoppedLeading: func() { c.leading.Store(false) },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		le.Run(ctx)
+	}()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// stop stops claiming first, then cancels, so the release client-go writes
+// on cancel can never overlap a claim.
+func (c *clientGoCandidate) stop() {
+	c.leading.Store(false)
+	c.cancel()
+	<-c.done
+}
+
+// claimLog collects every leader claim the samplers see.
+type claimLog struct {
+	mu     sync.Mutex
+	claims []claim
+}
+
+func (l *claimLog) add(c claim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claims = append(l.claims, c)
+}
+
+// check fails t if an answer of an older term was sent after an answer of
+// a newer term had arrived, and returns the terms seen.
+func (l *claimLog) check(t *testing.T) map[int64]int {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	terms := map[int64]int{}
+	for _, old := range l.claims {
+		terms[old.token]++
+		for _, newer := range l.claims {
+			if old.token < newer.token && old.sent.After(newer.answer) {
+				t.Fatalf("term %d claimed leadership after term %d already had", old.token, newer.token)
+			}
+		}
+	}
+	return terms
+}
+
+func TestLeaseInteropWithClientGo(t *testing.T) {
+	k := kube(t)
+	ns, name := k.namespace(t), "shared"
+	kc := k.kubeconfig(t, "")
+
+	cg1 := startClientGo(t, k, ns, name, "client-go-1")
+	waitTrue(t, "client-go-1 leads", 15*time.Second, cg1.leading.Load)
+	sidecars := []*sidecar{leaseSidecar(t, kc, ns, name, "app-0"), leaseSidecar(t, kc, ns, name, "app-1")}
+
+	var log claimLog
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	sample := func(c *clientGoCandidate) {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+				now := time.Now()
+				if c.leading.Load() {
+					log.add(claim{c.token.Load(), now, now})
+				}
+			}
+		})
+	}
+	for _, s := range sidecars {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent := time.Now()
+				if st, err := s.leader(); err == nil && st.Leader {
+					log.add(claim{*st.Token, sent, time.Now()})
+				}
+			}
+		})
+	}
+	sample(cg1)
+	time.Sleep(time.Second)
+	if ls, _ := leaders(t, sidecars); len(ls) != 0 {
+		t.Fatal("a sidecar leads while the client-go candidate holds a live Lease")
+	}
+
+	// client-go -> sidecar: the client-go candidate releases on cancel.
+	cg1.stop()
+	leader, token := awaitLeader(t, sidecars, leaseDuration)
+	if token != cg1.token.Load()+1 {
+		t.Fatalf("sidecar took over with token %d after client-go's %d", token, cg1.token.Load())
+	}
+
+	// sidecar -> client-go: freeze the other sidecar, release the leader.
+	cg2 := startClientGo(t, k, ns, name, "client-go-2")
+	sample(cg2)
+	other := without(sidecars, leader)[0]
+	other.signal(syscall.SIGSTOP)
+	resp, err := client.Post("http://"+leader.addr+"/leader/release", "", nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("POST /leader/release: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	waitTrue(t, "client-go-2 leads", 2*leaseDuration, cg2.leading.Load)
+	if cg2.token.Load() != token+1 {
+		t.Fatalf("client-go took over with token %d after the sidecar's %d", cg2.token.Load(), token)
+	}
+	other.signal(syscall.SIGCONT)
+	time.Sleep(time.Second)
+
+	// And back to a sidecar.
+	cg2.stop()
+	_, last := awaitLeader(t, sidecars, 2*leaseDuration)
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	terms := log.check(t)
+	if last != cg2.token.Load()+1 || len(terms) != 4 {
+		t.Fatalf("terms sampled %v, last token %d: want four terms, each one above the last", terms, last)
+	}
+	t.Logf("claims sampled per term: %v", terms)
+}
+
+func waitTrue(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
