@@ -103,6 +103,12 @@ func spawn(t *testing.T, env []string, args ...string) *sidecar {
 	base := append([]string{"--http-address", "127.0.0.1:0", "--log-format", "json"}, timingArgs()...)
 	cmd := exec.Command(sidecarBin, append(base, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	return track(t, cmd)
+}
+
+// track starts cmd, a sidecar that logs JSON, and follows its logs and exit.
+func track(t *testing.T, cmd *exec.Cmd) *sidecar {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@
 // Exit status: 0 after a clean shutdown (or --help, --version); 2 for an
 // invalid flag or environment variable; 1 when the sidecar cannot start
 // (store or listener) or a second signal cuts the shutdown short.
+//
+// "sidecar probe <path>" asks a running sidecar instead (see runProbe).
 package main
 
 import (

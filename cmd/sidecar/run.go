@@ -23,6 +23,9 @@ const shutdownTimeout = 5 * time.Second
 // run is the whole program; ctx ending is the shutdown signal. It returns
 // the exit status.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "probe" {
+		return runProbe(ctx, args[1:], environ, stdout, stderr)
+	}
 	o, warnings, err := parseOptions(args, environ, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
