@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
@@ -24,8 +23,8 @@ type store struct {
 	close func()
 }
 
-// opener opens one kind of election store for the candidate identity.
-type opener func(ctx context.Context, o *options, environ []string, identity string, log *slog.Logger) (*store, error)
+// opener opens one kind of election store.
+type opener func(ctx context.Context, s *setup) (*store, error)
 
 // openers maps each concrete --backend value to its store.
 var openers = map[string]opener{
@@ -54,7 +53,8 @@ func resolveBackend(o *options, environ []string) string {
 	}
 }
 
-func openSQLite(ctx context.Context, o *options, _ []string, _ string, log *slog.Logger) (*store, error) {
+func openSQLite(ctx context.Context, s *setup) (*store, error) {
+	o := s.o
 	b, err := sqlite.Open(ctx, sqlite.Options{
 		Path:           o.sqlitePath,
 		Election:       o.leaseName,
@@ -65,29 +65,18 @@ func openSQLite(ctx context.Context, o *options, _ []string, _ string, log *slog
 		return nil, fmt.Errorf("--sqlite-path: %w", err)
 	}
 	for _, w := range b.Warnings() {
-		log.Warn(w)
+		s.log.Warn(w)
 	}
 	return &store{backend: b, lease: o.leaseName, close: func() { _ = b.Close() }}, nil
 }
 
-func openLease(_ context.Context, o *options, environ []string, identity string, log *slog.Logger) (*store, error) {
-	copts := lease.ClientOptions{
-		Kubeconfig: o.kubeconfig,
-		Timeout:    o.renewDeadline / 2,
-		QPS:        o.kubeAPIQPS,
-		Burst:      o.kubeAPIBurst,
-		UserAgent:  "leader-sidecar/" + currentVersion(),
-	}
-	cfg, err := lease.RESTConfig(copts)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	client, err := lease.NewClient(cfg, copts)
+func openLease(_ context.Context, s *setup) (*store, error) {
+	o := s.o
+	client, err := s.kube()
 	if err != nil {
 		return nil, err
 	}
-	getenv := func(k string) string { v, _ := lookup(environ, k); return v }
-	namespace, err := lease.ResolveNamespace(o.namespace, getenv, "")
+	namespace, err := lease.ResolveNamespace(o.namespace, s.getenv, "")
 	if err != nil {
 		return nil, fmt.Errorf("--namespace: %w", err)
 	}
@@ -95,23 +84,23 @@ func openLease(_ context.Context, o *options, environ []string, identity string,
 	if err != nil {
 		return nil, err
 	}
-	s := &store{backend: b, lease: namespace + "/" + o.leaseName, close: func() { _ = b.Close() }}
-	pod := kubeevents.Pod{Namespace: getenv("POD_NAMESPACE"), Name: getenv("POD_NAME"), UID: getenv("POD_UID")}
+	st := &store{backend: b, lease: namespace + "/" + o.leaseName, close: func() { _ = b.Close() }}
+	pod := kubeevents.Pod{Namespace: s.getenv("POD_NAMESPACE"), Name: s.getenv("POD_NAME"), UID: s.getenv("POD_UID")}
 	if pod.Name == "" || !o.events {
-		log.Info("not recording Kubernetes Events", "reason", eventsOffReason(o))
-		return s, nil
+		s.log.Info("not recording Kubernetes Events", "reason", eventsOffReason(o))
+		return st, nil
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = namespace
 	}
-	rec, err := kubeevents.New(client, pod, namespace, o.leaseName, identity)
+	rec, err := kubeevents.New(client, pod, namespace, o.leaseName, s.identity)
 	if err != nil {
-		log.Warn("not recording Kubernetes Events", "err", err)
-		return s, nil
+		s.log.Warn("not recording Kubernetes Events", "err", err)
+		return st, nil
 	}
-	s.observer = rec
-	s.close = func() { rec.Stop(); _ = b.Close() }
-	return s, nil
+	st.observer = rec
+	st.close = func() { rec.Stop(); _ = b.Close() }
+	return st, nil
 }
 
 func eventsOffReason(o *options) string {

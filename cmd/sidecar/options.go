@@ -39,6 +39,9 @@ type options struct {
 	kubeAPIQPS        float32
 	kubeAPIBurst      int
 	events            bool
+	readinessMode     string
+	conditionType     string
+	roleLabel         string
 	logFormat         string
 	logLevel          string
 	version           bool
@@ -65,6 +68,9 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
 	fs.BoolVar(&o.events, "events", true, "record Kubernetes Events when this sidecar starts or stops leading (needs POD_NAME)")
+	fs.StringVar(&o.readinessMode, "readiness-mode", "none", "publish leadership on the Pod: none, probe (use /leader/ready), pod-condition (for readinessGates) or label")
+	fs.StringVar(&o.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")
+	fs.StringVar(&o.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")

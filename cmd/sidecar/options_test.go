@@ -31,6 +31,9 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"zero QPS", []string{"--kube-api-qps", "0"}, nil, "--kube-api-qps: must be greater than 0"},
 		{"QPS not a number", []string{"--kube-api-qps", "fast"}, nil, `"--kube-api-qps"`},
 		{"zero burst", []string{"--kube-api-burst", "0"}, nil, "--kube-api-burst: must be at least 1"},
+		{"unknown readiness mode", []string{"--readiness-mode", "leader-only"}, nil, "--readiness-mode: must be one of none, probe, pod-condition, label"},
+		{"condition type without a domain", []string{"--readiness-condition-type", "Leader"}, nil, "--readiness-condition-type: must be a domain-qualified name"},
+		{"bad role label", []string{"--role-label", "role!"}, nil, "--role-label: \"role!\" is not a valid label key"},
 		{"bad events bool", []string{"--events=sometimes"}, nil, `"--events"`},
 		{"empty lease name", []string{"--lease-name", ""}, nil, "--lease-name"},
 		{"lease name not a DNS name", []string{"--lease-name", "Billing_Job"}, nil, "--lease-name"},
@@ -157,6 +160,14 @@ func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 1 mentioning %q", code, stderr, c.mention)
 			}
 		})
+	}
+}
+
+func TestPodReadinessModesNeedThePod(t *testing.T) {
+	code, _, stderr := runArgs(t, []string{"--readiness-mode", "label", "--sqlite-path", t.TempDir() + "/x.db",
+		"--kubeconfig", writeKubeconfig(t)}, "POD_NAME=app-0", "POD_NAMESPACE=default")
+	if code != 1 || !strings.Contains(stderr, "--readiness-mode label") || !strings.Contains(stderr, "POD_UID") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 )
 
-// shutdownTimeout bounds the HTTP servers' graceful shutdown.
+// shutdownTimeout bounds the HTTP servers' graceful shutdown and the last
+// publication on the Pod.
 const shutdownTimeout = 5 * time.Second
 
 // run is the whole program; ctx ending is the shutdown signal. It returns
@@ -59,7 +60,12 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	identity := election.NewIdentity(identityPrefix(o, environ))
 	log.Info("starting", "version", currentVersion(), "backend", kind, "lease", o.leaseName, "identity", identity)
 	m := metrics.New(metrics.BuildInfo{Version: currentVersion(), Backend: kind})
-	st, err := openers[kind](ctx, o, environ, identity, log)
+	s := newSetup(o, environ, identity, log)
+	publisher, err := s.podPublisher()
+	if err != nil {
+		return err
+	}
+	st, err := openers[kind](ctx, s)
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,9 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	observers := []election.Observer{m}
 	if st.observer != nil {
 		observers = append(observers, st.observer)
+	}
+	if publisher != nil {
+		observers = append(observers, publisher)
 	}
 	elector, err := election.New(election.Config{
 		Backend:         m.InstrumentBackend(st.backend),
@@ -107,6 +116,10 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		defer close(electionDone)
 		_ = elector.Run(runCtx)
 	}()
+	waitPublisher := func() {}
+	if publisher != nil {
+		waitPublisher = runPublisher(publisher, electionDone)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -116,6 +129,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	}
 	stop()
 	<-electionDone // stopped claiming, released if configured
+	waitPublisher()
 	close(streamsDone)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 var (
 	backends   = []string{"auto", "lease", "sqlite"}
 	logFormats = []string{"text", "json"}
+	readiness  = []string{"none", "probe", "pod-condition", "label"}
 	logLevels  = []string{"debug", "info", "warn", "error"}
 )
 
@@ -77,6 +78,15 @@ func validate(o *options) error {
 		if errs := validation.IsDNS1123Label(o.namespace); len(errs) > 0 {
 			return fmt.Errorf("--namespace: %q is not a valid namespace name: %s", o.namespace, strings.Join(errs, "; "))
 		}
+	}
+	if !slices.Contains(readiness, o.readinessMode) {
+		return oneOf("--readiness-mode", o.readinessMode, readiness)
+	}
+	if errs := validation.IsQualifiedName(o.conditionType); len(errs) > 0 || !strings.Contains(o.conditionType, "/") {
+		return fmt.Errorf("--readiness-condition-type: must be a domain-qualified name such as example.com/leader, got %q", o.conditionType)
+	}
+	if errs := validation.IsQualifiedName(o.roleLabel); len(errs) > 0 {
+		return fmt.Errorf("--role-label: %q is not a valid label key: %s", o.roleLabel, strings.Join(errs, "; "))
 	}
 	if !slices.Contains(logFormats, o.logFormat) {
 		return oneOf("--log-format", o.logFormat, logFormats)
