@@ -64,6 +64,20 @@ type Record struct {
 	Transitions int64
 }
 
+// Snapshotter is implemented by backends whose Watch keeps the latest
+// record it has seen in memory. A standby reads it after a change signal
+// instead of sending a Get, so an idle standby costs the store nothing.
+//
+// A snapshot may lag the store, never lead it: it is a state the store held
+// at some point, delivered by the watch. Writes still go through Update
+// with an explicit version, so a stale snapshot can only cost a conflict.
+type Snapshotter interface {
+	// Snapshot returns the record and version an active Watch saw last.
+	// ok is false when no Watch has seen the record (none running, not yet
+	// synced, or the record is absent); then the caller uses Get.
+	Snapshot() (rec Record, version Version, ok bool)
+}
+
 // MaxTransitions is the largest token every backend can store.
 const MaxTransitions = math.MaxInt32
 

@@ -13,6 +13,9 @@ import (
 // caller holds opMu.
 func (e *Elector) attempt(ctx context.Context) bool {
 	start := e.cfg.Clock.Now()
+	if held, ok := e.renewBlind(ctx, start); ok {
+		return held
+	}
 	rec, version, err := e.cfg.Backend.Get(ctx)
 	if errors.Is(err, backend.ErrNotFound) {
 		return e.create(ctx, start)
@@ -32,6 +35,34 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	}
 	e.won(next, newVersion, start)
 	return true
+}
+
+// renewBlind renews a record this candidate wrote last without reading it
+// first: an Update conditional on the version it wrote, so the leader costs
+// the store one request per renewal. It reports ok=false when a read is
+// needed (not leading, or the record changed under it).
+func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok bool) {
+	e.mu.Lock()
+	rec, version := e.observed, e.observedVersion
+	mine := e.leading && !e.stopped && !e.holdingOffLocked(start) && rec.HolderIdentity == e.cfg.Identity &&
+		rec.Transitions == e.token && version != ""
+	e.mu.Unlock()
+	if !mine {
+		return false, false
+	}
+	rec.RenewTime = start
+	rec.LeaseDurationSeconds = e.leaseSeconds()
+	newVersion, err := e.cfg.Backend.Update(ctx, version, rec)
+	switch {
+	case err == nil:
+		e.won(rec, newVersion, start)
+		return true, true
+	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
+		return false, false // someone else wrote: read, then decide
+	default:
+		e.failed("update", err)
+		return false, true
+	}
 }
 
 // create recreates a missing record with a token above any seen.
@@ -64,7 +95,10 @@ func (e *Elector) plan(rec backend.Record, version backend.Version, now time.Tim
 	defer e.mu.Unlock()
 	e.reachedStore = true
 	if version != e.observedVersion {
+		// A read found a change no snapshot reported: poll until the
+		// backend's watch shows it is keeping up again.
 		e.observed, e.observedVersion, e.observedAt = rec, version, now
+		e.pollFast = true
 		e.notifyLocked()
 	}
 	e.highestToken = max(e.highestToken, rec.Transitions)

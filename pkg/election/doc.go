@@ -50,12 +50,19 @@
 // it has accepted rejects the stale write. ValidUntil and self-demotion only
 // narrow the window in which a stale write is attempted.
 //
-// # Liveness
+// # Liveness and cost
 //
 // Losing leadership never ends the loop: the candidate steps down and
-// contends again. A standby waits at most RetryPeriod (with up to 20%
-// jitter) between attempts, wakes early when the backend signals a change,
-// and wakes exactly when the record it watches would expire. On shutdown
-// with ReleaseOnCancel, and on Release, the leader writes an empty holder
-// (token kept) so a watching standby can take over at once.
+// contends again. The leader renews every RetryPeriod with one conditional
+// Update on the version it wrote last (a read only when that fails). A
+// standby wakes when the backend signals a change and at the instant the
+// record it watches would expire. If the backend is a
+// backend.Snapshotter, the standby learns each change from the snapshot
+// without a request and otherwise waits for that expiry, so while the
+// leader is healthy it sends nothing. Whenever a read shows a change that
+// no snapshot reported (no snapshots, or a watch that fell silent), the
+// standby polls every RetryPeriod (with up to 20% jitter) until snapshots
+// keep up again. On shutdown with ReleaseOnCancel, and on Release, the
+// leader writes an empty holder (token kept) so a watching standby can take
+// over at once.
 package election

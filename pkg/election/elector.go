@@ -23,6 +23,10 @@ type Elector struct {
 	observed        backend.Record
 	observedVersion backend.Version
 	observedAt      time.Time
+	// pollFast is set while changes are learnt from reads rather than
+	// snapshots (see absorbSnapshot): a standby then polls every
+	// RetryPeriod instead of waiting for the record to expire.
+	pollFast bool
 	// highestToken is the highest token seen in any record.
 	highestToken int64
 	// leading is true from a successful acquire until this candidate learns
@@ -73,6 +77,7 @@ func New(cfg Config) (*Elector, error) {
 		cfg:        cfg,
 		log:        cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
 		progressAt: cfg.Clock.Now(),
+		pollFast:   true,
 		changed:    make(chan struct{}),
 	}, nil
 }

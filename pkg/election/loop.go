@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
 // Run takes part in the election until ctx ends. Losing leadership does not
@@ -43,9 +45,13 @@ func (e *Elector) wait(ctx context.Context, changes <-chan struct{}) bool {
 				changes = nil
 				continue
 			}
-			if !e.Status().Leader {
+			if e.Status().Leader {
+				continue
+			}
+			if !e.absorbSnapshot() {
 				return true
 			}
+			timer.Reset(e.nextWait())
 		}
 	}
 }
@@ -80,8 +86,10 @@ func (e *Elector) attemptTimeout() time.Duration {
 }
 
 // nextWait is how long to wait before the next attempt: RetryPeriod for a
-// leader; for a standby RetryPeriod with jitter, cut short when the
-// observed record will expire or a hold-off will end.
+// leader. A standby that learns of changes from snapshots waits until the
+// record it watches would expire; otherwise it polls every RetryPeriod with
+// jitter, cut short by that expiry. Both are cut short by the end of a
+// hold-off.
 func (e *Elector) nextWait() time.Duration {
 	if e.Status().Leader {
 		return e.cfg.RetryPeriod
@@ -91,7 +99,7 @@ func (e *Elector) nextWait() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.observed.HolderIdentity != "" && e.observed.HolderIdentity != e.cfg.Identity {
-		if left := e.expiryLocked().Sub(now); left > 0 && left < wait {
+		if left := e.expiryLocked().Sub(now); left > 0 && (left < wait || !e.pollFast) {
 			wait = left
 		}
 	}
@@ -99,4 +107,32 @@ func (e *Elector) nextWait() time.Duration {
 		wait = left
 	}
 	return wait
+}
+
+// absorbSnapshot reads the backend's snapshot after a change signal and, if
+// it shows a new version, records it as observed now, without a request.
+// It reports true when nothing needs doing before the next scheduled
+// attempt, false when an attempt should run now (no snapshot available, or
+// the record can be taken: released, ours, or expired).
+func (e *Elector) absorbSnapshot() bool {
+	snap, ok := e.cfg.Backend.(backend.Snapshotter)
+	if !ok {
+		return false
+	}
+	rec, version, ok := snap.Snapshot()
+	if !ok {
+		return false
+	}
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if version != e.observedVersion {
+		e.observed, e.observedVersion, e.observedAt = rec, version, now
+		e.highestToken = max(e.highestToken, rec.Transitions)
+		e.pollFast = false
+		e.notifyLocked()
+	}
+	holder := rec.HolderIdentity
+	takeable := holder == "" || holder == e.cfg.Identity || !now.Before(e.expiryLocked())
+	return !takeable || e.stopped || e.holdingOffLocked(now)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,8 @@ type Backend struct {
 	namespace string
 	name      string
 	known     objectCache
+	// latest is the Lease as a Watch last saw it (nil: not seen, or deleted).
+	latest atomic.Pointer[coordinationv1.Lease]
 
 	// beforeWatch, when set, is called before every watch request; it may
 	// change the request's options or fail it. Tests use it to make the
@@ -46,7 +49,10 @@ type Backend struct {
 	watchers   sync.WaitGroup
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Snapshotter = (*Backend)(nil)
+)
 
 // New checks opts and returns a Backend. It does no I/O: a Lease that does
 // not exist yet is created by the first Create.

@@ -46,14 +46,23 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 	b.watchers.Add(1)
 	b.watchersMu.Unlock()
 
-	notify := func() { backend.Notify(ch) }
+	seen := func(obj any) {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			b.latest.Store(l)
+			b.known.put(l)
+		}
+		backend.Notify(ch)
+	}
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: b.listWatch(),
 		ObjectType:    &coordinationv1.Lease{},
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { notify() },
-			UpdateFunc: func(any, any) { notify() },
-			DeleteFunc: func(any) { notify() },
+			AddFunc:    seen,
+			UpdateFunc: func(_, obj any) { seen(obj) },
+			DeleteFunc: func(any) {
+				b.latest.Store(nil)
+				backend.Notify(ch)
+			},
 		},
 	})
 	go func() {
@@ -66,6 +75,17 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 		informer.RunWithContext(ctx)
 	}()
 	return ch
+}
+
+// Snapshot implements backend.Snapshotter: the Lease as a Watch of this
+// Backend last saw it, without a request. It is not ok before the first
+// Watch has listed the Lease, or after the Lease was deleted.
+func (b *Backend) Snapshot() (backend.Record, backend.Version, bool) {
+	l := b.latest.Load()
+	if l == nil {
+		return backend.Record{}, "", false
+	}
+	return recordFromSpec(&l.Spec), backend.Version(l.ResourceVersion), true
 }
 
 // listWatch lists and watches only this Backend's Lease.

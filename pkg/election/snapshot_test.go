@@ -1,0 +1,136 @@
+package election
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+)
+
+// counting counts a handle's store requests and, with snapshots set,
+// offers the store's current record as a snapshot, as a watch cache would.
+type counting struct {
+	backend.Backend
+	gets, creates, updates atomic.Int64
+}
+
+func (c *counting) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	c.gets.Add(1)
+	return c.Backend.Get(ctx)
+}
+
+func (c *counting) Create(ctx context.Context, r backend.Record) (backend.Version, error) {
+	c.creates.Add(1)
+	return c.Backend.Create(ctx, r)
+}
+
+func (c *counting) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
+	c.updates.Add(1)
+	return c.Backend.Update(ctx, v, r)
+}
+
+func (c *counting) requests() int64 { return c.gets.Load() + c.creates.Load() + c.updates.Load() }
+
+type snapshotting struct{ *counting }
+
+func (s snapshotting) Snapshot() (backend.Record, backend.Version, bool) {
+	rec, v, err := s.counting.Backend.Get(context.Background()) // not counted: no request
+	return rec, v, err == nil
+}
+
+// silent never signals: a watch that is broken without saying so.
+type silent struct{ snapshotting }
+
+func (silent) Watch(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
+}
+
+func TestLeaderRenewsWithOneRequestPerRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &counting{Backend: memory.NewStore().Open("loop")}
+		a := start(t, b, "a", true)
+		time.Sleep(time.Second)
+		if !a.Status().Leader {
+			t.Fatal("a does not lead")
+		}
+		gets, updates := b.gets.Load(), b.updates.Load()
+		time.Sleep(time.Minute)
+		if g, u := b.gets.Load()-gets, b.updates.Load()-updates; g != 0 || u != 30 {
+			t.Fatalf("a minute of renewals every 2s cost %d reads and %d updates, want 0 and 30", g, u)
+		}
+	})
+}
+
+func TestIdleStandbyWithSnapshotsSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", true)
+		time.Sleep(time.Second)
+		standby := &counting{Backend: store.Open("loop")}
+		b := start(t, snapshotting{standby}, "b", true)
+		time.Sleep(10 * time.Second)
+		before := standby.requests()
+		time.Sleep(5 * time.Minute)
+		if n := standby.requests() - before; n != 0 {
+			t.Fatalf("an idle standby sent %d requests in 5 minutes, want 0", n)
+		}
+		if soleLeader(t, a, b) != a || b.Status().Holder != "a" {
+			t.Fatalf("b's view: %+v", b.Status())
+		}
+
+		// A release still reaches it at once.
+		a.stop()
+		synctest.Wait()
+		if s := b.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("after the release: %+v, want b leading with token 2", s)
+		}
+	})
+}
+
+func TestStandbyWithSnapshotsTakesOverAtExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		b := start(t, snapshotting{&counting{Backend: store.Open("loop")}}, "b", false)
+		time.Sleep(30 * time.Second)
+		lastRenew := a.Status().ValidUntil.Add(-DefaultRenewDeadline)
+		a.stop() // a crash: no release
+		time.Sleep(time.Until(lastRenew.Add(DefaultLeaseDuration)) - time.Nanosecond)
+		if b.Status().Leader {
+			t.Fatal("b took over before the lease ran out")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if s := b.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("at the lease's expiry: %+v, want b leading with token 2", s)
+		}
+	})
+}
+
+func TestStandbyWhoseWatchIsSilentStillTakesOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		b := start(t, silent{snapshotting{&counting{Backend: store.Open("loop")}}}, "b", false)
+		time.Sleep(30 * time.Second)
+		if b.Status().Leader {
+			t.Fatal("b leads beside a live leader")
+		}
+		crashed := time.Now()
+		a.stop()
+		for !b.Status().Leader {
+			time.Sleep(10 * time.Millisecond)
+			if time.Since(crashed) > DefaultLeaseDuration+2*DefaultRetryPeriod {
+				t.Fatalf("b has not taken over %v after the crash: its reads must stand in for the silent watch", time.Since(crashed))
+			}
+		}
+	})
+}
