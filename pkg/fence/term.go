@@ -1,0 +1,118 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WaitForLeadership blocks until the sidecar reports that this replica
+// leads, and returns the Term it leads in. It follows /leader/watch and
+// keeps retrying while the sidecar cannot be reached, until ctx is done; the
+// error then names the last failure.
+//
+// The Term keeps following the sidecar: its Context is cancelled the moment
+// the term is over, whatever the reason. Call Close when done with it.
+func (c *Client) WaitForLeadership(ctx context.Context) (*Term, error) {
+	tctx, cancel := context.WithCancelCause(ctx)
+	states := make(chan State)
+	go c.follow(tctx, states, nil)
+	var lastErr error
+	for s := range states {
+		if s.Err != nil {
+			lastErr = s.Err
+		}
+		if !s.Leader || !time.Now().Before(s.ValidUntil) {
+			continue
+		}
+		t := &Term{token: s.Token, validUntil: s.ValidUntil, ctx: tctx, cancel: cancel, done: make(chan struct{})}
+		go t.monitor(states)
+		return t, nil
+	}
+	cancel(nil)
+	err := fmt.Errorf("fence: waiting for leadership: %w", context.Cause(ctx))
+	if lastErr != nil {
+		err = fmt.Errorf("%w (last error: %v)", err, lastErr)
+	}
+	return nil, err
+}
+
+// Term is one term of leadership of this replica, from WaitForLeadership.
+// Attach Token to every write of the term; stop starting work once Done is
+// closed. The guards, not the Term, are what make a late write harmless.
+type Term struct {
+	token  int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when monitor has returned
+
+	mu         sync.Mutex
+	validUntil time.Time
+}
+
+// Token is the fencing token of the term (>= 1).
+func (t *Term) Token() int64 { return t.token }
+
+// ValidUntil is when the term lapses unless the sidecar renews it; each
+// renewal the sidecar reports moves it later.
+func (t *Term) ValidUntil() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.validUntil
+}
+
+// Context is cancelled when the term is over: the sidecar reports not
+// leader or another token (cause ErrLeadershipLost), the stream to it breaks
+// (ErrDisconnected), ValidUntil passes without a renewal
+// (ErrLeadershipExpired), Close is called (ErrTermClosed), or the context
+// given to WaitForLeadership is done. context.Cause tells which.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Done is closed when the term is over; see Context.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Err is nil while the term lasts, then why it ended; see Context.
+func (t *Term) Err() error {
+	if t.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(t.ctx)
+}
+
+// Close ends the term if it is not over yet and waits for its goroutines to
+// stop. It is safe to call more than once.
+func (t *Term) Close() {
+	t.cancel(ErrTermClosed)
+	<-t.done
+}
+
+// monitor ends the term on the first sign that it is over. states is closed
+// once the term's context is done.
+func (t *Term) monitor(states <-chan State) {
+	defer close(t.done)
+	lapse := time.NewTimer(time.Until(t.validUntil))
+	defer lapse.Stop()
+	for {
+		select {
+		case s, ok := <-states:
+			switch {
+			case !ok:
+				return
+			case s.Err != nil:
+				t.cancel(s.Err)
+			case !s.Leader:
+				t.cancel(fmt.Errorf("%w: the sidecar reports not leader (holder %q)", ErrLeadershipLost, s.Holder))
+			case s.Token != t.token:
+				t.cancel(fmt.Errorf("%w: token %d replaced by %d", ErrLeadershipLost, t.token, s.Token))
+			default:
+				t.mu.Lock()
+				t.validUntil = s.ValidUntil
+				t.mu.Unlock()
+				lapse.Reset(time.Until(s.ValidUntil))
+			}
+		case <-lapse.C:
+			t.cancel(fmt.Errorf("%w: valid until %s", ErrLeadershipExpired, t.ValidUntil().Format(time.RFC3339Nano)))
+		}
+	}
+}
