@@ -2,14 +2,16 @@
 #
 #   make run    run a sidecar on ./leader-sidecar.db (no cluster needed)
 #   make test   vet, then every test with the race detector, including the
-#               end-to-end tests and those on a real kube-apiserver (envtest
-#               binaries are built once into ~/.cache, minutes when cold)
+#               end-to-end tests, those on a real kube-apiserver (envtest
+#               binaries are built once into ~/.cache, minutes when cold) and
+#               those on PostgreSQL (installed from Debian's packages if
+#               missing; see hack/test-deps.sh)
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet envtest clean
+.PHONY: all build run test vet deps clean
 
 all: build
 
@@ -25,10 +27,10 @@ vet:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
-envtest:
-	@hack/envtest-binaries.sh >/dev/null
+deps:
+	@hack/test-deps.sh
 
-test: vet envtest
+test: vet deps
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 20m ./...
 
 clean:
