@@ -178,7 +178,7 @@ func (e *Elector) failed(op string, err error) {
 	e.mu.Lock()
 	leading := e.leading
 	e.mu.Unlock()
-	if errors.Is(err, backend.ErrConflict) {
+	if errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrAlreadyExists) {
 		e.log.Debug("lost a race for the record", "op", op, "err", err)
 	} else {
 		e.log.Warn("store request failed", "op", op, "err", err)

@@ -9,8 +9,11 @@ package kubeevents
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -36,6 +39,7 @@ type Pod struct {
 type Recorder struct {
 	broadcaster events.EventBroadcaster
 	cancel      context.CancelFunc
+	sink        *countingSink
 	recorder    events.EventRecorder
 	pod, lease  *corev1.ObjectReference
 	identity    string
@@ -45,7 +49,8 @@ var _ election.Observer = (*Recorder)(nil)
 
 // New starts a recorder that writes Events through client until Stop.
 func New(client kubernetes.Interface, pod Pod, leaseNamespace, leaseName, identity string) (*Recorder, error) {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	sink := &countingSink{EventSink: &events.EventSinkImpl{Interface: client.EventsV1()}}
+	b := events.NewBroadcaster(sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		cancel()
@@ -54,6 +59,7 @@ func New(client kubernetes.Interface, pod Pod, leaseNamespace, leaseName, identi
 	return &Recorder{
 		broadcaster: b,
 		cancel:      cancel,
+		sink:        sink,
 		recorder:    b.NewRecorder(scheme.Scheme, Controller),
 		pod: &corev1.ObjectReference{
 			APIVersion: "v1", Kind: "Pod",
@@ -69,6 +75,7 @@ func New(client kubernetes.Interface, pod Pod, leaseNamespace, leaseName, identi
 
 // LeadershipChanged implements election.Observer.
 func (r *Recorder) LeadershipChanged(leading bool, token int64) {
+	r.sink.pending.Add(1)
 	if leading {
 		r.recorder.Eventf(r.pod, r.lease, corev1.EventTypeNormal, Reason, "BecameLeader",
 			"%s became leader of %s with fencing token %d", r.identity, r.leaseName(), token)
@@ -82,10 +89,44 @@ func (r *Recorder) LeadershipChanged(leading bool, token int64) {
 // counted elsewhere, not recorded as Events.
 func (r *Recorder) RenewFailed(error) {}
 
-// Stop flushes what it can and stops the broadcaster.
+// flushTimeout bounds how long Stop waits for Events still on their way.
+const flushTimeout = 3 * time.Second
+
+// Stop waits until every Event recorded so far has been written (at most
+// flushTimeout, for an API server that refuses them), then stops the
+// broadcaster.
 func (r *Recorder) Stop() {
-	r.cancel()
+	deadline := time.Now().Add(flushTimeout)
+	for r.sink.pending.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	r.broadcaster.Shutdown()
+	r.cancel()
+}
+
+// countingSink counts the Events recorded but not yet written. A repeated
+// Event is written as a Patch of the first one's series.
+type countingSink struct {
+	events.EventSink
+	pending atomic.Int64
+}
+
+func (s *countingSink) written(err error) {
+	if err == nil && s.pending.Add(-1) < 0 {
+		s.pending.Store(0)
+	}
+}
+
+func (s *countingSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	out, err := s.EventSink.Create(ctx, ev)
+	s.written(err)
+	return out, err
+}
+
+func (s *countingSink) Patch(ctx context.Context, old *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	out, err := s.EventSink.Patch(ctx, old, data)
+	s.written(err)
+	return out, err
 }
 
 func (r *Recorder) leaseName() string {

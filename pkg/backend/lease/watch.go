@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync/atomic"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ import (
 // doubling, to 30-60s with jitter) while the API server cannot be reached;
 // the election's own polling covers that gap. A fresh list reports the Lease
 // again, so a change missed while disconnected still produces a signal. The
-// first list signals once as well. There is no resync and no polling: while
+// first list signals once as well, even when it finds no Lease. There is no resync and no polling: while
 // nothing changes, the only requests are the re-established watches, every
 // five to ten minutes.
 //
@@ -46,7 +47,9 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 	b.watchers.Add(1)
 	b.watchersMu.Unlock()
 
+	var sawLease atomic.Bool
 	seen := func(obj any) {
+		sawLease.Store(true)
 		if l, ok := obj.(*coordinationv1.Lease); ok {
 			b.latest.Store(l)
 			b.known.put(l)
@@ -70,9 +73,20 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 		defer close(ch)
 		defer stop()
 		defer cancel()
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			informer.RunWithContext(ctx)
+		}()
+		// A first list that found the Lease has signalled through the
+		// handler; one that found none signals here, so that a Lease
+		// deleted before the watch began is noticed too.
+		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) && !sawLease.Load() {
+			backend.Notify(ch)
+		}
 		// RunWithContext returns once the reflector and the handler loop
 		// have ended, so no handler can signal on the closed channel.
-		informer.RunWithContext(ctx)
+		<-ran
 	}()
 	return ch
 }

@@ -241,3 +241,11 @@ func TestWatchEndsOnClose(t *testing.T) {
 	}
 	goleak.VerifyNone(t, append(leakOptions(), before)...)
 }
+
+// TestWatchOfAMissingLeaseSignalsOnceListed: a first list that finds no
+// Lease still signals, so a standby notices a Lease deleted before its
+// watch began.
+func TestWatchOfAMissingLeaseSignalsOnceListed(t *testing.T) {
+	b := newBackend(t, newClient(t), newNamespace(t), "never-created")
+	expectSignal(t, b.Watch(t.Context()), 10*time.Second, "first list of a missing Lease")
+}
