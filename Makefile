@@ -22,7 +22,7 @@ run:
 	$(GO) run ./cmd/sidecar
 
 vet:
-	@unformatted=$$(gofmt -l cmd pkg e2e); \
+	@unformatted=$$(gofmt -l cmd pkg e2e internal examples); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Hint tells how to get the binaries.
@@ -58,7 +58,7 @@ func Start() (*Env, error) {
 	}
 	apiServer := &envtest.APIServer{CertDir: certs}
 	// An open watch would hold a stopping API server for its default 20s.
-	apiServer.Configure().Append("shutdown-watch-termination-grace-period", "2s")
+	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		ControlPlane:          envtest.ControlPlane{APIServer: apiServer},
