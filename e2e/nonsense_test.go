@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+)
+
+// editLease applies edit to the live Lease (Get, edit the spec, Update,
+// again on a conflict with a renewal) and returns the instants just before
+// the Update that went through and just after it.
+func editLease(k *kubeEnv, ns, name string, edit func(*coordinationv1.LeaseSpec)) (before, after time.Time, err error) {
+	leases := k.client.CoordinationV1().Leases(ns)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(&l.Spec)
+		before = time.Now()
+		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		return err
+	})
+	return before, time.Now(), err
+}
+
+// lastClaim is when the last claim of token tok was sent.
+func lastClaim(claims []answer, tok int64) time.Time {
+	var last time.Time
+	for _, c := range claims {
+		if *c.st.Token == tok && c.sent.After(last) {
+			last = c.sent
+		}
+	}
+	return last
+}
+
+// awaitToken polls until exactly one live sidecar claims leadership, with
+// token want. Unlike awaitLeader it tolerates two claims in one sweep (the
+// recorder judges overlaps).
+func awaitToken(t *testing.T, all []*sidecar, want int64, within time.Duration) *sidecar {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var ls []*sidecar
+		var tok int64
+		for _, s := range all {
+			if st, err := s.leader(); err == nil && st.Leader {
+				ls, tok = append(ls, s), *st.Token
+			}
+		}
+		if len(ls) == 1 && tok == want {
+			return ls[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no single leader with token %d within %v", want, within)
+	return nil
+}
+
+// steady fails t unless every sweep for d shows exactly s leading with tok.
+func steady(t *testing.T, all []*sidecar, s *sidecar, tok int64, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		ls, sts := leaders(t, all)
+		if len(ls) != 1 || ls[0] != s || *sts[0].Token != tok {
+			t.Fatalf("%d leaders in a sweep (want the same one with token %d): %+v", len(ls), tok, sts)
+		}
+	}
+}
+
+func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
+	k := kube(t)
+	ns, name := k.namespace(t), "deleted"
+	all := leaseSidecars(t, k, ns, name)
+	old, token := awaitLeader(t, all, 15*time.Second)
+	awaitSettled(t, all, old)
+	rec := record(t, all)
+
+	deleted := time.Now()
+	if err := k.client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the Lease: %v", err)
+	}
+	// Standbys see the deletion through their watch and recreate at once;
+	// the leader would at its next attempt, a retry period later.
+	leader := awaitToken(t, all, token+1, 2*retryPeriod+time.Second)
+	took := time.Since(deleted)
+	steady(t, all, leader, token+1, 2*retryPeriod)
+	leaseShows(t, k, ns, name, identityOf(t, leader), token+1)
+
+	// Deleting the Lease bypasses compare-and-swap: the old leader claims
+	// its term until its next attempt finds the new record, so the terms
+	// may overlap by up to a retry period. Fencing tokens tell them apart.
+	claims, _, overlap := rec.check(t, token, retryPeriod+300*time.Millisecond)
+	if last := lastClaim(claims, token); last.Sub(deleted) > retryPeriod+300*time.Millisecond {
+		t.Fatalf("token %d still claimed %v after the deletion", token, last.Sub(deleted))
+	}
+	t.Logf("Lease recreated with token %d by the old leader: %v; single leader %v after the deletion; old term overlapped the new one by %v",
+		token+1, leader == old, took.Round(time.Millisecond), overlap.Round(time.Millisecond))
+	allAlive(t, all)
+}
+
+// TestLeaseHandEditedToNonsense edits the leader's live Lease by hand, as
+// `kubectl edit` might, and checks that the election recovers as the rules
+// in pkg/election say (t is the leader's token before the edit; "next
+// attempt" is at most a retry period later):
+//
+//	edit                          stored  afterwards
+//	leaseDurationSeconds removed  yes     same leader, token t throughout; its next renewal writes the duration again
+//	renewTime removed             yes     same leader, token t throughout; its next renewal writes renewTime again
+//	holderIdentity "ghost"        yes     the leader steps down at its next attempt (another holder); nobody leads
+//	                                      until a full lease duration after the edit; then one candidate takes
+//	                                      over with the edited record's leaseTransitions + 1 = t+1
+//	leaseTransitions removed      yes     same leader, never a gap: at its next attempt it reads 0 (below t, the
+//	                                      highest it has seen) and starts a new term t+1, never a lower token
+//	holderIdentity removed        yes     a released record: the first candidate to look (a standby woken by the
+//	                                      watch, or the old leader) takes it at once with t+1; the old leader
+//	                                      claims t until its next attempt, so the terms may overlap that long
+//	leaseDurationSeconds 0        no      rejected by validation (422); same leader, token t throughout
+//	leaseTransitions -1           no      rejected by validation (422); same leader, token t throughout
+//
+// In every case no process exits, tokens never go below t, and exactly
+// one leader remains for a whole lease duration after recovery.
+func TestLeaseHandEditedToNonsense(t *testing.T) {
+	k := kube(t)
+	margin := 500 * time.Millisecond
+	cases := []struct {
+		name      string
+		edit      func(*coordinationv1.LeaseSpec)
+		rejected  bool
+		same      bool          // the old leader never answers leader:false
+		bump      int64         // the token afterwards is t+bump
+		notBefore time.Duration // after the edit, no new term earlier than this
+		within    time.Duration // ... and one by then
+		overlap   time.Duration // how long the old term may be claimed alongside the new one
+		repaired  func(coordinationv1.LeaseSpec) bool
+	}{
+		{name: "no-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = nil },
+			same: true, within: margin, repaired: func(s coordinationv1.LeaseSpec) bool {
+				return s.LeaseDurationSeconds != nil && *s.LeaseDurationSeconds == int32(leaseDuration/time.Second)
+			}},
+		{name: "no-renew-time", edit: func(s *coordinationv1.LeaseSpec) { s.RenewTime = nil },
+			same: true, within: margin, repaired: func(s coordinationv1.LeaseSpec) bool { return s.RenewTime != nil }},
+		// The lower bound allows for a standby whose Get that first saw
+		// the edit was sent a moment before the edit landed.
+		{name: "ghost-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("ghost") },
+			bump: 1, notBefore: leaseDuration - 200*time.Millisecond, within: leaseDuration + 3*retryPeriod},
+		{name: "no-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = nil },
+			same: true, bump: 1, within: retryPeriod + margin},
+		{name: "no-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = nil },
+			bump: 1, within: retryPeriod + margin, overlap: retryPeriod + 300*time.Millisecond},
+		{name: "zero-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = ptr.To[int32](0) },
+			rejected: true, same: true, within: margin},
+		{name: "negative-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) },
+			rejected: true, same: true, within: margin},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ns, name := k.namespace(t), "edited"
+			all := leaseSidecars(t, k, ns, name)
+			old, token := awaitLeader(t, all, 15*time.Second)
+			awaitSettled(t, all, old)
+			oldIdx := 0
+			for i, s := range all {
+				if s == old {
+					oldIdx = i
+				}
+			}
+			rec := record(t, all)
+
+			before, after, err := editLease(k, ns, name, c.edit)
+			if c.rejected != (err != nil) || (c.rejected && !apierrors.IsInvalid(err)) {
+				t.Fatalf("edit: err %v, want it rejected as invalid: %v", err, c.rejected)
+			}
+			want := token + c.bump
+			leader := awaitToken(t, all, want, c.within)
+			settled := time.Since(after)
+			if c.same && leader != old {
+				t.Fatal("another candidate leads; the edit should have left the leader in place")
+			}
+			if c.repaired != nil {
+				waitTrue(t, "the leader's renewal repairs the Lease", retryPeriod+margin, func() bool { return c.repaired(k.lease(t, ns, name).Spec) })
+			}
+			repairedAfter := time.Since(after)
+			// A whole lease duration: a standby that misjudged the edited
+			// record as expired would take over within it.
+			steady(t, all, leader, want, leaseDuration+retryPeriod)
+			leaseShows(t, k, ns, name, identityOf(t, leader), want)
+			claims, first, overlap := rec.check(t, token, c.overlap)
+			allAlive(t, all)
+
+			for _, a := range rec.answers {
+				if c.same && a.who == oldIdx && !a.st.Leader {
+					t.Fatalf("the leader answered leader:false %v after the edit", a.sent.Sub(after))
+				}
+			}
+			if c.rejected {
+				t.Logf("rejected, token %d kept: %v", token, err)
+				return
+			}
+			if c.bump == 0 {
+				t.Logf("token %d kept; Lease repaired %v after the edit", token, repairedAfter.Round(time.Millisecond))
+				return
+			}
+			if last := lastClaim(claims, token); last.Sub(after) > retryPeriod+300*time.Millisecond {
+				t.Fatalf("token %d still claimed %v after the edit", token, last.Sub(after))
+			}
+			if began := first[want].Sub(before); began < c.notBefore {
+				t.Fatalf("term %d began %v after the edit, before %v", want, began, c.notBefore)
+			}
+			t.Logf("token %d -> %d (same holder: %v): first claimed %v after the edit, single leader after %v, old term last claimed %v after the edit, overlap %v",
+				token, want, leader == old, first[want].Sub(after).Round(time.Millisecond), settled.Round(time.Millisecond),
+				lastClaim(claims, token).Sub(after).Round(time.Millisecond), overlap.Round(time.Millisecond))
+		})
+	}
+}
