@@ -1,0 +1,199 @@
+// Command worker is an example application to run next to leader-sidecar. It
+// does a job only while its replica leads, and writes each job's result
+// through a fence.SQLGuard with the term's token, so a replica that was
+// paused in the middle of a job and wakes up after another replica has taken
+// over cannot overwrite the newer leader's result.
+//
+//	worker --sidecar http://127.0.0.1:4040 --db results.db --resource billing --name a
+//
+// --db is an SQLite file (modernc.org/sqlite; a busy timeout and immediate
+// transactions are added unless the DSN has a query) or a postgres:// URL
+// (pgx). The worker creates the guard's table fence_tokens and its own table
+// results (resource, value, writer, token), one row per resource.
+//
+// # The loop
+//
+// Wait for leadership (fence.Client.WaitForLeadership). While the term
+// lives, run one job every --interval: take the term's token, work for
+// --work-delay, then in one transaction check the token (guard.Check) and
+// upsert the row. A job that has started runs to its end on its own context,
+// not the term's: a process can be paused after any check and wake after
+// its term is over, and the token check is what refuses that late write.
+// --unguarded skips the check, only to show the update it then loses.
+//
+// # Output
+//
+// One JSON object per line on stdout, with "time" and the event's name
+// under "event":
+//
+//	{"event":"leading","token":5}
+//	{"event":"about-to-write","token":5,"writer":"a","value":"a-1"}
+//	{"event":"write","token":5,"writer":"a","value":"a-1","accepted":true}
+//	{"event":"write","token":4,"writer":"b","value":"b-7","accepted":false,"stale":true,"error":"..."}
+//	{"event":"term-over","token":5,"error":"fence: leadership lost: ..."}
+//
+// # Catching it in the middle of a write
+//
+// With --hold-file, every job waits after logging about-to-write (it has
+// read its token) and before opening its transaction until that file
+// exists (a hook for tests and demonstrations). A test holds replica A
+// there, freezes A and its sidecar with SIGSTOP past the lease, lets B take
+// over and write, then creates the file and resumes A: A's write is certain
+// to come after B's, with no race against a timer.
+//
+// SIGTERM or SIGINT: the job in progress finishes (a held job is abandoned
+// before it writes), then the worker exits 0.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	_ "modernc.org/sqlite" // registers "sqlite"
+)
+
+type worker struct {
+	db                       *sql.DB
+	guard                    *fence.SQLGuard // nil with --unguarded
+	resource, name, holdFile string
+	interval, workDelay      time.Duration
+	jobs                     int
+	log                      *slog.Logger
+}
+
+func main() {
+	host, _ := os.Hostname()
+	sidecar := flag.String("sidecar", fence.DefaultBaseURL, "base URL of the sidecar's app API")
+	dsn := flag.String("db", "results.db", "results database: an SQLite file or DSN, or a postgres:// URL")
+	unguarded := flag.Bool("unguarded", false, "skip the token check (only to demonstrate the lost update)")
+	w := &worker{log: slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			switch {
+			case len(groups) > 0:
+			case a.Key == slog.MessageKey:
+				a.Key = "event"
+			case a.Key == slog.LevelKey:
+				return slog.Attr{} // the event says it all
+			}
+			return a
+		},
+	}))}
+	flag.StringVar(&w.resource, "resource", "billing", "the resource the jobs write, fenced by its own token")
+	flag.StringVar(&w.name, "name", host, "this worker's name, written with each result")
+	flag.DurationVar(&w.interval, "interval", 200*time.Millisecond, "pause between jobs")
+	flag.DurationVar(&w.workDelay, "work-delay", 0, "simulated work between taking the token and writing")
+	flag.StringVar(&w.holdFile, "hold-file", "", "before each write, wait until this file exists (test hook)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := w.run(ctx, *sidecar, *dsn, *unguarded); err != nil {
+		w.log.Error("failed", "error", err.Error())
+		os.Exit(1)
+	}
+	w.log.Info("stopped")
+}
+
+func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) error {
+	client, err := fence.NewClient(sidecar)
+	if err != nil {
+		return err
+	}
+	driver := "sqlite"
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		driver = "pgx"
+	} else if !strings.Contains(dsn, "?") {
+		dsn += "?_pragma=busy_timeout(5000)&_txlock=immediate"
+	}
+	if w.db, err = sql.Open(driver, dsn); err != nil {
+		return err
+	}
+	defer w.db.Close()
+	w.guard, _ = fence.NewSQLGuard("") // table fence_tokens; only a bad name fails
+	if err := w.guard.EnsureTable(ctx, w.db); err != nil {
+		return err
+	}
+	if _, err := w.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS results (resource TEXT PRIMARY KEY,
+		value TEXT NOT NULL, writer TEXT NOT NULL, token BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("creating table results: %w", err)
+	}
+	if unguarded {
+		w.guard = nil
+	}
+	for {
+		term, err := client.WaitForLeadership(ctx)
+		if err != nil {
+			return nil // only once ctx is done: we were told to stop
+		}
+		w.log.Info("leading", "token", term.Token())
+		for term.Err() == nil && ctx.Err() == nil {
+			w.job(ctx, term.Token())
+			select {
+			case <-time.After(w.interval):
+			case <-term.Done():
+			case <-ctx.Done():
+			}
+		}
+		w.log.Info("term-over", "token", term.Token(), "error", term.Err().Error())
+		term.Close()
+	}
+}
+
+// job computes a value and writes it with token. ctx only abandons a held job.
+func (w *worker) job(ctx context.Context, token int64) {
+	w.jobs++
+	value := fmt.Sprintf("%s-%d", w.name, w.jobs)
+	w.log.Info("about-to-write", "token", token, "writer", w.name, "value", value)
+	time.Sleep(w.workDelay) // the work; a pause here is what fencing is for
+	for w.holdFile != "" {
+		if _, err := os.Stat(w.holdFile); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			w.log.Info("abandoned", "token", token, "writer", w.name, "value", value)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	jctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := w.write(jctx, token, value)
+	attrs := []any{"token", token, "writer", w.name, "value", value, "accepted", err == nil}
+	if err != nil {
+		attrs = append(attrs, "stale", errors.Is(err, fence.ErrStaleToken), "error", err.Error())
+	}
+	w.log.Info("write", attrs...)
+}
+
+// write checks token and stores value in one transaction.
+func (w *worker) write(ctx context.Context, token int64, value string) error {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if w.guard != nil {
+		if err := w.guard.Check(ctx, tx, w.resource, token); err != nil {
+			return err // fence.ErrStaleToken: a newer leader has written
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO results (resource, value, writer, token)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (resource) DO UPDATE
+		SET value = excluded.value, writer = excluded.writer, token = excluded.token`,
+		w.resource, value, w.name, token); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
