@@ -104,7 +104,9 @@ func TestLoopCrashFailoverWaitsOutTheLease(t *testing.T) {
 			start(t, store.Open("loop"), "a", false),
 			start(t, store.Open("loop"), "b", false),
 		}
-		time.Sleep(30 * time.Second)
+		// Half a retry period off the renewal schedule, so the renewal and
+		// the reading of the status below never fall on one instant.
+		time.Sleep(30*time.Second + DefaultRetryPeriod/2)
 		old := soleLeader(t, all...)
 		standby := others(all, old)[0]
 		lastRenew := old.Status().ValidUntil.Add(-DefaultRenewDeadline)
