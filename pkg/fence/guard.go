@@ -41,7 +41,7 @@ func (g *MemoryGuard) Do(resource string, token int64, write func() error) error
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if highest, ok := g.highest[resource]; ok && token < highest {
-		return fmt.Errorf("%w: resource %q accepted token %d, this write has %d", ErrStaleToken, resource, highest, token)
+		return fmt.Errorf("%w: resource %q accepted token %d, this write has %d", ErrStaleToken, shortName(resource), highest, token)
 	}
 	if err := write(); err != nil {
 		return err
@@ -60,4 +60,16 @@ func (g *MemoryGuard) Highest(resource string) (int64, bool) {
 	defer g.mu.Unlock()
 	token, ok := g.highest[resource]
 	return token, ok
+}
+
+// maxNameInError bounds how much of a resource name an error repeats.
+const maxNameInError = 128
+
+// shortName is a resource name for an error message: whole if short, else
+// its beginning and its length.
+func shortName(name string) string {
+	if len(name) <= maxNameInError {
+		return name
+	}
+	return fmt.Sprintf("%s... (%d bytes)", name[:maxNameInError], len(name))
 }

@@ -111,14 +111,14 @@ func (g *SQLGuard) Check(ctx context.Context, tx *sql.Tx, resource string, token
 	}
 	res, err := tx.ExecContext(ctx, g.check, resource, token)
 	if err != nil {
-		return fmt.Errorf("fence: checking token %d for %q in %s: %w", token, resource, g.table, err)
+		return fmt.Errorf("fence: checking token %d for %q in %s: %w", token, shortName(resource), g.table, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("fence: checking token %d for %q in %s: %w", token, resource, g.table, err)
+		return fmt.Errorf("fence: checking token %d for %q in %s: %w", token, shortName(resource), g.table, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: resource %q has accepted a token above %d", ErrStaleToken, resource, token)
+		return fmt.Errorf("%w: resource %q has accepted a token above %d", ErrStaleToken, shortName(resource), token)
 	}
 	return nil
 }

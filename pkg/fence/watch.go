@@ -160,7 +160,9 @@ func (c *Client) run(ctx context.Context, s *stream, out chan<- State, last *Sta
 // readEvents parses a Server-Sent Events stream: "data:" lines are joined
 // into an event, a blank line dispatches it to event, lines starting with
 // ":" are comments, other fields are ignored. active is called on every
-// line. It returns why the stream ended, errEnded if it simply ended.
+// line. A line or an event longer than maxBody ends the stream with
+// ErrBadResponse. It returns why the stream ended, errEnded if it simply
+// ended.
 func readEvents(r io.Reader, active func(), event func(data []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxBody)
@@ -187,6 +189,9 @@ func readEvents(r io.Reader, active func(), event func(data []byte) error) error
 				data = append(data, '\n')
 			}
 			data = append(data, bytes.TrimPrefix(value, []byte(" "))...)
+			if len(data) > maxBody {
+				return fmt.Errorf("%w: event stream event larger than %d bytes", ErrBadResponse, maxBody)
+			}
 			pending = true
 		}
 	}

@@ -17,6 +17,10 @@ type Options struct {
 	ReleaseTimeout time.Duration
 	// Done, when closed, ends open /leader/watch streams (server shutdown).
 	Done <-chan struct{}
+
+	// writeTimeout bounds each SSE write; 0 means the writeTimeout
+	// constant. Unexported: only this package's tests shorten it.
+	writeTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -25,6 +29,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReleaseTimeout == 0 {
 		o.ReleaseTimeout = 10 * time.Second
+	}
+	if o.writeTimeout == 0 {
+		o.writeTimeout = writeTimeout
 	}
 	return o
 }

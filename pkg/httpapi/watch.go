@@ -35,7 +35,7 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if string(body) != string(last) {
-			if !send(rc, w, "data: %s\n\n", body) {
+			if !send(rc, w, a.opts.writeTimeout, "data: %s\n\n", body) {
 				return
 			}
 			last = body
@@ -49,7 +49,7 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		case <-lapsed:
 		case <-keepAlive.C:
-			if !send(rc, w, ": keep-alive\n\n") {
+			if !send(rc, w, a.opts.writeTimeout, ": keep-alive\n\n") {
 				return
 			}
 		case <-r.Context().Done():
@@ -60,8 +60,8 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func send(rc *http.ResponseController, w http.ResponseWriter, format string, args ...any) bool {
-	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+func send(rc *http.ResponseController, w http.ResponseWriter, timeout time.Duration, format string, args ...any) bool {
+	_ = rc.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(w, format, args...); err != nil {
 		return false
 	}
