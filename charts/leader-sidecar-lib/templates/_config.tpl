@@ -1,0 +1,160 @@
+{{/*
+Settings of the sidecar. A chart that includes this library sets them under
+`sidecar:` in its own values; anything it leaves out takes the default below
+(false, 0 and "" given by the chart are kept, unlike sprig's merge).
+*/}}
+{{- define "leader-sidecar-lib.defaults" -}}
+# Name of the sidecar container.
+name: leader-sidecar
+image:
+  repository: leader-sidecar
+  tag: v0.1.0
+  pullPolicy: IfNotPresent
+# true: a native sidecar (Kubernetes 1.29+): rendered for initContainers with
+# restartPolicy Always and a startupProbe, so the app starts once the sidecar
+# answers and stops before it. false: a plain container next to the app,
+# for clusters without native sidecars.
+native: true
+# lease: a coordination.k8s.io/v1 Lease (any cluster). sqlite: one SQLite
+# file, for kind and single-node clusters only (see sqlite below).
+backend: lease
+# Name of the election (the Lease). Default: the release's full name.
+leaseName: ""
+lease:
+  # true: the chart creates the (empty) Lease, and the Role does not grant
+  # create on leases. false: the sidecar creates it on first start, which
+  # needs create on every Lease of the namespace (RBAC cannot restrict
+  # create by name).
+  create: false
+readiness:
+  # none: Ready means healthy. probe: only the leader's Pod is Ready (its
+  # readinessProbe is /leader/ready). pod-condition: only the leader's Pod
+  # is Ready, through a readinessGate the sidecar sets. label: the sidecar
+  # labels its Pod leader or follower; every Pod stays Ready.
+  mode: none
+  # The Pod condition of pod-condition mode (domain-qualified).
+  conditionType: leader-sidecar.io/leader
+  # The Pod label of label mode.
+  roleLabel: leader-sidecar.io/role
+# Election timings: leaseDuration > renewDeadline > 1.2 x retryPeriod.
+leaseDuration: 15s
+renewDeadline: 10s
+retryPeriod: 2s
+# Release the Lease on SIGTERM so a standby takes over at once. null: true
+# for a native sidecar (it stops after the app), false for a plain container
+# (it may stop before the app, which could still act as leader).
+releaseOnShutdown: null
+# Record Kubernetes Events on leadership changes (lease backend); false also
+# drops events from the Role.
+events: true
+# The app API, on loopback only.
+httpPort: 4040
+# The read-only probes and metrics listener, on the Pod IP.
+opsPort: 8081
+logFormat: json
+logLevel: info
+sqlite:
+  # Directory of the database file, mounted from the volume below.
+  dir: /var/lib/leader-sidecar
+  file: leader-sidecar.db
+  volume:
+    # hostPath: a directory on the node; every replica must run on that
+    # one node, the directory must be writable by uid 65532, and Pod
+    # Security "baseline" and "restricted" forbid hostPath volumes.
+    # persistentVolumeClaim: an existing claim (claimName) on local,
+    # ReadWriteOnce storage shared by the replicas on one node. Never a
+    # network filesystem: SQLite's locks are not reliable there.
+    type: hostPath
+    hostPath: /var/lib/leader-sidecar
+    claimName: ""
+rbac:
+  # Create the Role and RoleBinding with the least privilege the settings
+  # above need.
+  create: true
+serviceAccount:
+  create: true
+  # Default: the release's full name (create), else "default".
+  name: ""
+  annotations: {}
+resources:
+  requests:
+    cpu: 10m
+    memory: 32Mi
+  limits:
+    memory: 64Mi
+# More environment variables and arguments of the sidecar container.
+extraEnv: []
+extraArgs: []
+{{- end }}
+
+{{/*
+deepMergeKeep returns (as YAML) the map (index . 1) over the map (index . 0):
+a key present in the second wins, even when its value is false, 0 or "";
+maps are merged key by key; a null keeps the default.
+*/}}
+{{- define "leader-sidecar-lib.deepMergeKeep" -}}
+{{- $defaults := index . 0 }}
+{{- $given := index . 1 }}
+{{- $out := dict }}
+{{- range $k, $v := $defaults }}
+{{- $g := index $given $k }}
+{{- if or (not (hasKey $given $k)) (kindIs "invalid" $g) }}
+{{- $_ := set $out $k $v }}
+{{- else if and (kindIs "map" $v) (kindIs "map" $g) }}
+{{- $_ := set $out $k (include "leader-sidecar-lib.deepMergeKeep" (list $v $g) | fromYaml) }}
+{{- else }}
+{{- $_ := set $out $k $g }}
+{{- end }}
+{{- end }}
+{{- range $k, $g := $given }}
+{{- if not (hasKey $defaults $k) }}
+{{- $_ := set $out $k $g }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+The effective settings, as YAML: `include "leader-sidecar-lib.config" . |
+fromYaml`. Fails with a message naming the value when a setting is invalid
+(the example chart's values.schema.json says the same earlier).
+*/}}
+{{- define "leader-sidecar-lib.config" -}}
+{{- $defaults := include "leader-sidecar-lib.defaults" . | fromYaml }}
+{{- $given := .Values.sidecar | default dict }}
+{{- if not (kindIs "map" $given) }}
+{{- fail "leader-sidecar-lib: .Values.sidecar must be a map" }}
+{{- end }}
+{{- $c := include "leader-sidecar-lib.deepMergeKeep" (list $defaults $given) | fromYaml }}
+{{- if not (has $c.backend (list "lease" "sqlite")) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease or sqlite, not %q" (toString $c.backend)) }}
+{{- end }}
+{{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
+{{- end }}
+{{- if and (eq $c.backend "sqlite") (not (has $c.sqlite.volume.type (list "hostPath" "persistentVolumeClaim"))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sqlite.volume.type must be hostPath or persistentVolumeClaim, not %q" (toString $c.sqlite.volume.type)) }}
+{{- end }}
+{{- if kindIs "invalid" $c.releaseOnShutdown }}
+{{- $_ := set $c "releaseOnShutdown" $c.native }}
+{{- end }}
+{{- toYaml $c }}
+{{- end }}
+
+{{/*
+"true" when only the leader's Pod is Ready (readiness mode probe or
+pod-condition), else "".
+*/}}
+{{- define "leader-sidecar-lib.leaderOnlyReadiness" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if has $c.readiness.mode (list "probe" "pod-condition") }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the sidecar talks to the Kubernetes API (lease backend, or a
+readiness mode that writes the Pod), else "".
+*/}}
+{{- define "leader-sidecar-lib.needsKubeAPI" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if or (eq $c.backend "lease") (has $c.readiness.mode (list "pod-condition" "label")) }}true{{ end }}
+{{- end }}

@@ -1,0 +1,129 @@
+{{/*
+The least privilege the sidecar needs with the settings given, as Role
+rules (list items); empty when it does not talk to the Kubernetes API
+(sqlite backend with readiness mode none or probe).
+
+- lease backend: get, update and watch on the one Lease by name (the watch
+  selects the name with a field selector, which RBAC matches against
+  resourceNames); create on leases unless the chart creates the Lease (RBAC
+  cannot restrict create by name); create on events.k8s.io events when
+  Events are on.
+- pod-condition mode: get pods and patch pods/status (its own Pod's
+  condition).
+- label mode: get and patch pods (its own Pod's label).
+*/}}
+{{- define "leader-sidecar-lib.rules" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- $mode := $c.readiness.mode }}
+{{- $rules := list }}
+{{- if eq $c.backend "lease" }}
+{{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "resourceNames" (list (include "leader-sidecar-lib.leaseName" .)) "verbs" (list "get" "update" "watch")) }}
+{{- if not $c.lease.create }}
+{{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "create")) }}
+{{- end }}
+{{- if $c.events }}
+{{- $rules = append $rules (dict "apiGroups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create")) }}
+{{- end }}
+{{- end }}
+{{- if eq $mode "pod-condition" }}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get")) }}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods/status") "verbs" (list "patch")) }}
+{{- end }}
+{{- if eq $mode "label" }}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get" "patch")) }}
+{{- end }}
+{{- with $rules }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount (when sidecar.serviceAccount.create).
+*/}}
+{{- define "leader-sidecar-lib.serviceAccount" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if $c.serviceAccount.create }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "leader-sidecar-lib.serviceAccountName" . }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  {{- with $c.serviceAccount.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+automountServiceAccountToken: false
+{{- end }}
+{{- end }}
+
+{{/*
+The Role (when sidecar.rbac.create and the sidecar needs any rule).
+*/}}
+{{- define "leader-sidecar-lib.role" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- $rules := include "leader-sidecar-lib.rules" . }}
+{{- if and $c.rbac.create $rules }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ include "leader-sidecar-lib.fullname" . }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+rules:
+  {{- $rules | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The RoleBinding of that Role to the ServiceAccount.
+*/}}
+{{- define "leader-sidecar-lib.roleBinding" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if and $c.rbac.create (include "leader-sidecar-lib.rules" .) }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ include "leader-sidecar-lib.fullname" . }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ include "leader-sidecar-lib.fullname" . }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "leader-sidecar-lib.serviceAccountName" . }}
+    namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Lease, when the chart creates it (sidecar.lease.create, lease backend).
+Empty: the first sidecar to acquire it fills it in with token 1.
+*/}}
+{{- define "leader-sidecar-lib.lease" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if and $c.lease.create (eq $c.backend "lease") }}
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: {{ include "leader-sidecar-lib.leaseName" . }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+spec: {}
+{{- end }}
+{{- end }}
+
+{{/*
+All of the above, as a multi-document YAML stream: put
+`{{ include "leader-sidecar-lib.rbac" . }}` alone in a template file.
+*/}}
+{{- define "leader-sidecar-lib.rbac" -}}
+{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" }}
+{{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
+---
+{{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
