@@ -86,12 +86,17 @@ func (e *Elector) attemptTimeout() time.Duration {
 }
 
 // nextWait is how long to wait before the next attempt: RetryPeriod for a
-// leader. A standby that learns of changes from snapshots waits until the
+// leader (none if its claim ends sooner than that). A standby that learns of changes from snapshots waits until the
 // record it watches would expire; otherwise it polls every RetryPeriod with
 // jitter, cut short by that expiry. Both are cut short by the end of a
 // hold-off.
 func (e *Elector) nextWait() time.Duration {
-	if e.Status().Leader {
+	if s := e.Status(); s.Leader {
+		// A renewal that waited long on the store left a short claim:
+		// renew again at once rather than let it lapse first.
+		if s.ValidUntil.Sub(e.cfg.Clock.Now()) < e.cfg.RetryPeriod {
+			return 0
+		}
 		return e.cfg.RetryPeriod
 	}
 	wait := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*rand.Float64()))

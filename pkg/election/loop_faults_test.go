@@ -106,3 +106,46 @@ func TestHealthyReportsAWedgedLoop(t *testing.T) {
 		}
 	})
 }
+
+// slowUpdates makes the next n Updates wait delay before they are written,
+// as a store whose write lock another process holds.
+type slowUpdates struct {
+	backend.Backend
+	n     atomic.Int32
+	delay time.Duration
+}
+
+func (s *slowUpdates) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
+	if s.n.Add(-1) >= 0 {
+		time.Sleep(s.delay)
+	}
+	return s.Backend.Update(ctx, v, r)
+}
+
+func TestLeaderRenewsAtOnceAfterASlowRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &slowUpdates{Backend: memory.NewStore().Open("loop"), delay: DefaultRenewDeadline - 100*time.Millisecond}
+		a := start(t, b, "a", true)
+		time.Sleep(time.Second)
+		// The first slow renewal outlives the claim and fails; the next
+		// attempt (no longer leading, so allowed the whole renew deadline)
+		// waits nearly as long and succeeds, leaving a claim of ~100ms.
+		b.n.Store(2)
+		// While the slow write is in flight the old claim lapses: that is
+		// the rule. Once the write lands, the claim it gives is short; the
+		// leader must renew at once instead of letting it lapse again.
+		waitFor := func(leader bool) {
+			for a.Status().Leader != leader {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		waitFor(false)
+		waitFor(true)
+		for i := range 300 {
+			time.Sleep(10 * time.Millisecond)
+			if !a.Status().Leader {
+				t.Fatalf("the claim lapsed again %v after the slow renewal landed", time.Duration(i+1)*10*time.Millisecond)
+			}
+		}
+	})
+}
