@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -89,12 +88,9 @@ func runPublisher(p *podreadiness.Publisher, electionDone <-chan struct{}) (wait
 	}()
 	return func() {
 		<-electionDone
-		drained := make(chan struct{})
-		go func() { p.Drain(); close(drained) }()
-		select {
-		case <-drained:
-		case <-time.After(shutdownTimeout):
-		}
+		drainCtx, stop := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer stop()
+		_ = p.Drain(drainCtx)
 		cancel()
 		<-done
 	}

@@ -84,7 +84,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
 		RetryPeriod:     o.retryPeriod,
-		ReleaseOnCancel: o.releaseOnShutdown,
+		ReleaseOnCancel: o.releaseOnShutdown && publisher == nil,
 		ReleaseHoldOff:  o.releaseHoldOff,
 		Logger:          log,
 		Observer:        election.Observers(observers...),
@@ -116,7 +116,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		defer close(electionDone)
 		_ = elector.Run(runCtx)
 	}()
-	waitPublisher := func() {}
+	var waitPublisher func()
 	if publisher != nil {
 		waitPublisher = runPublisher(publisher, electionDone)
 	}
@@ -129,7 +129,9 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	}
 	stop()
 	<-electionDone // stopped claiming, released if configured
-	waitPublisher()
+	if publisher != nil {
+		unmarkThenRelease(o, elector, waitPublisher, log)
+	}
 	close(streamsDone)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -138,6 +140,22 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	}
 	log.Info("stopped")
 	return err
+}
+
+// unmarkThenRelease lets the Pod publisher take the leader's mark off the
+// Pod before the lease is released (the elector was told not to release
+// on its own), so two Pods never show leadership at once after a graceful
+// stop.
+func unmarkThenRelease(o *options, elector *election.Elector, waitPublisher func(), log *slog.Logger) {
+	waitPublisher()
+	if !o.releaseOnShutdown {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.renewDeadline)
+	defer cancel()
+	if _, err := elector.Release(ctx); err != nil {
+		log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
+	}
 }
 
 type listener struct {

@@ -54,6 +54,15 @@ type Publisher struct {
 	mu      sync.Mutex
 	leading bool
 	token   int64
+	// published is the state last written to the Pod (nil: none yet);
+	// synced is closed and replaced whenever it changes.
+	published *state
+	synced    chan struct{}
+}
+
+type state struct {
+	leading bool
+	token   int64
 }
 
 var _ election.Observer = (*Publisher)(nil)
@@ -76,8 +85,9 @@ func New(cfg Config) (*Publisher, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Publisher{
-		cfg: cfg,
-		log: cfg.Logger.With("pod", cfg.Namespace+"/"+cfg.Name, "mode", cfg.Mode),
+		synced: make(chan struct{}),
+		cfg:    cfg,
+		log:    cfg.Logger.With("pod", cfg.Namespace+"/"+cfg.Name, "mode", cfg.Mode),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "podreadiness"}),
@@ -98,12 +108,26 @@ func (p *Publisher) LeadershipChanged(leading bool, token int64) {
 // RenewFailed implements election.Observer.
 func (p *Publisher) RenewFailed(error) {}
 
-// Drain publishes what it was last told, waits until that is done (or has
-// failed once), and stops Run. Call it after the election has stopped.
-func (p *Publisher) Drain() { p.queue.ShutDownWithDrain() }
+// Drain waits until the Pod shows what the Publisher was last told, or ctx
+// ends. Call it after the election has stopped, then end Run.
+func (p *Publisher) Drain(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		done := p.published != nil && *p.published == state{p.leading, p.token}
+		synced := p.synced
+		p.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return fmt.Errorf("podreadiness: the Pod does not show the last state yet: %w", ctx.Err())
+		}
+	}
+}
 
-// Run publishes "follower" at once, then every change, until ctx ends or
-// Drain returns.
+// Run publishes "follower" at once, then every change, until ctx ends.
 func (p *Publisher) Run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
@@ -122,6 +146,11 @@ func (p *Publisher) Run(ctx context.Context) {
 		switch {
 		case err == nil:
 			p.queue.Forget(key)
+			p.mu.Lock()
+			p.published = &state{leading, token}
+			close(p.synced)
+			p.synced = make(chan struct{})
+			p.mu.Unlock()
 		case ctx.Err() == nil:
 			p.log.Warn("could not publish leadership on the Pod; retrying", "leading", leading, "err", err)
 			p.queue.AddRateLimited(key)

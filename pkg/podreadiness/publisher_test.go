@@ -207,3 +207,33 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestDrainReturnsOnceThePodShowsTheLastState(t *testing.T) {
+	pod := newPod(t, "app-0")
+	p := start(t, pod, ModeLabel, string(pod.UID))
+	p.LeadershipChanged(true, 1)
+	p.LeadershipChanged(false, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := p.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.Client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[label] != RoleFollower {
+		t.Fatalf("Drain returned with role %q on the Pod, want %q", got.Labels[label], RoleFollower)
+	}
+}
+
+func TestDrainGivesUpWithItsContext(t *testing.T) {
+	pod := newPod(t, "app-0")
+	p := start(t, pod, ModeLabel, "another-uid") // every patch is refused
+	p.LeadershipChanged(true, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := p.Drain(ctx); err == nil {
+		t.Fatal("Drain reported success although the Pod could not be patched")
+	}
+}
