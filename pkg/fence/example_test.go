@@ -49,7 +49,7 @@ func ExampleClient_WaitForLeadership() {
 		log.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	go elector.set(leading(4, time.Minute)) // meanwhile, this replica wins
+	go elector.Set(leading(4, time.Minute)) // meanwhile, this replica wins
 
 	term, err := c.WaitForLeadership(context.Background())
 	if err != nil {
@@ -64,7 +64,7 @@ func ExampleClient_WaitForLeadership() {
 	fmt.Println("write with token 4:", err)
 
 	// The sidecar steps down (its renewals failed, say): the term ends at once.
-	elector.set(following(""))
+	elector.Set(following(""))
 	<-term.Done()
 	fmt.Println("term over:", errors.Is(term.Err(), fence.ErrLeadershipLost))
 

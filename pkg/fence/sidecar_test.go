@@ -12,57 +12,19 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi/httpapitest"
 )
 
-// elector is a scripted httpapi.Elector. Like the real one, it stops
-// claiming leadership once ValidUntil has passed.
-type elector struct {
-	mu      sync.Mutex
-	status  election.Status
-	changed chan struct{}
-}
+// elector is the scripted elector these tests drive.
+type elector = httpapitest.Elector
 
-func newElector(s election.Status) *elector { return &elector{status: s, changed: make(chan struct{})} }
+func newElector(s election.Status) *elector { return httpapitest.NewElector(s) }
 
 func leading(token int64, validFor time.Duration) election.Status {
-	return election.Status{Leader: true, Identity: "app-0_1", Holder: "app-0_1", Token: token,
-		ValidUntil: time.Now().Add(validFor), ReachedStore: true}
+	return httpapitest.Leading("app-0_1", token, validFor)
 }
 
-func following(holder string) election.Status {
-	return election.Status{Identity: "app-0_1", Holder: holder, ReachedStore: true}
-}
-
-func (e *elector) Status() election.Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.status
-	if s.Leader && !time.Now().Before(s.ValidUntil) {
-		s.Leader, s.Token, s.ValidUntil = false, 0, time.Time{}
-	}
-	return s
-}
-
-func (e *elector) Changed() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.changed
-}
-
-func (e *elector) set(s election.Status) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.status = s
-	close(e.changed)
-	e.changed = make(chan struct{})
-}
-
-func (e *elector) Release(context.Context) (election.Status, error) {
-	e.set(following(""))
-	return e.Status(), nil
-}
-
-func (e *elector) Healthy() bool { return true }
+func following(holder string) election.Status { return httpapitest.Following("app-0_1", holder) }
 
 var info = httpapi.Info{Lease: "default/billing", Backend: "lease"}
 

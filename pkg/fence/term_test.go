@@ -54,7 +54,7 @@ func TestWaitForLeadershipBlocksUntilLeader(t *testing.T) {
 		if len(result) != 0 {
 			t.Fatal("WaitForLeadership returned while a follower")
 		}
-		sc.set(leading(5, 10*time.Second))
+		sc.Set(leading(5, 10*time.Second))
 		term, err := await(t, result, time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -73,9 +73,9 @@ func TestTermEnds(t *testing.T) {
 		want error
 		says string // in the cause's message
 	}{
-		{"the sidecar reports not leader", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.set(following("app-1_2")) }, fence.ErrLeadershipLost, "not leader"},
+		{"the sidecar reports not leader", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Set(following("app-1_2")) }, fence.ErrLeadershipLost, "not leader"},
 		{"the sidecar releases", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Release(context.Background()) }, fence.ErrLeadershipLost, "not leader"},
-		{"the token changes", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.set(leading(6, time.Minute)) }, fence.ErrLeadershipLost, "token 5 replaced by 6"},
+		{"the token changes", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Set(leading(6, time.Minute)) }, fence.ErrLeadershipLost, "token 5 replaced by 6"},
 		{"the stream breaks", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.breakStreams() }, fence.ErrDisconnected, ""},
 		{"the claim lapses", func(*sidecar, *fence.Term, context.CancelFunc) { time.Sleep(time.Minute) }, nil, ""},
 		{"Close", func(_ *sidecar, term *fence.Term, _ context.CancelFunc) { term.Close() }, fence.ErrTermClosed, ""},
@@ -202,7 +202,7 @@ func TestTermFollowsRenewals(t *testing.T) {
 		term := mustLead(t, sc)
 		for range 5 {
 			time.Sleep(50 * time.Second)
-			sc.set(leading(5, time.Minute)) // renewed: same token, later validUntil
+			sc.Set(leading(5, time.Minute)) // renewed: same token, later validUntil
 			synctest.Wait()
 			if term.Err() != nil || !term.ValidUntil().Equal(time.Now().Add(time.Minute)) {
 				t.Fatalf("after a renewal: err %v, valid until %v", term.Err(), term.ValidUntil())

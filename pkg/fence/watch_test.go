@@ -65,11 +65,11 @@ func TestWatchFollowsChanges(t *testing.T) {
 		if s := receive(t, states); s.Leader || s.Holder != "app-1_2" || s.Token != 0 || s.Lease != info.Lease {
 			t.Fatalf("first state %+v, want a follower of app-1_2", s)
 		}
-		sc.set(leading(3, 10*time.Second))
+		sc.Set(leading(3, 10*time.Second))
 		if s := receive(t, states); !s.Leader || s.Token != 3 || !s.ValidUntil.Equal(time.Now().Add(10*time.Second)) || s.Err != nil {
 			t.Fatalf("state %+v, want leader with token 3 for 10s", s)
 		}
-		sc.set(following("app-2_3"))
+		sc.Set(following("app-2_3"))
 		if s := receive(t, states); s.Leader || s.Holder != "app-2_3" {
 			t.Fatalf("state %+v, want a follower of app-2_3", s)
 		}

@@ -236,8 +236,8 @@ func TestBadInputMalformedRequests(t *testing.T) {
 			}
 		})
 	}
-	if f.releases != 0 {
-		t.Fatalf("malformed requests released the lease %d times", f.releases)
+	if f.Releases() != 0 {
+		t.Fatalf("malformed requests released the lease %d times", f.Releases())
 	}
 	if m := getLeader(t, srv.Client(), srv.URL); m["leader"] != true || m["token"] != float64(7) {
 		t.Fatalf("after the malformed requests GET /leader answered %v", m)
@@ -264,8 +264,8 @@ func TestBadInputQueryStringsAreIgnored(t *testing.T) {
 			t.Fatalf("GET /leader/ready%.40s: %d", q, rec.Code)
 		}
 	}
-	if rec := serve(h, "POST", "/leader/release?holdOff=0s&leader=true"); rec.Code != 200 || f.releases != 1 {
-		t.Fatalf("POST /leader/release with a query: %d after %d releases", rec.Code, f.releases)
+	if rec := serve(h, "POST", "/leader/release?holdOff=0s&leader=true"); rec.Code != 200 || f.Releases() != 1 {
+		t.Fatalf("POST /leader/release with a query: %d after %d releases", rec.Code, f.Releases())
 	}
 }
 
@@ -315,8 +315,8 @@ func TestBadInputHugeReleaseBody(t *testing.T) {
 			var m map[string]any
 			_ = json.NewDecoder(resp.Body).Decode(&m)
 			resp.Body.Close()
-			if resp.StatusCode != 200 || m["leader"] != false || f.releases != 1 {
-				t.Fatalf("release answered %d %v after %d releases", resp.StatusCode, m, f.releases)
+			if resp.StatusCode != 200 || m["leader"] != false || f.Releases() != 1 {
+				t.Fatalf("release answered %d %v after %d releases", resp.StatusCode, m, f.Releases())
 			}
 			if sentAtAnswer >= size {
 				t.Fatalf("the answer came only after the whole %d-byte body was sent", size)
@@ -468,7 +468,7 @@ func TestBadInputManyWatchers(t *testing.T) {
 	t.Logf("GET /leader with %d watchers open: p50 %v, p99 %v, max %v", n,
 		percentile(took, 0.5), percentile(took, 0.99), percentile(took, 1))
 
-	f.set(leading(9, time.Hour))
+	f.Set(leading(9, time.Hour))
 	for i, w := range watchers {
 		m, err := w.next(30 * time.Second)
 		if err != nil || m["leader"] != true || m["token"] != float64(9) {
@@ -548,7 +548,7 @@ func TestBadInputSlowWatcherIsDropped(t *testing.T) {
 			t.Fatalf("a watcher that reads nothing was not dropped within %v (%d events sent)", time.Since(start), token-1)
 		}
 		token++
-		f.set(leading(token, time.Hour))
+		f.Set(leading(token, time.Hour))
 		m, err := fast.next(5 * time.Second)
 		if err != nil || m["token"] != float64(token) {
 			t.Fatalf("the reading watcher, change %d: %v, %v", token, m, err)
@@ -565,7 +565,7 @@ func TestBadInputSlowWatcherIsDropped(t *testing.T) {
 	if received < 50 {
 		t.Fatalf("only %d changes reached the reading watcher before the slow one was dropped", received)
 	}
-	f.set(following("final_9"))
+	f.Set(following("final_9"))
 	if m, err := fast.next(5 * time.Second); err != nil || m["holder"] != "final_9" {
 		t.Fatalf("after the drop, the reading watcher got %v, %v", m, err)
 	}

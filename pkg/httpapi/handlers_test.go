@@ -92,7 +92,7 @@ func TestProbes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake(c.status)
-			f.healthy = c.healthy
+			f.SetHealthy(c.healthy)
 			for _, h := range []http.Handler{NewAppHandler(f, testInfo, Options{}), NewOpsHandler(f, testInfo, Options{})} {
 				rec := serve(h, "GET", c.path)
 				if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.body) {
@@ -106,14 +106,14 @@ func TestProbes(t *testing.T) {
 func TestRelease(t *testing.T) {
 	f := newFake(leading(4, time.Minute))
 	rec := serve(NewAppHandler(f, testInfo, Options{}), "POST", "/leader/release")
-	if m := decode(t, rec); rec.Code != 200 || m["leader"] != false || f.releases != 1 || m["error"] != nil {
-		t.Fatalf("%d %v after %d releases", rec.Code, m, f.releases)
+	if m := decode(t, rec); rec.Code != 200 || m["leader"] != false || f.Releases() != 1 || m["error"] != nil {
+		t.Fatalf("%d %v after %d releases", rec.Code, m, f.Releases())
 	}
 }
 
 func TestReleaseThatCannotWriteStillStepsDown(t *testing.T) {
 	f := newFake(leading(4, time.Minute))
-	f.releaseErr = errors.New("release: store unreachable")
+	f.SetReleaseError(errors.New("release: store unreachable"))
 	rec := serve(NewAppHandler(f, testInfo, Options{}), "POST", "/leader/release")
 	m := decode(t, rec)
 	if rec.Code != 503 || m["leader"] != false || !strings.Contains(m["error"].(string), "store unreachable") {
@@ -160,7 +160,7 @@ func TestWrongMethodAndUnknownPath(t *testing.T) {
 			t.Errorf("%s %s: %d Allow=%q, want %d Allow=%q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow)
 		}
 	}
-	if f.releases != 0 {
+	if f.Releases() != 0 {
 		t.Fatal("a rejected request released the lease")
 	}
 }

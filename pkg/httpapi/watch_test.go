@@ -55,11 +55,11 @@ func TestWatchDeliversTheStateThenEachChange(t *testing.T) {
 	if m := readEvent(t, r); m["leader"] != false {
 		t.Fatalf("first event %v, want the current state (not leader)", m)
 	}
-	f.set(leading(9, time.Hour))
+	f.Set(leading(9, time.Hour))
 	if m := readEvent(t, r); m["leader"] != true || m["token"] != float64(9) {
 		t.Fatalf("second event %v, want leader with token 9", m)
 	}
-	f.set(following("other_3"))
+	f.Set(following("other_3"))
 	if m := readEvent(t, r); m["leader"] != false || m["holder"] != "other_3" {
 		t.Fatalf("third event %v, want a follower of other_3", m)
 	}
