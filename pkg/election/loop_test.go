@@ -107,20 +107,28 @@ func TestLoopCrashFailoverWaitsOutTheLease(t *testing.T) {
 		time.Sleep(30*time.Second + DefaultRetryPeriod/2)
 		old := soleLeader(t, all...)
 		standby := others(all, old)[0]
-		lastRenew := old.Status().ValidUntil.Add(-DefaultRenewDeadline)
-
-		old.stop() // no release: a crash, as far as the store can tell
-		expiry := lastRenew.Add(DefaultLeaseDuration)
-		time.Sleep(time.Until(expiry) - time.Nanosecond)
-		if standby.Status().Leader {
-			t.Fatalf("standby took over before the lease ran out")
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if s := standby.Status(); !s.Leader || s.Token != 2 {
-			t.Fatalf("standby at the lease's expiry: %+v, want leader with token 2", s)
-		}
+		crashAndExpectTakeoverAtExpiry(t, old, standby)
 	})
+}
+
+// crashAndExpectTakeoverAtExpiry stops leader without a release (a crash,
+// as far as the store can tell) and checks that standby takes over exactly
+// when the lease runs out: not a nanosecond earlier, and at that instant.
+// The standby must have seen the leader's last renewal when it was written.
+func crashAndExpectTakeoverAtExpiry(t *testing.T, leader, standby *running) {
+	t.Helper()
+	lastRenew := leader.Status().ValidUntil.Add(-DefaultRenewDeadline)
+	token := leader.Status().Token
+	leader.stop()
+	time.Sleep(time.Until(lastRenew.Add(DefaultLeaseDuration)) - time.Nanosecond)
+	if standby.Status().Leader {
+		t.Fatal("the standby took over before the lease ran out")
+	}
+	time.Sleep(time.Nanosecond)
+	synctest.Wait()
+	if s := standby.Status(); !s.Leader || s.Token != token+1 {
+		t.Fatalf("standby at the lease's expiry: %+v, want leader with token %d", s, token+1)
+	}
 }
 
 func TestLoopRenewsWithoutChangingTheToken(t *testing.T) {

@@ -100,17 +100,7 @@ func TestStandbyWithSnapshotsTakesOverAtExpiry(t *testing.T) {
 		time.Sleep(time.Second)
 		b := start(t, snapshotting{&counting{Backend: store.Open("loop")}}, "b", false)
 		time.Sleep(30 * time.Second)
-		lastRenew := a.Status().ValidUntil.Add(-DefaultRenewDeadline)
-		a.stop() // a crash: no release
-		time.Sleep(time.Until(lastRenew.Add(DefaultLeaseDuration)) - time.Nanosecond)
-		if b.Status().Leader {
-			t.Fatal("b took over before the lease ran out")
-		}
-		time.Sleep(time.Nanosecond)
-		synctest.Wait()
-		if s := b.Status(); !s.Leader || s.Token != 2 {
-			t.Fatalf("at the lease's expiry: %+v, want b leading with token 2", s)
-		}
+		crashAndExpectTakeoverAtExpiry(t, a, b)
 	})
 }
 
