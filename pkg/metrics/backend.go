@@ -9,9 +9,23 @@ import (
 )
 
 // InstrumentBackend returns b with every Get, Create and Update timed into
-// store_request_duration_seconds.
+// store_request_duration_seconds. If b is a backend.Snapshotter, so is the
+// result (a snapshot is no request, so it is not timed).
 func (m *Metrics) InstrumentBackend(b backend.Backend) backend.Backend {
-	return &instrumented{Backend: b, m: m}
+	i := &instrumented{Backend: b, m: m}
+	if s, ok := b.(backend.Snapshotter); ok {
+		return &instrumentedSnapshotter{instrumented: i, snap: s}
+	}
+	return i
+}
+
+type instrumentedSnapshotter struct {
+	*instrumented
+	snap backend.Snapshotter
+}
+
+func (i *instrumentedSnapshotter) Snapshot() (backend.Record, backend.Version, bool) {
+	return i.snap.Snapshot()
 }
 
 type instrumented struct {

@@ -88,3 +88,25 @@ func scrape(t *testing.T, m *Metrics) string {
 	}
 	return rec.Body.String()
 }
+
+type snapshotting struct{ backend.Backend }
+
+func (snapshotting) Snapshot() (backend.Record, backend.Version, bool) {
+	return backendtest.SampleRecord("s", 3), "7", true
+}
+
+func TestInstrumentingKeepsSnapshots(t *testing.T) {
+	m := New(BuildInfo{})
+	plain := m.InstrumentBackend(memory.NewStore().Open("x"))
+	if _, ok := plain.(backend.Snapshotter); ok {
+		t.Fatal("a backend without snapshots gained one")
+	}
+	wrapped := m.InstrumentBackend(snapshotting{memory.NewStore().Open("x")})
+	s, ok := wrapped.(backend.Snapshotter)
+	if !ok {
+		t.Fatal("instrumenting hid the backend's snapshots")
+	}
+	if rec, v, ok := s.Snapshot(); !ok || v != "7" || rec.Transitions != 3 {
+		t.Fatalf("snapshot %+v %q %v", rec, v, ok)
+	}
+}
