@@ -63,7 +63,7 @@ func main() {
 	flag.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
 	flag.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile")
 	flag.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system with the short profile")
-	flag.IntVar(&c.CrashDefault, "crash-trials-default", 3, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
+	flag.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
 	flag.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
 	flag.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
 	flag.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
