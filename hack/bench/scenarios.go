@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -133,153 +129,6 @@ func (b *bench) takeovers(sys string, prof profile, backend string, sig syscall.
 		}
 	}
 	return out, nil
-}
-
-// costResult is the API server cost of one leader and n standbys.
-type costResult struct {
-	Sys                   string
-	Prof                  string
-	Standbys              int
-	Window                time.Duration
-	Leader                counts
-	StandbyOne            counts // the first standby
-	StandbysAll           counts
-	LeaderRSS, StandbyRSS int64
-}
-
-func perMin(n int64, w time.Duration) float64 { return float64(n) / w.Minutes() }
-
-func (b *bench) cost(sys string, prof profile, n int, window time.Duration) (costResult, error) {
-	r := costResult{Sys: sys, Prof: prof.Name, Standbys: n, Window: window}
-	ns, err := b.namespace(fmt.Sprintf("cost-%s-%s-%d", sys, prof.Name, n))
-	if err != nil {
-		return r, err
-	}
-	leader, err := b.spawn(sys, prof, "lease", ns, "bench", true)
-	if err != nil {
-		return r, err
-	}
-	defer leader.stop()
-	if err := leader.waitLeading(2*prof.Lease + 30*time.Second); err != nil {
-		return r, err
-	}
-	var standbys []*cand
-	defer func() {
-		var wg sync.WaitGroup
-		for _, s := range standbys {
-			wg.Go(s.stop)
-		}
-		wg.Wait()
-	}()
-	for i := 0; i < n; i++ {
-		s, err := b.spawn(sys, prof, "lease", ns, "bench", false)
-		if err != nil {
-			return r, err
-		}
-		standbys = append(standbys, s)
-	}
-	for _, s := range standbys {
-		if err := s.waitReady(60 * time.Second); err != nil {
-			return r, err
-		}
-	}
-	// Let start-up requests (discovery, the first list and watch) pass.
-	time.Sleep(max(3*time.Second, 2*prof.Retry))
-	snap := func() (l, one, sum counts) {
-		l = leader.proxy.snapshot()
-		for i, s := range standbys {
-			c := s.proxy.snapshot()
-			if i == 0 {
-				one = c
-			}
-			sum = counts{sum.Reads + c.Reads, sum.Writes + c.Writes, sum.Watches + c.Watches}
-		}
-		return
-	}
-	l0, o0, s0 := snap()
-	time.Sleep(window)
-	l1, o1, s1 := snap()
-	r.Leader, r.StandbyOne, r.StandbysAll = l1.sub(l0), o1.sub(o0), s1.sub(s0)
-	r.LeaderRSS, r.StandbyRSS = rssKiB(leader.cmd.Process.Pid), rssKiB(standbys[0].cmd.Process.Pid)
-	b.logf("  cost %s %s standbys=%d: leader %.1f/min, one standby %.1f/min, all standbys %.1f/min",
-		sys, prof.Name, n, perMin(r.Leader.total(), window), perMin(r.StandbyOne.total(), window), perMin(r.StandbysAll.total(), window))
-	return r, nil
-}
-
-// loadResult is one load-generator run.
-type loadResult struct {
-	Requests int
-	Errors   int
-	RPS      float64
-	P50, P99 time.Duration
-}
-
-// load sends GETs to url from conc workers for d (after a short warm-up).
-func load(url string, conc int, d time.Duration) loadResult {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, MaxIdleConns: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	warm := time.Now().Add(d / 10)
-	end := warm.Add(d)
-	lats := make([][]time.Duration, conc)
-	errs := make([]int, conc)
-	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Go(func() {
-			for {
-				t0 := time.Now()
-				if t0.After(end) {
-					return
-				}
-				resp, err := client.Get(url)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
-				if t0.Before(warm) {
-					continue
-				}
-				if err != nil {
-					errs[w]++
-					continue
-				}
-				lats[w] = append(lats[w], time.Since(t0))
-			}
-		})
-	}
-	wg.Wait()
-	var all []time.Duration
-	r := loadResult{}
-	for w := range lats {
-		all = append(all, lats[w]...)
-		r.Errors += errs[w]
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r.Requests = len(all)
-	r.RPS = float64(len(all)) / d.Seconds()
-	r.P50, r.P99 = pct(all, 50), pct(all, 99)
-	return r
-}
-
-// pct is the nearest-rank percentile of sorted samples.
-func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*p/100+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startup measures, for a sidecar on a fresh Lease, the time from process
