@@ -41,3 +41,28 @@ func (l *claimLog) check(t *testing.T) map[int64]int {
 	}
 	return terms
 }
+
+// sample polls s's /leader as fast as it answers until stop is closed,
+// logging every leader:true answer. On an error it calls onErr and stops
+// if onErr returns false.
+func (l *claimLog) sample(wg *sync.WaitGroup, stop <-chan struct{}, s *sidecar, onErr func(error) bool) {
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			sent := time.Now()
+			st, err := s.leader()
+			switch {
+			case err != nil:
+				if !onErr(err) {
+					return
+				}
+			case st.Leader:
+				l.add(claim{*st.Token, sent, time.Now()})
+			}
+		}
+	})
+}

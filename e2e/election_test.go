@@ -160,26 +160,11 @@ func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, s := range all {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				sent := time.Now()
-				st, err := s.leader()
-				if err != nil {
-					if s == leader {
-						return // it is shutting down
-					}
-					t.Errorf("GET /leader: %v", err)
-					return
-				}
-				if st.Leader {
-					log.add(claim{*st.Token, sent, time.Now()})
-				}
+		log.sample(&wg, stop, s, func(err error) bool {
+			if s != leader { // the leader is shutting down
+				t.Errorf("GET /leader: %v", err)
 			}
+			return false
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
