@@ -82,9 +82,6 @@ func New(cfg Config) (*Elector, error) {
 	}, nil
 }
 
-// Identity returns the candidate's identity.
-func (e *Elector) Identity() string { return e.cfg.Identity }
-
 // Status reports the state at this instant. Whether this candidate leads is
 // computed now, from the time of its last successful renewal; Status never
 // touches the store.
