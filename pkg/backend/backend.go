@@ -37,7 +37,22 @@ var (
 	// ErrConflict means Update's precondition failed: another writer
 	// changed the record since the version the caller read.
 	ErrConflict = errors.New("record changed since it was read (version conflict)")
+	// ErrStoreLost means the store the backend opened is gone or was
+	// replaced (a SQLite file deleted, or another file renamed over it).
+	// Candidates that start now use the new store and cannot see this
+	// one's record, so a candidate must stop claiming at once and start
+	// again on the new store. Every later call returns it too.
+	ErrStoreLost = errors.New("store lost: it was deleted or replaced since it was opened")
 )
+
+// LossNotifier is implemented by backends whose store can be deleted or
+// replaced under them. Lost returns a channel that is closed as soon as
+// the backend notices the loss (at the latest on the next Get, Create or
+// Update, which then fail with ErrStoreLost). It is never closed for any
+// other reason, Close included.
+type LossNotifier interface {
+	Lost() <-chan struct{}
+}
 
 // Version identifies one stored state of a record. It is opaque: callers
 // only hand it back to Update. Every successful write yields a new Version.
