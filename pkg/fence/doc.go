@@ -16,10 +16,14 @@
 //
 //   - [Client.State] answers what the sidecar believes now. Any error means
 //     "not leader": a sidecar that does not answer cannot vouch for anyone.
-//   - [Term.Done] is closed the moment the sidecar reports that the term is
-//     over, the stream to it breaks, or the term's ValidUntil passes without
-//     a renewal. Stop starting new work then; work already started is
-//     stopped only by the token check.
+//   - [Term.Err] is non-nil from the moment the sidecar reports that the
+//     term is over, the stream to it breaks, or this process's clock reaches
+//     the term's ValidUntil without a renewal. The clock is read at each
+//     call, so a process paused past ValidUntil sees the expiry on its first
+//     call after waking, before any timer has run; [Term.Done] and
+//     [Term.Context] are closed by a timer at ValidUntil and by any call
+//     that finds the term lapsed. Stop starting new work then; work already
+//     started is stopped only by the token check.
 //
 // A process can be paused after any check and before its write lands, so
 // neither a fresh answer nor a live Term proves that a write is still safe.

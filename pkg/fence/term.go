@@ -67,17 +67,46 @@ func (t *Term) ValidUntil() time.Time {
 // (ErrDisconnected), ValidUntil passes without a renewal
 // (ErrLeadershipExpired), Close is called (ErrTermClosed), or the context
 // given to WaitForLeadership is done. context.Cause tells which.
-func (t *Term) Context() context.Context { return t.ctx }
+//
+// Context, Done and Err first compare the clock with ValidUntil, so each
+// call sees an expiry at once, even when this process was paused past
+// ValidUntil and the Term's timer has not run yet. A context or channel
+// already in hand is closed by that timer, or by the next call; for the
+// decision right before a write, call Err.
+func (t *Term) Context() context.Context {
+	t.endIfLapsed()
+	return t.ctx
+}
 
 // Done is closed when the term is over; see Context.
-func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+func (t *Term) Done() <-chan struct{} {
+	t.endIfLapsed()
+	return t.ctx.Done()
+}
 
-// Err is nil while the term lasts, then why it ended; see Context.
+// Err is nil while the term lasts, then why it ended; see Context. It is
+// ErrLeadershipExpired from the moment the clock reaches ValidUntil.
 func (t *Term) Err() error {
+	t.endIfLapsed()
 	if t.ctx.Err() == nil {
 		return nil
 	}
 	return context.Cause(t.ctx)
+}
+
+// endIfLapsed ends the term if the clock has reached ValidUntil. A term
+// already over keeps its first cause.
+func (t *Term) endIfLapsed() {
+	if t.ctx.Err() != nil {
+		return
+	}
+	if until := t.ValidUntil(); !time.Now().Before(until) {
+		t.cancel(expired(until))
+	}
+}
+
+func expired(validUntil time.Time) error {
+	return fmt.Errorf("%w: valid until %s", ErrLeadershipExpired, validUntil.Format(time.RFC3339Nano))
 }
 
 // Close ends the term if it is not over yet and waits for its goroutines to
@@ -112,7 +141,7 @@ func (t *Term) monitor(states <-chan State) {
 				lapse.Reset(time.Until(s.ValidUntil))
 			}
 		case <-lapse.C:
-			t.cancel(fmt.Errorf("%w: valid until %s", ErrLeadershipExpired, t.ValidUntil().Format(time.RFC3339Nano)))
+			t.cancel(expired(t.ValidUntil()))
 		}
 	}
 }
