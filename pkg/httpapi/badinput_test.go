@@ -107,7 +107,7 @@ func TestBadInputHugeReleaseBody(t *testing.T) {
 			}
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-			if _, err := io.WriteString(c, "POST /leader/release HTTP/1.1\r\nHost: x\r\n"+framing+"\r\n\r\n"); err != nil {
+			if _, err := io.WriteString(c, "POST /leader/release HTTP/1.1\r\nHost: 127.0.0.1\r\n"+framing+"\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
 			var sent atomic.Int64

@@ -19,4 +19,11 @@
 // or unreachable store cannot slow a read, and a leader that was paused
 // answers "not leader" on its first answer after waking. A wrong method gets
 // 405 with an Allow header, an unknown path 404.
+//
+// A POST changes the election, and a browser on the same machine can send
+// one to 127.0.0.1 from any web page. So a POST is refused (403) when the
+// browser marks it cross-origin (Sec-Fetch-Site, Origin), and, unless
+// Options.AnyHost, when its Host header does not name a loopback host,
+// which is what a page that rebinds its own DNS name to 127.0.0.1 sends.
+// Clients that are not browsers pass. Reads are not checked.
 package httpapi

@@ -17,6 +17,12 @@ type Options struct {
 	ReleaseTimeout time.Duration
 	// Done, when closed, ends open /leader/watch streams (server shutdown).
 	Done <-chan struct{}
+	// AnyHost accepts a POST whatever its Host header names. By default a
+	// POST must name a loopback host (see IsLoopbackHost), which refuses
+	// browsers tricked by DNS rebinding. Set it only when the app API is
+	// deliberately served beyond loopback, where remote clients name the
+	// Pod. Cross-origin browser requests are refused either way.
+	AnyHost bool
 
 	// writeTimeout bounds each SSE write; 0 means the writeTimeout
 	// constant. Unexported: only this package's tests shorten it.
@@ -48,7 +54,7 @@ func NewAppHandler(e Elector, info Info, opts Options) http.Handler {
 	mux := a.readOnly()
 	mux.HandleFunc("GET /leader", a.leader)
 	mux.HandleFunc("GET /leader/watch", a.watch)
-	mux.HandleFunc("POST /leader/release", a.release)
+	mux.Handle("POST /leader/release", localOnly(http.HandlerFunc(a.release), a.opts.AnyHost))
 	return mux
 }
 

@@ -19,9 +19,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var testInfo = Info{Lease: "billing", Backend: "sqlite"}
 
+// serve sends one request to h as a client of the loopback listener would
+// (Host 127.0.0.1:4040).
 func serve(h http.Handler, method, path string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = "127.0.0.1:4040"
+	h.ServeHTTP(rec, req)
 	return rec
 }
 
