@@ -30,6 +30,7 @@ type options struct {
 	releaseHoldOff    time.Duration
 	releaseOnShutdown bool
 	httpAddress       string
+	httpAllowRemote   bool
 	opsAddress        string
 	sqlitePath        string
 	sqliteBusyTimeout time.Duration
@@ -58,7 +59,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.DurationVar(&o.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait between renewals and between a standby's attempts")
 	fs.DurationVar(&o.releaseHoldOff, "release-hold-off", 0, "how long POST /leader/release keeps this candidate out of the election (default: --lease-duration)")
 	fs.BoolVar(&o.releaseOnShutdown, "release-on-shutdown", true, "release the lease on SIGTERM/SIGINT so a standby takes over at once; safe only if the app stops acting as leader first")
-	fs.StringVar(&o.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API (keep it on loopback)")
+	fs.StringVar(&o.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API; must be loopback (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote")
+	fs.BoolVar(&o.httpAllowRemote, "http-allow-remote", false, "allow a non-loopback --http-address. Risky: the app API is unauthenticated, so anyone who can reach the address reads the leader's identity and fencing token from GET /leader and can POST /leader/release to push this replica out of the election, replica after replica")
 	fs.StringVar(&o.opsAddress, "ops-address", "", "address of the read-only health, readiness and metrics listener, e.g. :8081 (default: off)")
 	fs.StringVar(&o.sqlitePath, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
 	fs.DurationVar(&o.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")

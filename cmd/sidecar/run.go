@@ -46,6 +46,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	for _, w := range warnings {
 		log.Warn(w)
 	}
+	if exposesAppAPI(o) {
+		log.Warn("the app API is served beyond loopback (--http-allow-remote) and is unauthenticated: "+
+			"anyone who can reach it reads the leader's identity and fencing token from GET /leader "+
+			"and can POST /leader/release to push this replica out of the election",
+			"address", o.httpAddress)
+	}
 	if err := serve(ctx, o, environ, log); err != nil {
 		log.Error("sidecar failed", "err", err)
 		return 1
@@ -96,7 +102,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 
 	streamsDone := make(chan struct{})
 	info := httpapi.Info{Lease: st.lease, Backend: kind}
-	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: o.renewDeadline}
+	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: o.renewDeadline, AnyHost: exposesAppAPI(o)}
 	servers, err := listen(log, []listener{
 		{"app", o.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
 		{"ops", o.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
 var (
@@ -53,6 +54,9 @@ func validate(o *options) error {
 	}
 	if err := checkAddress("--http-address", o.httpAddress); err != nil {
 		return err
+	}
+	if !o.httpAllowRemote && !loopbackAddress(o.httpAddress) {
+		return fmt.Errorf("--http-address: must be a loopback address (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote is given, got %q", o.httpAddress)
 	}
 	if o.opsAddress != "" {
 		if err := checkAddress("--ops-address", o.opsAddress); err != nil {
@@ -113,6 +117,19 @@ func checkIdentity(id string) error {
 		}
 	}
 	return nil
+}
+
+// loopbackAddress reports whether a valid host:port listens on loopback
+// only. An empty host (":4040") listens on every interface.
+func loopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && httpapi.IsLoopbackHost(host)
+}
+
+// exposesAppAPI reports whether the app API is deliberately served beyond
+// loopback: its POST then accepts any Host header, and start-up warns.
+func exposesAppAPI(o *options) bool {
+	return o.httpAllowRemote && !loopbackAddress(o.httpAddress)
 }
 
 func checkAddress(flag, addr string) error {
