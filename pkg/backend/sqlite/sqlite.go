@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -57,6 +58,8 @@ type Options struct {
 	// statfs replaces the filesystem-type lookup in tests; nil means the
 	// operating system's.
 	statfs statfsFunc
+	// newWatcher replaces fsnotify.NewWatcher in tests; nil means fsnotify's.
+	newWatcher func() (*fsnotify.Watcher, error)
 }
 
 // Backend is one handle on one election in one SQLite file. Handles opened
@@ -71,6 +74,11 @@ type Backend struct {
 
 	db      *sql.DB // Get, Create and Update; writes begin IMMEDIATE
 	watchDB *sql.DB // one dedicated connection per active Watch
+
+	file     os.FileInfo   // the database file as Open found it
+	lost     chan struct{} // closed once the path no longer names file
+	lostOnce sync.Once
+	lostErr  error // set before lost is closed
 
 	mu        sync.Mutex // guards closed against watches.Add
 	closed    bool
@@ -127,7 +135,14 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	// A watch's connection is closed, not pooled, when the watch ends or
 	// fails, so a failed connection is never handed to the next watch.
 	b.watchDB.SetMaxIdleConns(0)
+	if err := b.rememberFile(); err != nil {
+		_ = errors.Join(b.watchDB.Close(), b.db.Close())
+		return nil, err
+	}
 	b.closing, b.stop = context.WithCancel(context.Background())
+	if warning := b.watchFile(opts.newWatcher); warning != "" {
+		b.warnings = append(b.warnings, warning)
+	}
 	return b, nil
 }
 
@@ -198,11 +213,13 @@ func dsn(path string, busyTimeout time.Duration, writer bool) string {
 func (b *Backend) Describe() string { return "sqlite:" + b.path + "#" + b.election }
 
 // Warnings returns what Open noticed but was told to accept, such as a
-// network filesystem under Options.AllowNetworkFS, for the caller to log.
+// network filesystem under Options.AllowNetworkFS, or could not set up,
+// such as the watch on the file's directory, for the caller to log.
 func (b *Backend) Warnings() []string { return append([]string(nil), b.warnings...) }
 
-// Close ends every Watch (closing its channel), waits for their goroutines
-// and closes all connections. Later calls return the first call's result.
+// Close ends every Watch (closing its channel) and the watch on the
+// file's directory, waits for their goroutines and closes all connections.
+// It leaves Lost open. Later calls return the first call's result.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.mu.Lock()

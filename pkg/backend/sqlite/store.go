@@ -27,7 +27,22 @@ const (
 // Get implements backend.Backend. Bad stored data never panics: NULL
 // columns read as zero values, a lease duration outside int32 is clamped,
 // and a value of the wrong type is an error naming its column.
+//
+// After reading, Get checks that the path still names the file it read
+// (one stat); if not, it fails with backend.ErrStoreLost whatever it read.
 func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	if err := b.lossError(); err != nil {
+		return backend.Record{}, "", b.fail("get", err)
+	}
+	rec, v, err := b.read(ctx)
+	if lost := b.checkFile(); lost != nil {
+		return backend.Record{}, "", b.fail("get", lost)
+	}
+	return rec, v, err
+}
+
+// read is Get without the check of the file.
+func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, error) {
 	rows, err := b.db.QueryContext(ctx, selectRecord, b.election)
 	if err != nil {
 		return backend.Record{}, "", b.fail("get", err)
@@ -81,12 +96,17 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	})
 }
 
-// write runs one BEGIN IMMEDIATE transaction: it reads the stored version,
-// lets check refuse the write, then runs stmt (insertRecord or
+// write runs one BEGIN IMMEDIATE transaction: it checks that the path
+// still names the file open (one stat, under the write lock, before
+// anything is read or written), reads the stored version, lets check refuse
+// the write, then runs stmt (insertRecord or
 // updateRecord) with rec and a new version, and commits.
 func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record,
 	check func(stored backend.Version, found bool) error,
 ) (backend.Version, error) {
+	if err := b.lossError(); err != nil {
+		return "", b.fail(op, err)
+	}
 	if err := backend.CheckRecord(rec); err != nil {
 		return "", fmt.Errorf("sqlite: %s %q: %w", op, b.election, err)
 	}
@@ -104,6 +124,9 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		return "", b.fail(op, err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if err := b.checkFile(); err != nil {
+		return "", b.fail(op, err)
+	}
 	var stored sql.NullInt64
 	err = tx.QueryRowContext(ctx, selectVersion, b.election).Scan(&stored)
 	found := err == nil

@@ -24,6 +24,9 @@ const maxRetryDelay = 2 * time.Second
 // failing connection is closed and reopened, backing off up to a few
 // seconds; the caller's own polling covers the gap.
 //
+// A loss of the file (see Lost) sends one more signal, so a standby that
+// only watches calls Get and learns of it.
+//
 // The channel is closed once ctx is done or the Backend is closed.
 func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
@@ -51,10 +54,15 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 	timer := time.NewTimer(0) // the first poll takes the baseline at once
 	defer timer.Stop()
 	delay := b.pollInterval
+	lost := b.lost
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-lost:
+			backend.Notify(ch)
+			lost = nil // signalled once
+			continue
 		case <-timer.C:
 		}
 		changed, err := p.poll(ctx)

@@ -1,0 +1,75 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watchFile starts a goroutine, ended by Close, that runs checkFile as soon
+// as the file's directory reports an event naming the file: a delete, a
+// rename away, a rename or create over it, a write, a change of mode. When
+// the path is a symbolic link, the directory of the file it resolves to is
+// watched too. Events naming other files, such as SQLite's -wal and -shm,
+// are dropped after a string comparison.
+//
+// When the operating system refuses the watch (inotify limits, say),
+// watchFile returns a warning for Warnings instead: the check that Get,
+// Create and Update make on every call still notices the loss, only later.
+// newWatcher nil means fsnotify.NewWatcher.
+func (b *Backend) watchFile(newWatcher func() (*fsnotify.Watcher, error)) (warning string) {
+	if newWatcher == nil {
+		newWatcher = fsnotify.NewWatcher
+	}
+	names := map[string]bool{b.path: true, filepath.Dir(b.path): true}
+	dirs := []string{filepath.Dir(b.path)}
+	if real, err := filepath.EvalSymlinks(b.path); err == nil && real != b.path {
+		names[real], names[filepath.Dir(real)] = true, true
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	w, err := newWatcher()
+	failed := dirs[0]
+	for i := 0; err == nil && i < len(dirs); i++ {
+		failed, err = dirs[i], w.Add(dirs[i])
+	}
+	if err != nil {
+		if w != nil {
+			_ = w.Close()
+		}
+		return fmt.Sprintf("sqlite: cannot watch directory %s for %s being deleted or replaced (%v); "+
+			"that is noticed only by the next Get, Create or Update", failed, b.path, err)
+	}
+	b.watches.Add(1)
+	go b.followFile(w, names)
+	return ""
+}
+
+// followFile checks the file on every event naming it or its directory
+// (the directory itself deleted or renamed), and on every error the watch
+// reports (an overflowed queue may have dropped events). It ends at Close
+// or once the store is lost, when there is nothing left to notice.
+func (b *Backend) followFile(w *fsnotify.Watcher, names map[string]bool) {
+	defer b.watches.Done()
+	defer func() { _ = w.Close() }()
+	for {
+		select {
+		case <-b.closing.Done():
+			return
+		case <-b.lost:
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if names[ev.Name] {
+				_ = b.checkFile() // a loss closes b.lost; another error waits for the next call
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			_ = b.checkFile()
+		}
+	}
+}
