@@ -60,6 +60,50 @@
 // unbounded pool, so watches and writes never wait for each other's
 // connections. Close ends the watches and closes both pools.
 //
+// # Store identity
+//
+// SQLite opens its file by path once and then works on the open file. If
+// the file is deleted, or another file is renamed over the path, running
+// processes keep working on the old file while a process that starts now
+// creates or opens the new one: two stores, each with a leader, with equal
+// tokens. The backend therefore remembers the file it opened (its device and
+// inode numbers on unix, compared with os.SameFile; the system's own file
+// identity elsewhere) and notices when the path names another file or none:
+//
+//   - within milliseconds, by a watch (fsnotify; inotify on Linux) on the
+//     file's directory, and on the directory of the file a symbolic link
+//     resolves to. Any event naming the file or the directory makes it stat
+//     the path and compare. The goroutine starts at Open and ends at Close.
+//   - at the latest on the next Get, Create or Update, which stat the path
+//     on every call: Get after reading, writes inside the write transaction
+//     before reading or writing anything. If the watch cannot be set up
+//     (inotify limits, say), Open still succeeds and Warnings says so; this
+//     check remains.
+//
+// Once it notices, Lost (backend.LossNotifier) is closed, every active Watch
+// gets a signal, and every later Get, Create and Update fails with an error
+// wrapping backend.ErrStoreLost that names the file and says whether it is
+// missing or another file. The loss is permanent for the Backend: a caller
+// must stop claiming leadership at once, close the Backend and start again
+// (the sidecar exits non-zero, to be restarted) on the file now at the path.
+// Close does not close Lost. A failure to stat the path for another reason
+// (an unreadable directory) fails the call without declaring a loss.
+//
+// Deleting or replacing the file resets the fencing tokens: the new file
+// starts from no record, and its first leader gets token 1 again. Whatever
+// stores tokens on the resource side (a fence table) must be reset with the
+// file, or it will refuse the new leader's smaller tokens.
+//
+// Only the main database file's identity counts, not the -wal and -shm
+// files beside it. SQLite itself deletes those when the last connection to
+// the file closes and creates new ones on the next open, so their identity
+// changes in normal use (and their events are ignored). Deleting them by
+// hand while processes have the database open is a way to corrupt an SQLite
+// database that SQLite documents and this backend does not detect. The
+// window this check cannot close: a replacement between the stat and the
+// commit of a write, microseconds, after which the next call or the watch
+// reports the loss.
+//
 // # Limits
 //
 // SQLite's locking is only as good as the file locks beneath it, and WAL mode
