@@ -99,7 +99,7 @@ func (c *chaos) write(m *chaosMember, rng *rand.Rand) {
 		}
 		tok := *st.Token
 		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
-		err = c.guard.Do("chaos", tok, func() error {
+		err = c.guard.Do("chaos", fence.TermID{Token: tok, Holder: st.Identity}, func() error {
 			// Under the guard's lock: the order of this slice is the order
 			// in which the guard accepted the writes.
 			c.mu.Lock()

@@ -119,10 +119,10 @@ type faultResult struct {
 // leader cannot know until its next attempt, up to deletionOverlap); a
 // demoted leader stops claiming within demoteBound; no token claimed by two
 // sidecars; tokens never decrease per sidecar; the shared guard accepted
-// writes in non-decreasing token order and finally holds the last term's
-// token; one leader again within recoveryBound after each fault (after the
-// API server's Start returned, for the restart); every sidecar alive at
-// the end except the killed one, which died of SIGKILL.
+// writes in non-decreasing token order and finally holds the last term
+// (its token and holder); one leader again within recoveryBound after each
+// fault (after the API server's Start returned, for the restart); every
+// sidecar alive at the end except the killed one, which died of SIGKILL.
 //
 // The sqlite variant runs kill, pause and storelock (another process holds
 // SQLite's write lock for more than a lease duration, the file-backend
@@ -208,9 +208,10 @@ func (c *chaos) run(faults []string) {
 		leaseShows(t, c.k, c.ns, c.name, identityOf(t, leader), token)
 	}
 	// The final leader's writer has had the settled period to write.
-	waitTrue(t, "the guard holds the final token", 2*time.Second, func() bool {
-		h, ok := c.guard.Highest("chaos")
-		return ok && h == token
+	final := fence.TermID{Token: token, Holder: identityOf(t, leader)}
+	waitTrue(t, "the guard holds the final term", 2*time.Second, func() bool {
+		accepted, ok := c.guard.Accepted("chaos")
+		return ok && accepted == final
 	})
 	c.halt()
 	c.final(t, results, token, time.Since(begin))

@@ -14,9 +14,9 @@
 // # The loop
 //
 // Wait for leadership (fence.Client.WaitForLeadership). While the term
-// lives, run one job every --interval: take the term's token, work for
-// --work-delay, then in one transaction check the token (guard.Check) and
-// upsert the row. A job that has started runs to its end on its own context,
+// lives, run one job every --interval: take the term's ID (its token and
+// the sidecar's identity), work for --work-delay, then in one transaction
+// check it (guard.Check) and upsert the row. A job that has started runs to its end on its own context,
 // not the term's: a process can be paused after any check and wake after
 // its term is over, and the token check is what refuses that late write.
 // --unguarded skips the check, only to show the update it then loses.
@@ -26,7 +26,7 @@
 // One JSON object per line on stdout, with "time" and the event's name
 // under "event":
 //
-//	{"event":"leading","token":5}
+//	{"event":"leading","token":5,"holder":"a_0b1e"}
 //	{"event":"about-to-write","token":5,"writer":"a","value":"a-1"}
 //	{"event":"write","token":5,"writer":"a","value":"a-1","accepted":true}
 //	{"event":"write","token":4,"writer":"b","value":"b-7","accepted":false,"stale":true,"error":"..."}
@@ -136,9 +136,9 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 		if err != nil {
 			return nil // only once ctx is done: we were told to stop
 		}
-		w.log.Info("leading", "token", term.Token())
+		w.log.Info("leading", "token", term.Token(), "holder", term.ID().Holder)
 		for term.Err() == nil && ctx.Err() == nil {
-			w.job(ctx, term.Token())
+			w.job(ctx, term.ID())
 			select {
 			case <-time.After(w.interval):
 			case <-term.Done():
@@ -150,8 +150,9 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 	}
 }
 
-// job computes a value and writes it with token. ctx only abandons a held job.
-func (w *worker) job(ctx context.Context, token int64) {
+// job computes a value and writes it in term. ctx only abandons a held job.
+func (w *worker) job(ctx context.Context, term fence.TermID) {
+	token := term.Token
 	w.jobs++
 	value := fmt.Sprintf("%s-%d", w.name, w.jobs)
 	w.log.Info("about-to-write", "token", token, "writer", w.name, "value", value)
@@ -169,7 +170,7 @@ func (w *worker) job(ctx context.Context, token int64) {
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := w.write(jctx, token, value)
+	err := w.write(jctx, term, value)
 	attrs := []any{"token", token, "writer", w.name, "value", value, "accepted", err == nil}
 	if err != nil {
 		attrs = append(attrs, "stale", errors.Is(err, fence.ErrStaleToken), "error", err.Error())
@@ -177,22 +178,22 @@ func (w *worker) job(ctx context.Context, token int64) {
 	w.log.Info("write", attrs...)
 }
 
-// write checks token and stores value in one transaction.
-func (w *worker) write(ctx context.Context, token int64, value string) error {
+// write checks term and stores value in one transaction.
+func (w *worker) write(ctx context.Context, term fence.TermID, value string) error {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() // a no-op after Commit
 	if w.guard != nil {
-		if err := w.guard.Check(ctx, tx, w.resource, token); err != nil {
-			return err // fence.ErrStaleToken: a newer leader has written
+		if err := w.guard.Check(ctx, tx, w.resource, term); err != nil {
+			return err // fence.ErrStaleToken: another term has written
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO results (resource, value, writer, token)
 		VALUES ($1, $2, $3, $4) ON CONFLICT (resource) DO UPDATE
 		SET value = excluded.value, writer = excluded.writer, token = excluded.token`,
-		w.resource, value, w.name, token); err != nil {
+		w.resource, value, w.name, term.Token); err != nil {
 		return err
 	}
 	return tx.Commit()

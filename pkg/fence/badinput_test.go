@@ -37,32 +37,32 @@ func TestBadInputMemoryGuardResourcesAndTokens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
 			write := func() error { ran++; return nil }
-			if err := g.Do(resource, math.MaxInt64, write); err != nil || ran != 1 {
+			if err := g.Do(resource, termOf(math.MaxInt64), write); err != nil || ran != 1 {
 				t.Fatalf("token MaxInt64: %v (ran %d)", err, ran)
 			}
-			if err := g.Do(resource, math.MaxInt64, write); err != nil || ran != 2 {
+			if err := g.Do(resource, termOf(math.MaxInt64), write); err != nil || ran != 2 {
 				t.Fatalf("token MaxInt64 again: %v (ran %d)", err, ran)
 			}
-			err := g.Do(resource, math.MaxInt64-1, write)
+			err := g.Do(resource, termOf(math.MaxInt64-1), write)
 			if !errors.Is(err, fence.ErrStaleToken) || ran != 2 {
 				t.Fatalf("token MaxInt64-1 after MaxInt64: %.200v (ran %d), want ErrStaleToken", err, ran)
 			}
 			for _, tok := range []int64{-1, math.MinInt64} {
-				if err := g.Do(resource, tok, write); !errors.Is(err, fence.ErrInvalidToken) || ran != 2 {
+				if err := g.Do(resource, termOf(tok), write); !errors.Is(err, fence.ErrInvalidToken) || ran != 2 {
 					t.Fatalf("token %d: %v (ran %d), want ErrInvalidToken", tok, err, ran)
 				}
 			}
-			if h, ok := g.Highest(resource); !ok || h != math.MaxInt64 {
-				t.Fatalf("Highest = %d %v, want MaxInt64", h, ok)
+			if a, ok := g.Accepted(resource); !ok || a != termOf(math.MaxInt64) {
+				t.Fatalf("Accepted = %v %v, want %v", a, ok, termOf(math.MaxInt64))
 			}
 		})
 	}
 	// Each name is its own resource: none of the writes above touched these.
 	for _, other := range []string{"billing", " ", "r"} {
-		if _, ok := g.Highest(other); ok {
+		if _, ok := g.Accepted(other); ok {
 			t.Fatalf("resource %q has a token it was never written with", other)
 		}
-		if err := g.Do(other, 0, func() error { return nil }); err != nil {
+		if err := g.Do(other, termOf(0), func() error { return nil }); err != nil {
 			t.Fatalf("token 0 on the untouched resource %q: %v", other, err)
 		}
 	}
@@ -73,23 +73,23 @@ func TestBadInputMemoryGuardResourcesAndTokens(t *testing.T) {
 // records nothing and releases its lock, so the guard stays usable.
 func TestBadInputMemoryGuardPanickingWrite(t *testing.T) {
 	g := fence.NewMemoryGuard()
-	if err := g.Do("billing", 3, func() error { return nil }); err != nil {
+	if err := g.Do("billing", termOf(3), func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
-		_ = g.Do("billing", 8, func() error { panic(boom) })
+		_ = g.Do("billing", termOf(8), func() error { panic(boom) })
 		return nil
 	}()
 	if recovered != boom {
 		t.Fatalf("recovered %v, want the write's own panic value", recovered)
 	}
-	if h, _ := g.Highest("billing"); h != 3 {
-		t.Fatalf("a panicking write recorded its token: highest %d, want 3", h)
+	if a, _ := g.Accepted("billing"); a != termOf(3) {
+		t.Fatalf("a panicking write recorded its term: accepted %v, want %v", a, termOf(3))
 	}
 	done := make(chan error, 1)
-	go func() { done <- g.Do("billing", 5, func() error { return nil }) }()
+	go func() { done <- g.Do("billing", termOf(5), func() error { return nil }) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -98,8 +98,8 @@ func TestBadInputMemoryGuardPanickingWrite(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the guard is still locked after a write panicked")
 	}
-	if h, _ := g.Highest("billing"); h != 5 {
-		t.Fatalf("highest %d, want 5", h)
+	if a, _ := g.Accepted("billing"); a != termOf(5) {
+		t.Fatalf("accepted %v, want %v", a, termOf(5))
 	}
 }
 
@@ -113,7 +113,7 @@ func TestBadInputSQLGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if err := f.guard.Check(ctx, tx, resource, token); err != nil {
+			if err := f.guard.Check(ctx, tx, resource, termOf(token)); err != nil {
 				return err
 			}
 			return tx.Commit()
@@ -137,8 +137,8 @@ func TestBadInputSQLGuard(t *testing.T) {
 				if err := check(resource, math.MaxInt64-1); !errors.Is(err, fence.ErrStaleToken) {
 					t.Fatalf("token MaxInt64-1 after MaxInt64: %.300v, want ErrStaleToken", err)
 				}
-				if _, tok := f.state(t, resource); tok != math.MaxInt64 {
-					t.Fatalf("stored token %d, want MaxInt64", tok)
+				if _, term := f.state(t, resource); term != termOf(math.MaxInt64) {
+					t.Fatalf("stored %v, want %v", term, termOf(math.MaxInt64))
 				}
 			})
 		}
@@ -155,7 +155,7 @@ func TestBadInputSQLGuard(t *testing.T) {
 				t.Fatalf("token %d: %v, want ErrInvalidToken", tok, err)
 			}
 		}
-		if err := f.guard.Check(ctx, nil, "billing", 1); err == nil || !strings.Contains(err.Error(), "transaction") {
+		if err := f.guard.Check(ctx, nil, "billing", termOf(1)); err == nil || !strings.Contains(err.Error(), "transaction") {
 			t.Fatalf("nil transaction: %v, want an error naming the transaction", err)
 		}
 		for _, end := range []string{"commit", "rollback"} {
@@ -171,14 +171,14 @@ func TestBadInputSQLGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := f.guard.Check(ctx, tx, "billing", 1); !errors.Is(err, sql.ErrTxDone) {
+			if err := f.guard.Check(ctx, tx, "billing", termOf(1)); !errors.Is(err, sql.ErrTxDone) {
 				t.Fatalf("Check in a transaction after %s: %v, want sql.ErrTxDone", end, err)
 			}
 		}
-		if _, tok := f.state(t, "billing"); tok != 0 {
-			t.Fatalf("rejected checks recorded token %d", tok)
+		if _, term := f.state(t, "billing"); term != (fence.TermID{}) {
+			t.Fatalf("rejected checks recorded %v", term)
 		}
-		f.mustWrite(t, "billing", 2, "still works")
+		f.mustWrite(t, "billing", termOf(2), "still works")
 	})
 }
 
@@ -257,10 +257,10 @@ func TestBadInputClientBoundsEndlessStreams(t *testing.T) {
 func TestErrorsDoNotRepeatAHugeResourceName(t *testing.T) {
 	huge := strings.Repeat("r", 1<<20)
 	var g fence.MemoryGuard
-	if err := g.Do(huge, 5, func() error { return nil }); err != nil {
+	if err := g.Do(huge, termOf(5), func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	err := g.Do(huge, 4, func() error { return nil })
+	err := g.Do(huge, termOf(4), func() error { return nil })
 	if !errors.Is(err, fence.ErrStaleToken) || len(err.Error()) > 512 || !strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("stale-token error of %d bytes: %.200q", len(err.Error()), err)
 	}

@@ -97,7 +97,8 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 type State struct {
 	// Leader is true if this replica may act as leader now.
 	Leader bool
-	// Identity is the sidecar's candidate identity.
+	// Identity is the sidecar's candidate identity, unique per process
+	// start; while Leader, it and Token name the term (see TermID).
 	Identity string
 	// Holder is the identity the store names as holder, as last seen.
 	Holder string
@@ -111,6 +112,15 @@ type State struct {
 	// sidecar broke (wrapping ErrDisconnected): leadership cannot be
 	// confirmed, so such a state never leads.
 	Err error
+}
+
+// TermID is the term this state leads in: Token and Identity. It is the
+// zero TermID unless Leader.
+func (s State) TermID() TermID {
+	if !s.Leader {
+		return TermID{}
+	}
+	return TermID{Token: s.Token, Holder: s.Identity}
 }
 
 // State asks the sidecar whether this replica leads now. An error (the
@@ -164,8 +174,8 @@ func decodeState(b []byte) (State, error) {
 	if !s.Leader {
 		return s, nil
 	}
-	if w.Token == nil || *w.Token < 1 || w.ValidUntil == nil || w.ValidUntil.IsZero() {
-		return State{}, fmt.Errorf("%w: a leader needs a token >= 1 and a validUntil", ErrBadResponse)
+	if w.Token == nil || *w.Token < 1 || w.ValidUntil == nil || w.ValidUntil.IsZero() || w.Identity == "" {
+		return State{}, fmt.Errorf("%w: a leader needs a token >= 1, a validUntil and an identity", ErrBadResponse)
 	}
 	s.Token, s.ValidUntil = *w.Token, *w.ValidUntil
 	return s, nil

@@ -60,19 +60,20 @@ func TestStateDecodes(t *testing.T) {
 
 func TestStateRejectsUnusableAnswers(t *testing.T) {
 	cases := map[string]http.Handler{
-		"503":                  answer(http.StatusServiceUnavailable, `{"leader":true,"token":1}`),
-		"404":                  http.NotFoundHandler(),
-		"empty":                answer(http.StatusOK, ""),
-		"HTML":                 answer(http.StatusOK, "<html>proxy error</html>"),
-		"truncated":            answer(http.StatusOK, `{"leader":true,"token":`),
-		"no leader field":      answer(http.StatusOK, `{"token":3}`),
-		"leader without token": answer(http.StatusOK, `{"leader":true,"token":null,`+until+`}`),
-		"leader with token 0":  answer(http.StatusOK, `{"leader":true,"token":0,`+until+`}`),
-		"fractional token":     answer(http.StatusOK, `{"leader":true,"token":1.5,`+until+`}`),
-		"huge token":           answer(http.StatusOK, `{"leader":true,"token":99999999999999999999,`+until+`}`),
-		"leader is a string":   answer(http.StatusOK, `{"leader":"true","token":1,`+until+`}`),
-		"trailing garbage":     answer(http.StatusOK, `{"leader":false} x`),
-		"too large":            answer(http.StatusOK, `{"leader":false,"holder":"`+strings.Repeat("h", 70<<10)+`"}`),
+		"503":                     answer(http.StatusServiceUnavailable, `{"leader":true,"token":1}`),
+		"404":                     http.NotFoundHandler(),
+		"empty":                   answer(http.StatusOK, ""),
+		"HTML":                    answer(http.StatusOK, "<html>proxy error</html>"),
+		"truncated":               answer(http.StatusOK, `{"leader":true,"token":`),
+		"no leader field":         answer(http.StatusOK, `{"token":3}`),
+		"leader without token":    answer(http.StatusOK, `{"leader":true,"identity":"a","token":null,`+until+`}`),
+		"leader with token 0":     answer(http.StatusOK, `{"leader":true,"identity":"a","token":0,`+until+`}`),
+		"fractional token":        answer(http.StatusOK, `{"leader":true,"identity":"a","token":1.5,`+until+`}`),
+		"huge token":              answer(http.StatusOK, `{"leader":true,"identity":"a","token":99999999999999999999,`+until+`}`),
+		"leader without identity": answer(http.StatusOK, `{"leader":true,"token":1,`+until+`}`),
+		"leader is a string":      answer(http.StatusOK, `{"leader":"true","token":1,`+until+`}`),
+		"trailing garbage":        answer(http.StatusOK, `{"leader":false} x`),
+		"too large":               answer(http.StatusOK, `{"leader":false,"holder":"`+strings.Repeat("h", 70<<10)+`"}`),
 	}
 	for name, h := range cases {
 		t.Run(name, func(t *testing.T) {

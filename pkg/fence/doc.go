@@ -1,16 +1,31 @@
 // Package fence is what a Go application uses next to the leader-sidecar: a
-// client for the sidecar's localhost API, and a guard that makes a resource
+// client for the sidecar's localhost API, and guards that make a resource
 // refuse writes from a leader whose term is over.
 //
 // # What is guaranteed, and by what
 //
-// The fencing token is the real guarantee. Every term has a token one higher
-// than the last, and a resource that remembers the highest token it has
-// accepted and refuses a lower one rejects the write of a stale leader, no
-// matter how long that leader was paused between checking and writing. A
-// write is safe only if its resource checks the token atomically with the
-// write itself: [SQLGuard] does so inside the caller's own SQL transaction,
-// [MemoryGuard] under a lock around the caller's function.
+// The fencing token is the real guarantee. A term is named by its token and
+// the identity of the sidecar that holds it ([TermID]); each new term's
+// token is one higher than the last. A guard remembers, per resource, the
+// last term whose write it accepted, and accepts a write only if its term
+// follows that one:
+//
+//   - a higher token: accepted, and the resource now belongs to that term;
+//   - the same token from the same holder (the same term writing again):
+//     accepted;
+//   - a lower token: refused with [ErrStaleToken];
+//   - the same token from another holder: refused with [ErrTokenReused]
+//     (which also matches ErrStaleToken).
+//
+// So a stale leader's write is refused however long it was paused between
+// checking and writing, and if a store that was replaced or reset ever
+// hands one token to two holders, only the first of them to write can
+// write that resource with it. A write is safe only if its resource checks
+// the term atomically with the write itself: [SQLGuard] does so inside the
+// caller's own SQL transaction, [MemoryGuard] under a lock around the
+// caller's function. A guard cannot tell a reset store's low tokens from a
+// stale leader's: until the store's tokens pass the highest a resource has
+// accepted, the guard refuses every write to it.
 //
 // Everything else only narrows the window in which a stale leader works:
 //
@@ -40,8 +55,8 @@
 //		}
 //		for term.Err() == nil { // until the term is over
 //			tx, err := db.BeginTx(term.Context(), nil)
-//			err = guard.Check(term.Context(), tx, "billing", term.Token())
-//			// on error (fence.ErrStaleToken: a newer leader exists): tx.Rollback()
+//			err = guard.Check(term.Context(), tx, "billing", term.ID())
+//			// on error (fence.ErrStaleToken: another term has written): tx.Rollback()
 //			// else the write, in tx, then tx.Commit()
 //		}
 //		term.Close()
@@ -51,15 +66,26 @@
 // sidecar's wall clock) is compared with this process's wall clock.
 package fence
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
-	// ErrStaleToken is returned by the guards when the token is lower than
-	// one the resource has already accepted: a newer leader exists, and the
-	// write must not happen.
-	ErrStaleToken = errors.New("fence: stale token: a newer leader has written")
-	// ErrInvalidToken is returned by the guards for a negative token.
-	ErrInvalidToken = errors.New("fence: invalid token: must be >= 0")
+	// ErrStaleToken is returned by the guards when the write's term does
+	// not follow the term the resource last accepted: its token is lower (a
+	// newer leader has written), or it is ErrTokenReused. Either way the
+	// write must not happen, and retrying it in the same term cannot help.
+	ErrStaleToken = errors.New("fence: stale token")
+	// ErrTokenReused is returned by the guards when the resource accepted
+	// the write's token from another holder: tokens were handed out twice,
+	// which only a replaced or reset store does (see [TermID]). It wraps
+	// ErrStaleToken, so errors.Is(err, ErrStaleToken) holds for it too; test
+	// for it first to tell an operator that tokens repeat.
+	ErrTokenReused = fmt.Errorf("%w: token reused by another holder", ErrStaleToken)
+	// ErrInvalidToken is returned by the guards for a term they cannot
+	// accept: a negative token, or no holder identity.
+	ErrInvalidToken = errors.New("fence: invalid token")
 	// ErrBadResponse wraps answers from the sidecar that this client cannot
 	// use: an unexpected status, a body that is not the documented JSON, a
 	// malformed event stream.

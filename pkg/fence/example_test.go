@@ -58,9 +58,9 @@ func ExampleClient_WaitForLeadership() {
 	defer term.Close()
 	fmt.Println("leading with token", term.Token())
 
-	// The resource checks the token with each write.
+	// The resource checks the term (token and holder) with each write.
 	var billing fence.MemoryGuard
-	err = billing.Do("nightly-run", term.Token(), func() error { return nil })
+	err = billing.Do("nightly-run", term.ID(), func() error { return nil })
 	fmt.Println("write with token 4:", err)
 
 	// The sidecar steps down (its renewals failed, say): the term ends at once.
@@ -69,8 +69,8 @@ func ExampleClient_WaitForLeadership() {
 	fmt.Println("term over:", errors.Is(term.Err(), fence.ErrLeadershipLost))
 
 	// A newer leader writes; a late write of this term is refused.
-	_ = billing.Do("nightly-run", 5, func() error { return nil })
-	err = billing.Do("nightly-run", term.Token(), func() error { return nil })
+	_ = billing.Do("nightly-run", fence.TermID{Token: 5, Holder: "app-1_2"}, func() error { return nil })
+	err = billing.Do("nightly-run", term.ID(), func() error { return nil })
 	fmt.Println("late write refused:", errors.Is(err, fence.ErrStaleToken))
 	// Output:
 	// leading with token 4
@@ -80,7 +80,9 @@ func ExampleClient_WaitForLeadership() {
 }
 
 // Replica A (token 1) was paused and woke up after B (token 2) took over and
-// wrote. A's write is checked in its own transaction and refused.
+// wrote. A's write is checked in its own transaction and refused. C was
+// handed token 2 again by a store that was reset: refused too, since token 2
+// is B's here.
 func ExampleSQLGuard() {
 	dir, err := os.MkdirTemp("", "fence-example-")
 	if err != nil {
@@ -105,13 +107,13 @@ func ExampleSQLGuard() {
 		log.Fatal(err)
 	}
 
-	write := func(token int64, value string) error {
+	write := func(term fence.TermID, value string) error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback() // a no-op after Commit
-		if err := guard.Check(ctx, tx, "daily-report", token); err != nil {
+		if err := guard.Check(ctx, tx, "daily-report", term); err != nil {
 			return err // fence.ErrStaleToken: a newer leader has written
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO reports (name, value) VALUES ('daily', $1)
@@ -122,9 +124,11 @@ func ExampleSQLGuard() {
 		return tx.Commit()
 	}
 
-	fmt.Println("B, token 2:", write(2, "B's fresh value"))
-	err = write(1, "A's stale value")
+	fmt.Println("B, token 2:", write(fence.TermID{Token: 2, Holder: "B"}, "B's fresh value"))
+	err = write(fence.TermID{Token: 1, Holder: "A"}, "A's stale value")
 	fmt.Println("A, token 1, refused:", errors.Is(err, fence.ErrStaleToken))
+	err = write(fence.TermID{Token: 2, Holder: "C"}, "C's value")
+	fmt.Println("C, token 2 again, refused:", errors.Is(err, fence.ErrTokenReused))
 
 	var value string
 	if err := db.QueryRow(`SELECT value FROM reports WHERE name = 'daily'`).Scan(&value); err != nil {
@@ -134,24 +138,27 @@ func ExampleSQLGuard() {
 	// Output:
 	// B, token 2: <nil>
 	// A, token 1, refused: true
+	// C, token 2 again, refused: true
 	// report: B's fresh value
 }
 
 func ExampleMemoryGuard() {
 	var cache fence.MemoryGuard
-	warm := func(token int64) error {
-		return cache.Do("cache", token, func() error {
-			fmt.Println("warming with token", token)
+	warm := func(term fence.TermID) error {
+		return cache.Do("cache", term, func() error {
+			fmt.Println("warming with", term)
 			return nil
 		})
 	}
-	fmt.Println(warm(7))
-	fmt.Println(warm(7)) // the same term again
-	fmt.Println(errors.Is(warm(6), fence.ErrStaleToken))
+	fmt.Println(warm(fence.TermID{Token: 7, Holder: "web-1_a"}))
+	fmt.Println(warm(fence.TermID{Token: 7, Holder: "web-1_a"})) // the same term again
+	fmt.Println(errors.Is(warm(fence.TermID{Token: 6, Holder: "web-2_b"}), fence.ErrStaleToken))
+	fmt.Println(errors.Is(warm(fence.TermID{Token: 7, Holder: "web-2_b"}), fence.ErrTokenReused))
 	// Output:
-	// warming with token 7
+	// warming with token 7 of "web-1_a"
 	// <nil>
-	// warming with token 7
+	// warming with token 7 of "web-1_a"
 	// <nil>
+	// true
 	// true
 }

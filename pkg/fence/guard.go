@@ -6,12 +6,14 @@ import (
 )
 
 // MemoryGuard fences resources that live in this process (or that this
-// process alone writes): it remembers, per resource name, the highest token
-// whose write succeeded, and runs a write only if its token is not lower.
-// Equal tokens are accepted: the same term writing again.
+// process alone writes): it remembers, per resource name, the last term
+// whose write succeeded, and runs a write only if its term follows that
+// one: a higher token, or the same token from the same holder (the same
+// term writing again). A lower token is refused with ErrStaleToken, an
+// equal token from another holder with ErrTokenReused.
 //
 // Writes to the guarded resources must all go through Do: the check and the
-// write happen under one lock, so no newer token can be accepted between
+// write happen under one lock, so no newer term can be accepted between
 // them. The zero value is ready to use; a MemoryGuard must not be copied.
 //
 // A MemoryGuard fences nothing across processes: two replicas each have
@@ -20,53 +22,55 @@ import (
 // resource must do itself. For a resource in another system, put the same
 // check where the data lives, atomically with the write: SQLGuard for SQL;
 // for other stores, a conditional write (a compare on a token key in etcd,
-// a write conditioned on a version or a stored token elsewhere).
+// a write conditioned on a version or a stored token and holder elsewhere).
 type MemoryGuard struct {
-	mu      sync.Mutex
-	highest map[string]int64
+	mu       sync.Mutex
+	accepted map[string]TermID
 }
 
 // NewMemoryGuard returns an empty MemoryGuard.
 func NewMemoryGuard() *MemoryGuard { return &MemoryGuard{} }
 
-// Do runs write if token is not lower than the highest token accepted for
-// resource, and records token as accepted if write returns nil. A stale
-// token returns an error wrapping ErrStaleToken without running write; a
-// negative one, ErrInvalidToken. Writes to all resources of the guard are
+// Do runs write if term follows the last term accepted for resource, and
+// records term as accepted if write returns nil. A refused term returns an
+// error wrapping ErrStaleToken (ErrTokenReused for an equal token from
+// another holder) without running write; a negative token or an empty
+// holder, ErrInvalidToken. Writes to all resources of the guard are
 // serialised; write must not call Do on the same guard.
-func (g *MemoryGuard) Do(resource string, token int64, write func() error) error {
-	if token < 0 {
-		return fmt.Errorf("%w: %d", ErrInvalidToken, token)
+func (g *MemoryGuard) Do(resource string, term TermID, write func() error) error {
+	if err := term.check(); err != nil {
+		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if highest, ok := g.highest[resource]; ok && token < highest {
-		return fmt.Errorf("%w: resource %q accepted token %d, this write has %d", ErrStaleToken, shortName(resource), highest, token)
+	if accepted, ok := g.accepted[resource]; ok && !term.follows(accepted) {
+		return refusal(resource, accepted, term)
 	}
 	if err := write(); err != nil {
 		return err
 	}
-	if g.highest == nil {
-		g.highest = make(map[string]int64)
+	if g.accepted == nil {
+		g.accepted = make(map[string]TermID)
 	}
-	g.highest[resource] = token
+	g.accepted[resource] = term
 	return nil
 }
 
-// Highest returns the highest token accepted for resource, and false if
-// none has been.
-func (g *MemoryGuard) Highest(resource string) (int64, bool) {
+// Accepted returns the last term accepted for resource (the highest token,
+// and the holder that wrote with it), and false if none has been.
+func (g *MemoryGuard) Accepted(resource string) (TermID, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	token, ok := g.highest[resource]
-	return token, ok
+	term, ok := g.accepted[resource]
+	return term, ok
 }
 
-// maxNameInError bounds how much of a resource name an error repeats.
+// maxNameInError bounds how much of a resource or holder name an error
+// repeats.
 const maxNameInError = 128
 
-// shortName is a resource name for an error message: whole if short, else
-// its beginning and its length.
+// shortName is a name for an error message: whole if short, else its
+// beginning and its length.
 func shortName(name string) string {
 	if len(name) <= maxNameInError {
 		return name

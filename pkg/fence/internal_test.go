@@ -35,7 +35,7 @@ func FuzzReadEvents(f *testing.F) {
 
 func FuzzDecodeState(f *testing.F) {
 	for _, seed := range []string{
-		`{"leader":true,"token":3,"validUntil":"2026-11-29T18:45:15.675238Z"}`,
+		`{"leader":true,"identity":"a","token":3,"validUntil":"2026-11-29T18:45:15.675238Z"}`,
 		`{"leader":false,"token":null}`, `{"leader":true}`, `[]`, `null`, `{"leader":true,"token":-1}`,
 	} {
 		f.Add([]byte(seed))
@@ -45,8 +45,8 @@ func FuzzDecodeState(f *testing.F) {
 		switch {
 		case err != nil && !errors.Is(err, ErrBadResponse):
 			t.Fatalf("error %v does not wrap ErrBadResponse", err)
-		case err == nil && s.Leader && (s.Token < 1 || s.ValidUntil.IsZero()):
-			t.Fatalf("leader state %+v without token or expiry", s)
+		case err == nil && s.Leader && (s.Token < 1 || s.ValidUntil.IsZero() || s.Identity == ""):
+			t.Fatalf("leader state %+v without token, expiry or identity", s)
 		case err == nil && !s.Leader && (s.Token != 0 || !s.ValidUntil.IsZero()):
 			t.Fatalf("follower state %+v with a token or expiry", s)
 		}

@@ -26,18 +26,19 @@ const until = `"validUntil":"2030-01-01T00:00:00Z"`
 
 func TestWatchReportsMalformedEvents(t *testing.T) {
 	cases := map[string]string{
-		"not JSON":              "data: {not json\n\n",
-		"JSON array":            "data: []\n\n",
-		"no leader field":       `data: {"holder":"a"}` + "\n\n",
-		"leader without token":  `data: {"leader":true,` + until + "}\n\n",
-		"leader with token 0":   `data: {"leader":true,"token":0,` + until + "}\n\n",
-		"negative token":        `data: {"leader":true,"token":-4,` + until + "}\n\n",
-		"token as a string":     `data: {"leader":true,"token":"4",` + until + "}\n\n",
-		"leader without expiry": `data: {"leader":true,"token":4}` + "\n\n",
-		"bad validUntil":        `data: {"leader":true,"token":4,"validUntil":"tomorrow"}` + "\n\n",
-		"two values":            `data: {"leader":false} {"leader":true}` + "\n\n",
-		"empty data":            "data\n\n",
-		"line too long":         "data: " + strings.Repeat("x", 70<<10) + "\n\n",
+		"not JSON":                "data: {not json\n\n",
+		"JSON array":              "data: []\n\n",
+		"no leader field":         `data: {"holder":"a"}` + "\n\n",
+		"leader without token":    `data: {"leader":true,"identity":"a",` + until + "}\n\n",
+		"leader with token 0":     `data: {"leader":true,"identity":"a","token":0,` + until + "}\n\n",
+		"negative token":          `data: {"leader":true,"identity":"a","token":-4,` + until + "}\n\n",
+		"token as a string":       `data: {"leader":true,"identity":"a","token":"4",` + until + "}\n\n",
+		"leader without expiry":   `data: {"leader":true,"identity":"a","token":4}` + "\n\n",
+		"bad validUntil":          `data: {"leader":true,"identity":"a","token":4,"validUntil":"tomorrow"}` + "\n\n",
+		"leader without identity": `data: {"leader":true,"token":4,` + until + "}\n\n",
+		"two values":              `data: {"leader":false} {"leader":true}` + "\n\n",
+		"empty data":              "data\n\n",
+		"line too long":           "data: " + strings.Repeat("x", 70<<10) + "\n\n",
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

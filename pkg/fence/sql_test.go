@@ -90,13 +90,13 @@ func (f *fixture) put(ctx context.Context, tx *sql.Tx, resource, value string) e
 }
 
 // write is a fenced write as an application makes it: check, write, commit.
-func (f *fixture) write(ctx context.Context, resource string, token int64, value string) error {
+func (f *fixture) write(ctx context.Context, resource string, term fence.TermID, value string) error {
 	tx, err := f.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := f.guard.Check(ctx, tx, resource, token); err != nil {
+	if err := f.guard.Check(ctx, tx, resource, term); err != nil {
 		return err
 	}
 	if err := f.put(ctx, tx, resource, value); err != nil {
@@ -105,24 +105,24 @@ func (f *fixture) write(ctx context.Context, resource string, token int64, value
 	return tx.Commit()
 }
 
-// state returns the resource's value and the guard's token for it.
-func (f *fixture) state(t *testing.T, resource string) (string, int64) {
+// state returns the resource's value and the guard's term for it.
+func (f *fixture) state(t *testing.T, resource string) (string, fence.TermID) {
 	t.Helper()
 	var value string
-	var token int64
+	var term fence.TermID
 	if err := f.db.QueryRow("SELECT value FROM "+f.data+" WHERE resource = $1", resource).Scan(&value); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		t.Fatal(err)
 	}
-	if err := f.db.QueryRow("SELECT token FROM "+f.guard.Table()+" WHERE resource = $1", resource).Scan(&token); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := f.db.QueryRow("SELECT token, holder FROM "+f.guard.Table()+" WHERE resource = $1", resource).Scan(&term.Token, &term.Holder); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		t.Fatal(err)
 	}
-	return value, token
+	return value, term
 }
 
-func (f *fixture) mustWrite(t *testing.T, resource string, token int64, value string) {
+func (f *fixture) mustWrite(t *testing.T, resource string, term fence.TermID, value string) {
 	t.Helper()
-	if err := f.write(t.Context(), resource, token, value); err != nil {
-		t.Fatalf("write with token %d: %v", token, err)
+	if err := f.write(t.Context(), resource, term, value); err != nil {
+		t.Fatalf("write with %v: %v", term, err)
 	}
 }
 

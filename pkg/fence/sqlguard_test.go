@@ -20,11 +20,11 @@ func TestSQLGuardAcceptsFirstHigherAndEqualTokens(t *testing.T) {
 			{"equal token", 5, "same term again"},
 		}
 		for _, s := range steps {
-			if err := f.write(t.Context(), "billing", s.token, s.value); err != nil {
+			if err := f.write(t.Context(), "billing", termOf(s.token), s.value); err != nil {
 				t.Fatalf("%s (token %d): %v", s.name, s.token, err)
 			}
-			if value, token := f.state(t, "billing"); value != s.value || token != s.token {
-				t.Fatalf("after %s: value %q token %d, want %q %d", s.name, value, token, s.value, s.token)
+			if value, term := f.state(t, "billing"); value != s.value || term != termOf(s.token) {
+				t.Fatalf("after %s: value %q, %v; want %q, %v", s.name, value, term, s.value, termOf(s.token))
 			}
 		}
 	})
@@ -33,7 +33,7 @@ func TestSQLGuardAcceptsFirstHigherAndEqualTokens(t *testing.T) {
 func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		f.mustWrite(t, "billing", 7, "new leader")
+		f.mustWrite(t, "billing", termOf(7), "new leader")
 
 		// The stale leader writes first and checks after, in one
 		// transaction: the check fails, so the write is rolled back.
@@ -45,18 +45,18 @@ func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 		if err := f.put(ctx, tx, "billing", "stale leader"); err != nil {
 			t.Fatal(err)
 		}
-		err = f.guard.Check(ctx, tx, "billing", 6)
+		err = f.guard.Check(ctx, tx, "billing", termOf(6))
 		if !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("Check with token 6 after 7: %v, want ErrStaleToken", err)
 		}
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.write(ctx, "billing", 1, "older still"); !errors.Is(err, fence.ErrStaleToken) {
+		if err := f.write(ctx, "billing", termOf(1), "older still"); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("write with token 1 after 7: %v, want ErrStaleToken", err)
 		}
-		if value, token := f.state(t, "billing"); value != "new leader" || token != 7 {
-			t.Fatalf("value %q token %d, want %q 7", value, token, "new leader")
+		if value, term := f.state(t, "billing"); value != "new leader" || term != termOf(7) {
+			t.Fatalf("value %q, %v; want %q, %v", value, term, "new leader", termOf(7))
 		}
 	})
 }
@@ -64,9 +64,9 @@ func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 func TestSQLGuardResourcesAreIndependent(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		f.mustWrite(t, "billing", 9, "billing at 9")
-		f.mustWrite(t, "reports", 2, "reports at 2")
-		if err := f.write(t.Context(), "billing", 2, "billing at 2"); !errors.Is(err, fence.ErrStaleToken) {
+		f.mustWrite(t, "billing", termOf(9), "billing at 9")
+		f.mustWrite(t, "reports", termOf(2), "reports at 2")
+		if err := f.write(t.Context(), "billing", termOf(2), "billing at 2"); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("billing at 2 after 9: %v, want ErrStaleToken", err)
 		}
 		for resource, want := range map[string]string{"billing": "billing at 9", "reports": "reports at 2"} {
@@ -80,10 +80,10 @@ func TestSQLGuardResourcesAreIndependent(t *testing.T) {
 func TestSQLGuardRejectsNegativeToken(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		if err := f.write(t.Context(), "billing", -1, "negative"); !errors.Is(err, fence.ErrInvalidToken) {
+		if err := f.write(t.Context(), "billing", termOf(-1), "negative"); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Fatalf("token -1: %v, want ErrInvalidToken", err)
 		}
-		if err := f.write(t.Context(), "billing", 0, "zero"); err != nil {
+		if err := f.write(t.Context(), "billing", termOf(0), "zero"); err != nil {
 			t.Fatalf("token 0: %v", err)
 		}
 		var rows int
@@ -110,7 +110,7 @@ func TestSQLGuardDefaultTableAndEnsureTableTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		if err := g.Check(t.Context(), tx, "billing", 1); err != nil {
+		if err := g.Check(t.Context(), tx, "billing", termOf(1)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -131,7 +131,7 @@ func TestNewSQLGuardRejectsUnsafeTableNames(t *testing.T) {
 
 func TestSQLGuardCheckNeedsTransaction(t *testing.T) {
 	g, _ := fence.NewSQLGuard("")
-	if err := g.Check(t.Context(), nil, "billing", 1); err == nil {
+	if err := g.Check(t.Context(), nil, "billing", termOf(1)); err == nil {
 		t.Fatal("Check with a nil transaction succeeded")
 	}
 }

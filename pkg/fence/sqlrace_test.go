@@ -1,31 +1,34 @@
 package fence_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
-// Two leaders, an old one with token t and a new one with t+1, write the
-// same resource in concurrent transactions. Whichever checks first holds
-// the guard's lock until it commits; the other waits. Either way the final
-// state is the new leader's write, and the old leader's is rejected when its
-// check comes after the new leader's.
+// Two terms write the same resource in concurrent transactions. Whichever
+// checks first holds the guard's lock until it commits; the other waits,
+// then is checked against what the first committed: an old leader (token t)
+// against a new one (t+1), or two holders handed the same token.
 func TestSQLGuardConcurrentTransactions(t *testing.T) {
-	const old, young = int64(4), int64(5)
+	old, young := termOf(4), termOf(5)
+	twin := fence.TermID{Token: 5, Holder: "app-5_2"} // token 5 again, another holder
 	cases := []struct {
-		name        string
-		first       int64 // checks first and holds the lock
-		second      int64 // checks while the first is open, and waits
-		seeded      bool  // the resource already has a token (3)
-		secondStale bool
+		name   string
+		first  fence.TermID // checks first and holds the lock
+		second fence.TermID // checks while the first is open, and waits
+		seeded bool         // the resource already has a token (3)
+		refuse error        // the second's answer; nil: accepted
+		final  fence.TermID // the term whose write the resource keeps
 	}{
-		{name: "older first", first: old, second: young, seeded: true},
-		{name: "newer first", first: young, second: old, seeded: true, secondStale: true},
-		{name: "older first on a new resource", first: old, second: young},
-		{name: "newer first on a new resource", first: young, second: old, secondStale: true},
+		{name: "older first", first: old, second: young, seeded: true, final: young},
+		{name: "newer first", first: young, second: old, seeded: true, refuse: fence.ErrStaleToken, final: young},
+		{name: "older first on a new resource", first: old, second: young, final: young},
+		{name: "newer first on a new resource", first: young, second: old, refuse: fence.ErrStaleToken, final: young},
+		{name: "same token, other holder", first: young, second: twin, seeded: true, refuse: fence.ErrTokenReused, final: young},
+		{name: "same token, other holder, on a new resource", first: twin, second: young, refuse: fence.ErrTokenReused, final: twin},
+		{name: "same term twice", first: young, second: young, seeded: true, final: young},
 	}
 	forEachDatabase(t, func(t *testing.T, d database) {
 		for _, c := range cases {
@@ -33,9 +36,9 @@ func TestSQLGuardConcurrentTransactions(t *testing.T) {
 				f := newFixture(t, d)
 				ctx := t.Context()
 				if c.seeded {
-					f.mustWrite(t, "billing", 3, "before")
+					f.mustWrite(t, "billing", termOf(3), "before")
 				}
-				value := func(token int64) string { return fmt.Sprintf("written with %d", token) }
+				value := func(term fence.TermID) string { return fmt.Sprint("written with ", term) }
 
 				tx, err := f.db.BeginTx(ctx, nil)
 				if err != nil {
@@ -43,14 +46,14 @@ func TestSQLGuardConcurrentTransactions(t *testing.T) {
 				}
 				defer tx.Rollback()
 				if err := f.guard.Check(ctx, tx, "billing", c.first); err != nil {
-					t.Fatalf("first check (token %d): %v", c.first, err)
+					t.Fatalf("first check (%v): %v", c.first, err)
 				}
 				second := make(chan error, 1)
 				go func() { second <- f.write(ctx, "billing", c.second, value(c.second)) }()
 				d.waitBlocked(t, f.db)
 				select {
 				case err := <-second:
-					t.Fatalf("the second write (token %d) finished while the first transaction held the lock: %v", c.second, err)
+					t.Fatalf("the second write (%v) finished while the first transaction held the lock: %v", c.second, err)
 				default:
 				}
 				if err := f.put(ctx, tx, "billing", value(c.first)); err != nil {
@@ -61,11 +64,9 @@ func TestSQLGuardConcurrentTransactions(t *testing.T) {
 				}
 
 				err = <-second
-				if c.secondStale != errors.Is(err, fence.ErrStaleToken) || (!c.secondStale && err != nil) {
-					t.Fatalf("second write (token %d): %v, want stale: %v", c.second, err, c.secondStale)
-				}
-				if got, token := f.state(t, "billing"); got != value(young) || token != young {
-					t.Fatalf("final value %q token %d, want %q %d", got, token, value(young), young)
+				checkGuardAnswer(t, err, c.second, c.refuse)
+				if got, term := f.state(t, "billing"); got != value(c.final) || term != c.final {
+					t.Fatalf("final value %q, %v; want %q, %v", got, term, value(c.final), c.final)
 				}
 			})
 		}

@@ -26,7 +26,7 @@ func (c *Client) WaitForLeadership(ctx context.Context) (*Term, error) {
 		if !s.Leader || !time.Now().Before(s.ValidUntil) {
 			continue
 		}
-		t := &Term{token: s.Token, validUntil: s.ValidUntil, ctx: tctx, cancel: cancel, done: make(chan struct{})}
+		t := &Term{id: s.TermID(), validUntil: s.ValidUntil, ctx: tctx, cancel: cancel, done: make(chan struct{})}
 		go t.monitor(states)
 		return t, nil
 	}
@@ -39,10 +39,10 @@ func (c *Client) WaitForLeadership(ctx context.Context) (*Term, error) {
 }
 
 // Term is one term of leadership of this replica, from WaitForLeadership.
-// Attach Token to every write of the term; stop starting work once Done is
-// closed. The guards, not the Term, are what make a late write harmless.
+// Attach ID to every write of the term; stop starting work once Err is not
+// nil. The guards, not the Term, are what make a late write harmless.
 type Term struct {
-	token  int64
+	id     TermID
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when monitor has returned
@@ -51,8 +51,12 @@ type Term struct {
 	validUntil time.Time
 }
 
+// ID is what the term's writes present to a guard: its token and this
+// sidecar's identity.
+func (t *Term) ID() TermID { return t.id }
+
 // Token is the fencing token of the term (>= 1).
-func (t *Term) Token() int64 { return t.token }
+func (t *Term) Token() int64 { return t.id.Token }
 
 // ValidUntil is when the term lapses unless the sidecar renews it; each
 // renewal the sidecar reports moves it later.
@@ -132,8 +136,8 @@ func (t *Term) monitor(states <-chan State) {
 				t.cancel(s.Err)
 			case !s.Leader:
 				t.cancel(fmt.Errorf("%w: the sidecar reports not leader (holder %q)", ErrLeadershipLost, s.Holder))
-			case s.Token != t.token:
-				t.cancel(fmt.Errorf("%w: token %d replaced by %d", ErrLeadershipLost, t.token, s.Token))
+			case s.TermID() != t.id:
+				t.cancel(fmt.Errorf("%w: %v replaced by %v", ErrLeadershipLost, t.id, s.TermID()))
 			default:
 				t.mu.Lock()
 				t.validUntil = s.ValidUntil

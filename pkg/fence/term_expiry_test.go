@@ -15,7 +15,7 @@ func stalledTerm(validUntil time.Time) *Term {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan struct{})
 	close(done) // no monitor: nothing but the clock can end this term
-	return &Term{token: 5, validUntil: validUntil, ctx: ctx, cancel: cancel, done: done}
+	return &Term{id: TermID{Token: 5, Holder: "app-0_1"}, validUntil: validUntil, ctx: ctx, cancel: cancel, done: done}
 }
 
 // Err, Done and Context judge ValidUntil against the clock at the moment of

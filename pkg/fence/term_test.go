@@ -75,7 +75,7 @@ func TestTermEnds(t *testing.T) {
 	}{
 		{"the sidecar reports not leader", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Set(following("app-1_2")) }, fence.ErrLeadershipLost, "not leader"},
 		{"the sidecar releases", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Release(context.Background()) }, fence.ErrLeadershipLost, "not leader"},
-		{"the token changes", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Set(leading(6, time.Minute)) }, fence.ErrLeadershipLost, "token 5 replaced by 6"},
+		{"the token changes", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.Set(leading(6, time.Minute)) }, fence.ErrLeadershipLost, "replaced by token 6"},
 		{"the stream breaks", func(sc *sidecar, _ *fence.Term, _ context.CancelFunc) { sc.breakStreams() }, fence.ErrDisconnected, ""},
 		{"the claim lapses", func(*sidecar, *fence.Term, context.CancelFunc) { time.Sleep(time.Minute) }, nil, ""},
 		{"Close", func(_ *sidecar, term *fence.Term, _ context.CancelFunc) { term.Close() }, fence.ErrTermClosed, ""},

@@ -1,0 +1,84 @@
+package fence_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+)
+
+// The SQL guard answers the same steps as the memory guard: an equal token
+// passes only from the holder that wrote with it first.
+func TestSQLGuardHolderRule(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, d database) {
+		f := newFixture(t, d)
+		var last fence.TermID
+		for _, s := range guardSteps {
+			t.Run(s.name, func(t *testing.T) {
+				err := f.write(t.Context(), "billing", s.term, fmt.Sprint("written by ", s.term))
+				checkGuardAnswer(t, err, s.term, s.want)
+				if s.want == nil {
+					last = s.term
+				}
+				if value, accepted := f.state(t, "billing"); value != fmt.Sprint("written by ", last) || accepted != last {
+					t.Fatalf("value %q, accepted %v; want the write of %v", value, accepted, last)
+				}
+			})
+		}
+	})
+}
+
+// Many holders handed the same token (a store reset) write one resource at
+// once: exactly one write lands, and every other is refused as a reuse.
+func TestSQLGuardOneTokenManyHolders(t *testing.T) {
+	const writers = 6
+	cases := []struct {
+		name   string
+		seeded bool // the resource already has token 4
+	}{
+		{"new resource", false},
+		{"resource at a lower token", true},
+	}
+	forEachDatabase(t, func(t *testing.T, d database) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				f := newFixture(t, d)
+				if c.seeded {
+					f.mustWrite(t, "billing", termOf(4), "before")
+				}
+				errs := make([]error, writers)
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for i := range writers {
+					term := fence.TermID{Token: 5, Holder: fmt.Sprintf("app-%d_1", i)}
+					wg.Go(func() {
+						<-start
+						errs[i] = f.write(t.Context(), "billing", term, fmt.Sprint("written by ", term))
+					})
+				}
+				close(start)
+				wg.Wait()
+				winner := -1
+				for i, err := range errs {
+					switch {
+					case err == nil && winner >= 0:
+						t.Fatalf("writers %d and %d both wrote with token 5", winner, i)
+					case err == nil:
+						winner = i
+					case !errors.Is(err, fence.ErrTokenReused):
+						t.Fatalf("writer %d: %v, want ErrTokenReused", i, err)
+					}
+				}
+				if winner < 0 {
+					t.Fatal("no writer wrote")
+				}
+				want := fence.TermID{Token: 5, Holder: fmt.Sprintf("app-%d_1", winner)}
+				if value, accepted := f.state(t, "billing"); value != fmt.Sprint("written by ", want) || accepted != want {
+					t.Fatalf("value %q, accepted %v; want the write of %v", value, accepted, want)
+				}
+			})
+		}
+	})
+}
