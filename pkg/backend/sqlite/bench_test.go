@@ -39,3 +39,14 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckFile measures the check Get, Create and Update each make
+// that the path still names the file opened: one stat and a comparison.
+func BenchmarkCheckFile(b *testing.B) {
+	be := openT(b, filepath.Join(b.TempDir(), "leader.db"), "bench")
+	for b.Loop() {
+		if err := be.checkFile(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
