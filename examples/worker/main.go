@@ -31,6 +31,7 @@
 //	{"event":"write","token":5,"writer":"a","value":"a-1","accepted":true}
 //	{"event":"write","token":4,"writer":"b","value":"b-7","accepted":false,"stale":true,"error":"..."}
 //	{"event":"term-over","token":5,"error":"fence: leadership lost: ..."}
+//	{"event":"token-regressed","error":"fence: token regressed: the sidecar leads with token 2 of ..."}
 //
 // # Catching it in the middle of a write
 //
@@ -133,6 +134,12 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 	}
 	for {
 		term, err := client.WaitForLeadership(ctx)
+		if errors.Is(err, fence.ErrTokenRegressed) {
+			// The store was replaced or reset: its tokens went back. Say
+			// so once; the next wait lasts until a token above ours.
+			w.log.Info("token-regressed", "error", err.Error())
+			continue
+		}
 		if err != nil {
 			return nil // only once ctx is done: we were told to stop
 		}

@@ -26,6 +26,13 @@ const (
 )
 
 // Client talks to the sidecar's app API. It is safe for concurrent use.
+//
+// A Client remembers the highest term (token and identity) it has
+// delivered through State, Watch or WaitForLeadership, and never delivers
+// a leader state whose term does not follow it: a lower token, or the same
+// token with another identity, is delivered as not leader with an Err
+// wrapping ErrTokenRegressed. Only a replaced or reset store hands out such
+// terms; this Client leads again once the sidecar reports a higher token.
 type Client struct {
 	base       string
 	hc         *http.Client // GET /leader, with a timeout
@@ -33,6 +40,7 @@ type Client struct {
 	idle       time.Duration
 	backoffMin time.Duration
 	backoffMax time.Duration
+	delivered  delivered
 }
 
 // Option configures a Client.
@@ -108,9 +116,12 @@ type State struct {
 	ValidUntil time.Time
 	// Lease names what is elected; Backend names the store.
 	Lease, Backend string
-	// Err is set only on the states Watch makes up when its stream to the
-	// sidecar broke (wrapping ErrDisconnected): leadership cannot be
-	// confirmed, so such a state never leads.
+	// Err is set only on states the client makes up, which never lead: the
+	// state Watch delivers when its stream to the sidecar broke (wrapping
+	// ErrDisconnected: leadership cannot be confirmed), and a leader state
+	// refused because its term does not follow one this Client has
+	// delivered (wrapping ErrTokenRegressed; Identity and Holder are the
+	// sidecar's, Token is 0, and the error names both terms).
 	Err error
 }
 
@@ -125,7 +136,9 @@ func (s State) TermID() TermID {
 
 // State asks the sidecar whether this replica leads now. An error (the
 // sidecar does not answer, or answers something unusable) must be taken as
-// "not leader".
+// "not leader". A leader answer whose term does not follow one this Client
+// has delivered returns a not-leader State and its Err, which wraps
+// ErrTokenRegressed, on every call until the sidecar's token passes.
 func (c *Client) State(ctx context.Context) (State, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/leader", nil)
 	if err != nil {
@@ -147,7 +160,12 @@ func (c *Client) State(ctx context.Context) (State, error) {
 	if len(body) > maxBody {
 		return State{}, fmt.Errorf("%w: GET %s: answer larger than %d bytes", ErrBadResponse, req.URL, maxBody)
 	}
-	return decodeState(body)
+	s, err := decodeState(body)
+	if err != nil {
+		return State{}, err
+	}
+	s = c.admit(s)
+	return s, s.Err
 }
 
 // wireState is the JSON of GET /leader and of each /leader/watch event.

@@ -99,6 +99,12 @@ var (
 	// ErrLeadershipExpired is the cause of a Term whose ValidUntil passed
 	// without a renewal.
 	ErrLeadershipExpired = errors.New("fence: leadership expired without renewal")
+	// ErrTokenRegressed reports that the sidecar leads in a term that does
+	// not follow the highest this Client has delivered: a lower token, or
+	// the same token with another identity. Only a replaced or reset store
+	// hands out such a term, and this Client will not lead in it; see
+	// [Client.WaitForLeadership] for what each method then does.
+	ErrTokenRegressed = errors.New("fence: token regressed")
 	// ErrTermClosed is the cause of a Term ended by [Term.Close].
 	ErrTermClosed = errors.New("fence: term closed")
 )

@@ -14,6 +14,13 @@ import (
 //
 // The Term keeps following the sidecar: its Context is cancelled the moment
 // the term is over, whatever the reason. Call Close when done with it.
+//
+// If the sidecar leads in a term that does not follow one this Client has
+// delivered (a replaced or reset store), WaitForLeadership returns at once
+// with an error wrapping ErrTokenRegressed that names both terms, so that
+// the application can log it and alert. Called again, it waits past that
+// term (reporting a further refused term once each) until the sidecar leads
+// with a token above the highest delivered.
 func (c *Client) WaitForLeadership(ctx context.Context) (*Term, error) {
 	tctx, cancel := context.WithCancelCause(ctx)
 	states := make(chan State)
@@ -22,6 +29,12 @@ func (c *Client) WaitForLeadership(ctx context.Context) (*Term, error) {
 	for s := range states {
 		if s.Err != nil {
 			lastErr = s.Err
+		}
+		if c.firstReport(s.Err) {
+			cancel(nil)
+			for range states { // closed once follow sees tctx done
+			}
+			return nil, fmt.Errorf("fence: waiting for leadership: %w", s.Err)
 		}
 		if !s.Leader || !time.Now().Before(s.ValidUntil) {
 			continue
@@ -67,7 +80,8 @@ func (t *Term) ValidUntil() time.Time {
 }
 
 // Context is cancelled when the term is over: the sidecar reports not
-// leader or another token (cause ErrLeadershipLost), the stream to it breaks
+// leader or another term (cause ErrLeadershipLost; ErrTokenRegressed if
+// that term does not follow this one), the stream to it breaks
 // (ErrDisconnected), ValidUntil passes without a renewal
 // (ErrLeadershipExpired), Close is called (ErrTermClosed), or the context
 // given to WaitForLeadership is done. context.Cause tells which.

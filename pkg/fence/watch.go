@@ -21,6 +21,11 @@ import (
 // confirmed, then reconnects with backoff for as long as ctx lives. On a new
 // stream the sidecar sends its current state at once.
 //
+// A leader state whose term does not follow one this Client has delivered
+// is delivered as not leader, with Err wrapping ErrTokenRegressed (see
+// Client). Like every state, it comes once per event the sidecar sends (a
+// change, or the current state on a new stream), never in a loop.
+//
 // Each state is delivered only after the previous one was received, so
 // receive promptly. The channel is closed once ctx is done.
 func (c *Client) Watch(ctx context.Context) (<-chan State, error) {
@@ -142,6 +147,7 @@ func (c *Client) run(ctx context.Context, s *stream, out chan<- State, last *Sta
 		if err != nil {
 			return err
 		}
+		st = c.admit(st)
 		s.idle.Stop() // a slow receiver is not a silent sidecar
 		ok := send(ctx, out, st)
 		s.idle.Reset(c.idle)
