@@ -355,8 +355,14 @@ func TestChartTemplateOptions(t *testing.T) {
 		c := chartCase{mode: "none", native: true, backend: "lease", extra: "lease:\n  create: true"}
 		r := renderChart(t, dir, "apps", c.values())
 		checkRendered(t, r, c, known, fullname, "apps")
-		if l := one[*coordinationv1.Lease](t, r); l.Name != fullname {
+		l := one[*coordinationv1.Lease](t, r)
+		if l.Name != fullname {
 			t.Fatalf("Lease %s, want %s", l.Name, fullname)
+		}
+		// helm uninstall must not delete the Lease: its leaseTransitions is
+		// the fencing token, and a new Lease would start again at 1.
+		if got := l.Annotations["helm.sh/resource-policy"]; got != "keep" {
+			t.Fatalf("Lease annotation helm.sh/resource-policy = %q, want keep", got)
 		}
 	})
 	t.Run("events off", func(t *testing.T) {

@@ -100,7 +100,10 @@ subjects:
 
 {{/*
 The Lease, when the chart creates it (sidecar.lease.create, lease backend).
-Empty: the first sidecar to acquire it fills it in with token 1.
+Empty: the first sidecar to acquire it fills it in with token 1. Kept on
+helm uninstall: its leaseTransitions is the fencing token, and a Lease
+created anew would start again at 1, below tokens the app's resources
+have already accepted. Reinstalling the release adopts it.
 */}}
 {{- define "leader-sidecar-lib.lease" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
@@ -111,6 +114,8 @@ metadata:
   name: {{ include "leader-sidecar-lib.leaseName" . }}
   labels:
     {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  annotations:
+    helm.sh/resource-policy: keep
 spec: {}
 {{- end }}
 {{- end }}
