@@ -16,10 +16,13 @@
 // Wait for leadership (fence.Client.WaitForLeadership). While the term
 // lives, run one job every --interval: take the term's ID (its token and
 // the sidecar's identity), work for --work-delay, then in one transaction
-// check it (guard.Check) and upsert the row. A job that has started runs to its end on its own context,
-// not the term's: a process can be paused after any check and wake after
-// its term is over, and the token check is what refuses that late write.
-// --unguarded skips the check, only to show the update it then loses.
+// check it (guard.Check) and upsert the row. A job that has started runs
+// to its end on its own context, not the term's: a process can be paused
+// after any check and wake after its term is over, and the token check is
+// what refuses that late write. --unguarded skips the check, only to show
+// the update it then loses. If the sidecar's tokens go back (its store was
+// replaced or reset), the worker logs token-regressed and waits for a
+// token above the highest it has led with.
 //
 // # Output
 //
