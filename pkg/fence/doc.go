@@ -31,6 +31,10 @@
 //
 //   - [Client.State] answers what the sidecar believes now. Any error means
 //     "not leader": a sidecar that does not answer cannot vouch for anyone.
+//   - A [Client] never delivers a term below one it has delivered: a lower
+//     token, or the same token with another identity, comes as "not
+//     leader" with [ErrTokenRegressed], naming both terms. Its memory lasts
+//     as long as the Client; the guards' lasts as long as their tables.
 //   - [Term.Err] is non-nil from the moment the sidecar reports that the
 //     term is over, the stream to it breaks, or this process's clock reaches
 //     the term's ValidUntil without a renewal. The clock is read at each
@@ -50,6 +54,10 @@
 //	guard, err := fence.NewSQLGuard("") // table fence_tokens
 //	for ctx.Err() == nil {
 //		term, err := c.WaitForLeadership(ctx) // blocks while a follower
+//		if errors.Is(err, fence.ErrTokenRegressed) {
+//			log.Print(err) // the store's tokens went back; wait for a higher one
+//			continue
+//		}
 //		if err != nil {
 //			return err // ctx is done
 //		}
@@ -94,7 +102,7 @@ var (
 	// its stream to the sidecar ends, and the cause of a Term ended that way.
 	ErrDisconnected = errors.New("fence: lost the stream from the sidecar")
 	// ErrLeadershipLost is the cause of a Term ended because the sidecar
-	// reported that this replica no longer leads, or leads with another token.
+	// reported that this replica no longer leads, or leads in another term.
 	ErrLeadershipLost = errors.New("fence: leadership lost")
 	// ErrLeadershipExpired is the cause of a Term whose ValidUntil passed
 	// without a renewal.
