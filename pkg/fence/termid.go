@@ -1,8 +1,6 @@
 package fence
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // TermID names one term of leadership: its fencing token and the identity
 // of the sidecar that holds it. It is what a write presents to a guard.
@@ -23,8 +21,12 @@ type TermID struct {
 	Holder string
 }
 
-// String returns the term for messages, e.g. `token 7 of "web-1_4f2a"`.
+// String returns the term for messages, e.g. `token 7 of "web-1_4f2a"`,
+// or `token 7` without a holder.
 func (id TermID) String() string {
+	if id.Holder == "" {
+		return fmt.Sprintf("token %d", id.Token)
+	}
 	return fmt.Sprintf("token %d of %q", id.Token, shortName(id.Holder))
 }
 
