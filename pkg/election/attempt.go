@@ -17,23 +17,27 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		return held
 	}
 	rec, version, err := e.cfg.Backend.Get(ctx)
-	if errors.Is(err, backend.ErrNotFound) {
-		return e.create(ctx, start)
-	}
-	if err != nil {
+	seen := e.cfg.Clock.Now() // expiry counts from the answer, not the question
+	present := err == nil
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		e.failed("read", err)
 		return false
 	}
-	next, ok := e.plan(rec, version, start)
-	if !ok {
+	a, write := e.decideAfterRead(present, rec, version, seen)
+	var written backend.Version
+	switch a.kind {
+	case renew, acquire:
+		written, err = e.cfg.Backend.Update(ctx, version, write)
+	case recreate:
+		written, err = e.cfg.Backend.Create(ctx, write)
+	default:
 		return false
 	}
-	newVersion, err := e.cfg.Backend.Update(ctx, version, next)
 	if err != nil {
-		e.failed("update", err)
+		e.failed(a.kind.String(), err)
 		return false
 	}
-	e.won(next, newVersion, start)
+	e.won(write, written, start)
 	return true
 }
 
@@ -43,107 +47,78 @@ func (e *Elector) attempt(ctx context.Context) bool {
 // needed (not leading, or the record changed under it).
 func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok bool) {
 	e.mu.Lock()
-	rec, version := e.observed, e.observedVersion
-	mine := e.leading && !e.stopped && !e.holdingOffLocked(start) && rec.HolderIdentity == e.cfg.Identity &&
-		rec.Transitions == e.token && version != ""
+	v := e.view
+	mine := e.leading && !e.stopped && !e.lost && !e.holdingOffLocked(start) && v.present &&
+		v.rec.HolderIdentity == e.cfg.Identity && v.rec.Transitions == e.token
 	e.mu.Unlock()
 	if !mine {
 		return false, false
 	}
+	rec := v.rec
 	rec.RenewTime = start
 	rec.LeaseDurationSeconds = e.leaseSeconds()
-	newVersion, err := e.cfg.Backend.Update(ctx, version, rec)
+	written, err := e.cfg.Backend.Update(ctx, v.version, rec)
 	switch {
 	case err == nil:
-		e.won(rec, newVersion, start)
+		e.won(rec, written, start)
 		return true, true
 	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
 		return false, false // someone else wrote: read, then decide
 	default:
-		e.failed("update", err)
+		e.failed("renew", err)
 		return false, true
 	}
 }
 
-// create recreates a missing record with a token above any seen.
-func (e *Elector) create(ctx context.Context, start time.Time) bool {
+// decideAfterRead records what a read answered at seen, applies the rules
+// and returns the action with the record it writes.
+func (e *Elector) decideAfterRead(present bool, rec backend.Record, version backend.Version, seen time.Time) (action, backend.Record) {
 	e.mu.Lock()
+	defer e.unlock()
 	e.reachedStore = true
-	if e.leading {
-		e.stepDownLocked("the record disappeared")
-	}
-	if e.holdingOffLocked(start) || e.stopped {
-		e.mu.Unlock()
-		return false
-	}
-	rec := e.termRecord(start, e.highestToken+1)
-	e.mu.Unlock()
-
-	version, err := e.cfg.Backend.Create(ctx, rec)
-	if err != nil {
-		e.failed("create", err)
-		return false
-	}
-	e.won(rec, version, start)
-	return true
-}
-
-// plan records what was read and returns the record to write, or false
-// when the rules forbid writing now.
-func (e *Elector) plan(rec backend.Record, version backend.Version, now time.Time) (backend.Record, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.reachedStore = true
-	if version != e.observedVersion {
+	e.failures.succeeded(e.log)
+	regressed := present && rec.Transitions < e.highestToken
+	if e.observeLocked(present, rec, version, seen) {
 		// A read found a change no snapshot reported: poll until the
 		// backend's watch shows it is keeping up again.
-		e.observed, e.observedVersion, e.observedAt = rec, version, now
 		e.pollFast = true
-		e.notifyLocked()
+		if regressed {
+			highest := e.highestToken
+			e.log.Error("the record's token is lower than one seen before: it was recreated or edited; "+
+				"new terms continue above the highest token seen", "token", rec.Transitions, "highest", highest)
+			e.tellLocked(func(o Observer) { o.TokenAnomaly(TokenRegressed, rec.Transitions, highest) })
+		}
 	}
-	e.highestToken = max(e.highestToken, rec.Transitions)
-	mine := rec.HolderIdentity == e.cfg.Identity
-	if e.leading && !mine {
-		e.stepDownLocked("another candidate holds the record")
+	a := decide(e.observationLocked(seen), seen)
+	if a.stepDown != "" {
+		e.stepDownLocked(a.stepDown)
 	}
-	if e.stopped || e.holdingOffLocked(now) {
-		return backend.Record{}, false
+	if a.exhausted && !e.exhaustedSince.Equal(e.view.since) {
+		e.exhaustedSince = e.view.since
+		seenToken, highest := e.view.rec.Transitions, e.highestToken
+		e.log.Error("no fencing token is left: nobody can take the record over until it is reset",
+			"token", seenToken, "max", backend.MaxTransitions)
+		e.tellLocked(func(o Observer) { o.TokenAnomaly(TokenExhausted, seenToken, highest) })
 	}
-	if !mine && rec.HolderIdentity != "" && now.Before(e.expiryLocked()) {
-		return backend.Record{}, false
-	}
-	if mine && rec.Transitions >= 1 && rec.Transitions == e.highestToken {
+	switch a.kind {
+	case renew:
 		renewed := rec
 		renewed.LeaseDurationSeconds = e.leaseSeconds()
-		renewed.RenewTime = now
+		renewed.RenewTime = seen
 		if renewed.AcquireTime.IsZero() {
-			renewed.AcquireTime = now
+			renewed.AcquireTime = seen
 		}
-		return renewed, true
+		return a, renewed
+	case acquire, recreate:
+		return a, backend.Record{
+			HolderIdentity:       e.cfg.Identity,
+			LeaseDurationSeconds: e.leaseSeconds(),
+			AcquireTime:          seen,
+			RenewTime:            seen,
+			Transitions:          a.token,
+		}
 	}
-	// A new term: a takeover, an acquisition of a released record, or a
-	// record of ours whose token fell below one seen before (edited by hand).
-	return e.termRecord(now, e.highestToken+1), true
-}
-
-// expiryLocked is when the observed record may be taken over: its lease
-// duration after this candidate first saw its current version.
-func (e *Elector) expiryLocked() time.Time {
-	d := time.Duration(e.observed.LeaseDurationSeconds) * time.Second
-	if d <= 0 {
-		d = e.cfg.LeaseDuration
-	}
-	return e.observedAt.Add(d)
-}
-
-func (e *Elector) termRecord(now time.Time, token int64) backend.Record {
-	return backend.Record{
-		HolderIdentity:       e.cfg.Identity,
-		LeaseDurationSeconds: e.leaseSeconds(),
-		AcquireTime:          now,
-		RenewTime:            now,
-		Transitions:          token,
-	}
+	return a, backend.Record{}
 }
 
 func (e *Elector) leaseSeconds() int32 { return int32(e.cfg.LeaseDuration / time.Second) }
@@ -151,17 +126,18 @@ func (e *Elector) leaseSeconds() int32 { return int32(e.cfg.LeaseDuration / time
 func (e *Elector) holdingOffLocked(now time.Time) bool { return now.Before(e.holdOffUntil) }
 
 // won records a successful write of rec, made by an attempt that started
-// at start.
+// at start: the claim it gives counts from then.
 func (e *Elector) won(rec backend.Record, version backend.Version, start time.Time) {
+	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	e.reachedStore = true
-	e.observed, e.observedVersion, e.observedAt = rec, version, start
-	e.highestToken = max(e.highestToken, rec.Transitions)
+	e.failures.succeeded(e.log)
+	e.observeLocked(true, rec, version, now)
 	// A Release or shutdown that began during this attempt wins: the record
 	// names us, but we do not claim it, and the release that follows
 	// clears it.
-	if e.stopped || e.holdingOffLocked(start) {
+	if e.stopped || e.lost || e.holdingOffLocked(start) {
 		e.notifyLocked()
 		return
 	}
@@ -169,23 +145,42 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	e.leading, e.renewedAt, e.token = true, start, rec.Transitions
 	if newTerm {
 		e.log.Info("became leader", "token", rec.Transitions)
-		e.cfg.Observer.LeadershipChanged(true, rec.Transitions)
+		e.tellLocked(func(o Observer) { o.LeadershipChanged(true, rec.Transitions) })
 	}
 	e.notifyLocked()
 }
 
+// failed records a failed store request. A lost store ends the election.
 func (e *Elector) failed(op string, err error) {
+	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	leading := e.leading
-	e.mu.Unlock()
-	if errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrAlreadyExists) {
+	defer e.unlock()
+	e.attemptFailed = true
+	switch {
+	case errors.Is(err, backend.ErrStoreLost):
+		e.loseLocked(err)
+		return
+	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrAlreadyExists):
 		e.log.Debug("lost a race for the record", "op", op, "err", err)
-	} else {
-		e.log.Warn("store request failed", "op", op, "err", err)
+	default:
+		e.failures.failed(e.log, now, op, err)
 	}
-	if leading {
-		e.cfg.Observer.RenewFailed(err)
+	if e.leading {
+		e.tellLocked(func(o Observer) { o.RenewFailed(err) })
 	}
+}
+
+// loseLocked ends the election for good: the store this candidate used is
+// gone, so nothing it knows about the record holds any more.
+func (e *Elector) loseLocked(err error) {
+	if e.lost {
+		return
+	}
+	e.log.Error("the store was deleted or replaced: stopping at once", "err", err)
+	e.stepDownLocked("the store was lost")
+	e.lost = true
+	close(e.lostCh)
+	e.notifyLocked()
 }
 
 // stepDownLocked ends this candidate's term.
@@ -195,6 +190,7 @@ func (e *Elector) stepDownLocked(reason string) {
 	}
 	e.leading = false
 	e.log.Info("stopped leading", "token", e.token, "reason", reason)
-	e.cfg.Observer.LeadershipChanged(false, e.token)
+	token := e.token
+	e.tellLocked(func(o Observer) { o.LeadershipChanged(false, token) })
 	e.notifyLocked()
 }

@@ -58,19 +58,41 @@ type Config struct {
 }
 
 // Observer is told what the loop does, for metrics and events. Its methods
-// are called from the loop and must not block.
+// are called in order, after the elector's lock is released (so they may
+// call Status, but not Release), and must not block.
 type Observer interface {
 	// LeadershipChanged reports that this candidate started (leading=true,
 	// with its token) or stopped leading.
 	LeadershipChanged(leading bool, token int64)
 	// RenewFailed reports a failed attempt to renew while leading.
 	RenewFailed(err error)
+	// TokenAnomaly reports a fencing-token problem found in the store:
+	// seen is the record's token, highest the highest this candidate had
+	// seen before.
+	TokenAnomaly(anomaly TokenAnomaly, seen, highest int64)
 }
+
+// TokenAnomaly names a fencing-token problem found in the store.
+type TokenAnomaly string
+
+const (
+	// TokenRegressed: a record carries a token lower than one this
+	// candidate has seen (the record was recreated, by a client-go
+	// candidate at 0 for instance, or edited). This candidate's new terms
+	// continue above the highest token it has seen; a candidate that
+	// starts later cannot know it.
+	TokenRegressed TokenAnomaly = "token-regressed"
+	// TokenExhausted: a new term would need a token above
+	// backend.MaxTransitions. Nobody can take the record over until an
+	// operator resets it.
+	TokenExhausted TokenAnomaly = "token-exhausted"
+)
 
 type noObserver struct{}
 
-func (noObserver) LeadershipChanged(bool, int64) {}
-func (noObserver) RenewFailed(error)             {}
+func (noObserver) LeadershipChanged(bool, int64)           {}
+func (noObserver) RenewFailed(error)                       {}
+func (noObserver) TokenAnomaly(TokenAnomaly, int64, int64) {}
 
 // ConfigError reports an invalid Config field.
 type ConfigError struct {
@@ -153,5 +175,11 @@ func (o observers) LeadershipChanged(leading bool, token int64) {
 func (o observers) RenewFailed(err error) {
 	for _, x := range o {
 		x.RenewFailed(err)
+	}
+}
+
+func (o observers) TokenAnomaly(a TokenAnomaly, seen, highest int64) {
+	for _, x := range o {
+		x.TokenAnomaly(a, seen, highest)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
 // Elector is one candidate in one election. Create it with New, start it
@@ -18,11 +16,8 @@ type Elector struct {
 	opMu sync.Mutex
 
 	mu sync.Mutex // guards everything below
-	// The record as last read or written, its version, and when (local
-	// clock) this candidate first saw that version.
-	observed        backend.Record
-	observedVersion backend.Version
-	observedAt      time.Time
+	// view is what this candidate last learnt about the record.
+	view view
 	// pollFast is set while changes are learnt from reads rather than
 	// snapshots (see absorbSnapshot): a standby then polls every
 	// RetryPeriod instead of waiting for the record to expire.
@@ -39,12 +34,29 @@ type Elector struct {
 	holdOffUntil time.Time
 	// stopped is set when Run's context ends: no claim after that.
 	stopped bool
+	// lost is set when the backend reports its store lost; lostCh is
+	// closed then.
+	lost   bool
+	lostCh chan struct{}
 	// reachedStore is set by the first successful store operation.
 	reachedStore bool
-	// progressAt is when the loop last finished an attempt.
-	progressAt time.Time
+	// busySince is when the loop started the attempt or snapshot it is
+	// handling now; zero while it waits.
+	busySince time.Time
+	// failures counts the store requests that failed in a row.
+	failures failureLog
+	// attemptFailed is set when the last attempt's request failed.
+	attemptFailed bool
+	// exhaustedSince is the view.since of the record for which a token
+	// shortage was last reported: one report per version.
+	exhaustedSince time.Time
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
+	// events are Observer calls made under mu, delivered by unlock.
+	events []func(Observer)
+
+	// deliverMu keeps Observer calls in the order they were made.
+	deliverMu sync.Mutex
 }
 
 // Status is a candidate's view of the election at one instant.
@@ -54,8 +66,8 @@ type Status struct {
 	Leader bool
 	// Identity is this candidate's identity.
 	Identity string
-	// Holder is the holder named by the record as last seen ("" if released
-	// or never seen).
+	// Holder is the holder named by the record as last seen ("" if released,
+	// missing or never seen).
 	Holder string
 	// Token is the fencing token of this candidate's term; 0 unless Leader.
 	Token int64
@@ -74,11 +86,11 @@ func New(cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	return &Elector{
-		cfg:        cfg,
-		log:        cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
-		progressAt: cfg.Clock.Now(),
-		pollFast:   true,
-		changed:    make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
+		pollFast: true,
+		lostCh:   make(chan struct{}),
+		changed:  make(chan struct{}),
 	}, nil
 }
 
@@ -91,7 +103,7 @@ func (e *Elector) Status() Status {
 	defer e.mu.Unlock()
 	s := Status{
 		Identity:     e.cfg.Identity,
-		Holder:       e.observed.HolderIdentity,
+		Holder:       e.view.holder(),
 		ReachedStore: e.reachedStore,
 	}
 	if e.claimingLocked(now) {
@@ -105,7 +117,7 @@ func (e *Elector) Status() Status {
 // claimingLocked applies the self-demotion rule: both the monotonic and the
 // wall-clock time since the last renewal must be below RenewDeadline.
 func (e *Elector) claimingLocked(now time.Time) bool {
-	if !e.leading || e.stopped {
+	if !e.leading || e.stopped || e.lost {
 		return false
 	}
 	monotonic := now.Sub(e.renewedAt)
@@ -128,12 +140,47 @@ func (e *Elector) notifyLocked() {
 	e.changed = make(chan struct{})
 }
 
-// Healthy reports whether the loop has finished an attempt recently: within
-// RenewDeadline (the longest an attempt may take) plus twice the longest wait.
+// Healthy reports whether the loop is not wedged: no attempt or snapshot
+// has been in hand for longer than RenewDeadline (the longest an attempt
+// may take) plus twice the longest wait. A candidate that waits, however
+// long, is healthy.
 func (e *Elector) Healthy() bool {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	limit := e.cfg.RenewDeadline + 2*time.Duration(JitterFactor*float64(e.cfg.RetryPeriod))
-	return now.Sub(e.progressAt) < limit
+	return e.busySince.IsZero() || now.Sub(e.busySince) < limit
+}
+
+// busy marks the loop as handling an attempt or a snapshot from now on;
+// the returned function marks it idle again.
+func (e *Elector) busy() (idle func()) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	e.busySince = now
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		e.busySince = time.Time{}
+		e.mu.Unlock()
+	}
+}
+
+// tellLocked queues an Observer call; unlock makes it, after the lock is
+// released, so an Observer may call Status.
+func (e *Elector) tellLocked(event func(Observer)) { e.events = append(e.events, event) }
+
+// unlock releases mu, then makes the Observer calls queued under it, in
+// the order they were queued.
+func (e *Elector) unlock() {
+	e.mu.Unlock()
+	e.deliverMu.Lock()
+	defer e.deliverMu.Unlock()
+	e.mu.Lock()
+	events := e.events
+	e.events = nil
+	e.mu.Unlock()
+	for _, event := range events {
+		event(e.cfg.Observer)
+	}
 }

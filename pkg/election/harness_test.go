@@ -24,6 +24,8 @@ type harness struct {
 	clock      *clocktesting.FakeClock
 	store      *memory.Store
 	candidates map[string]*Elector
+	handles    map[string]*hookedBackend
+	observers  map[string]*recordingObserver
 }
 
 func newHarness(t *testing.T) *harness {
@@ -32,6 +34,8 @@ func newHarness(t *testing.T) *harness {
 		clock:      clocktesting.NewFakeClock(epoch),
 		store:      memory.NewStore(),
 		candidates: map[string]*Elector{},
+		handles:    map[string]*hookedBackend{},
+		observers:  map[string]*recordingObserver{},
 	}
 }
 
@@ -41,16 +45,19 @@ func (h *harness) candidate(id string) *Elector {
 	if e, ok := h.candidates[id]; ok {
 		return e
 	}
+	handle := &hookedBackend{Backend: h.store.Open(electionName)}
+	obs := &recordingObserver{}
 	e, err := New(Config{
-		Backend:  h.store.Open(electionName),
+		Backend:  handle,
 		Identity: id,
 		Clock:    h.clock,
 		Logger:   quietLogger(),
+		Observer: obs,
 	})
 	if err != nil {
 		h.t.Fatalf("New(%s): %v", id, err)
 	}
-	h.candidates[id] = e
+	h.candidates[id], h.handles[id], h.observers[id] = e, handle, obs
 	return e
 }
 

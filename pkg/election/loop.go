@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -11,32 +12,50 @@ import (
 // Run takes part in the election until ctx ends. Losing leadership does not
 // end it: the candidate steps down and contends again. When ctx ends, the
 // candidate stops claiming at once and, with ReleaseOnCancel, releases the
-// record if it holds it. Run returns nil after a clean stop.
+// record if it holds it. Run returns nil after a clean stop, and an error
+// wrapping backend.ErrStoreLost when the backend lost its store (the
+// candidate stopped claiming the moment the loss was noticed).
 func (e *Elector) Run(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	changes := e.cfg.Backend.Watch(watchCtx)
+	if n, ok := e.cfg.Backend.(backend.LossNotifier); ok {
+		go e.watchForLoss(watchCtx, n.Lost())
+	}
 	e.log.Info("joining the election",
 		"leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
 	for {
 		e.step(ctx)
 		if !e.wait(ctx, changes) {
-			e.shutdown()
-			return nil
+			return e.shutdown()
 		}
 	}
 }
 
+// watchForLoss stops the candidate as soon as lost is closed, without
+// waiting for the loop.
+func (e *Elector) watchForLoss(ctx context.Context, lost <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+	case <-lost:
+		e.mu.Lock()
+		e.loseLocked(backend.ErrStoreLost)
+		e.unlock()
+	}
+}
+
 // wait blocks until the next attempt is due, and reports false when ctx
-// ended. A change signal wakes a standby early: another writer may have
-// released or taken the record. A leader's own renewals also signal, so a
-// leader keeps its schedule.
+// ended or the store was lost. A change signal wakes a standby early:
+// another writer may have released or taken the record. A leader's own
+// renewals also signal, so a leader keeps its schedule.
 func (e *Elector) wait(ctx context.Context, changes <-chan struct{}) bool {
 	timer := e.cfg.Clock.NewTimer(e.nextWait())
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return false
+		case <-e.lostCh:
 			return false
 		case <-timer.C():
 			return true
@@ -60,14 +79,17 @@ func (e *Elector) wait(ctx context.Context, changes <-chan struct{}) bool {
 func (e *Elector) step(ctx context.Context) {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
+	defer e.busy()()
+	e.mu.Lock()
+	e.attemptFailed = false
+	e.mu.Unlock()
 	attemptCtx, cancel := context.WithTimeout(ctx, e.attemptTimeout())
 	e.attempt(attemptCtx)
 	cancel()
 
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.progressAt = now
+	defer e.unlock()
 	if e.leading && !e.claimingLocked(now) && !e.stopped {
 		e.stepDownLocked("could not renew within the renew deadline")
 	}
@@ -85,59 +107,63 @@ func (e *Elector) attemptTimeout() time.Duration {
 	return e.cfg.RenewDeadline
 }
 
-// nextWait is how long to wait before the next attempt: RetryPeriod for a
-// leader (none if its claim ends sooner than that). A standby that learns of changes from snapshots waits until the
-// record it watches would expire; otherwise it polls every RetryPeriod with
-// jitter, cut short by that expiry. Both are cut short by the end of a
-// hold-off.
+// nextWait is how long to wait before the next attempt. A leader renews
+// every RetryPeriod, and at once when a renewal that waited long on the
+// store left a claim shorter than that; after a failed request it always
+// waits a jittered RetryPeriod. A standby that learns of changes from
+// snapshots waits until the rules may next allow a write (the record's
+// expiry, the end of a hold-off); otherwise it polls every RetryPeriod
+// with jitter, cut short by that instant.
 func (e *Elector) nextWait() time.Duration {
-	if s := e.Status(); s.Leader {
-		// A renewal that waited long on the store left a short claim:
-		// renew again at once rather than let it lapse first.
-		if s.ValidUntil.Sub(e.cfg.Clock.Now()) < e.cfg.RetryPeriod {
+	now := e.cfg.Clock.Now()
+	poll := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*rand.Float64()))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.attemptFailed {
+		return poll
+	}
+	if e.claimingLocked(now) {
+		if e.renewedAt.Add(e.cfg.RenewDeadline).Sub(now) < e.cfg.RetryPeriod {
 			return 0
 		}
 		return e.cfg.RetryPeriod
 	}
-	wait := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*rand.Float64()))
-	now := e.cfg.Clock.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.observed.HolderIdentity != "" && e.observed.HolderIdentity != e.cfg.Identity {
-		if left := e.expiryLocked().Sub(now); left > 0 && (left < wait || !e.pollFast) {
-			wait = left
-		}
+	a := decide(e.observationLocked(now), now)
+	if a.kind != wait || a.until.IsZero() {
+		return poll
 	}
-	if left := e.holdOffUntil.Sub(now); left > 0 && left < wait {
-		wait = left
+	left := a.until.Sub(now)
+	if left > 0 && (left < poll || !e.pollFast || now.Before(e.holdOffUntil)) {
+		return left
 	}
-	return wait
+	return poll
 }
 
 // absorbSnapshot reads the backend's snapshot after a change signal and, if
 // it shows a new version, records it as observed now, without a request.
 // It reports true when nothing needs doing before the next scheduled
 // attempt, false when an attempt should run now (no snapshot available, or
-// the record can be taken: released, ours, or expired).
+// the rules allow a write).
 func (e *Elector) absorbSnapshot() bool {
 	snap, ok := e.cfg.Backend.(backend.Snapshotter)
 	if !ok {
 		return false
 	}
+	defer e.busy()()
 	rec, version, ok := snap.Snapshot()
 	if !ok {
 		return false
 	}
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if version != e.observedVersion {
-		e.observed, e.observedVersion, e.observedAt = rec, version, now
-		e.highestToken = max(e.highestToken, rec.Transitions)
+	defer e.unlock()
+	if e.observeLocked(true, rec, version, now) {
 		e.pollFast = false
-		e.notifyLocked()
 	}
-	holder := rec.HolderIdentity
-	takeable := holder == "" || holder == e.cfg.Identity || !now.Before(e.expiryLocked())
-	return !takeable || e.stopped || e.holdingOffLocked(now)
+	return decide(e.observationLocked(now), now).kind == wait
+}
+
+// lostError is what Run returns after the store was lost.
+func lostError() error {
+	return fmt.Errorf("election: %w", backend.ErrStoreLost)
 }

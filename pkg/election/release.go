@@ -20,7 +20,7 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
 	e.stepDownLocked("released on request")
 	e.notifyLocked()
-	e.mu.Unlock()
+	e.unlock()
 
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -28,15 +28,20 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	return e.Status(), err
 }
 
-// shutdown ends Run: no claim from now on, and a release if configured.
-func (e *Elector) shutdown() {
+// shutdown ends Run: no claim from now on, and a release if configured
+// (not after the store was lost: the record there is no one's concern).
+func (e *Elector) shutdown() error {
 	e.mu.Lock()
 	e.stopped = true
 	e.stepDownLocked("shutting down")
 	e.notifyLocked()
-	e.mu.Unlock()
+	lost := e.lost
+	e.unlock()
+	if lost {
+		return lostError()
+	}
 	if !e.cfg.ReleaseOnCancel {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
 	defer cancel()
@@ -45,6 +50,7 @@ func (e *Elector) shutdown() {
 	if err := e.releaseRecord(ctx); err != nil {
 		e.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
 	}
+	return nil
 }
 
 // releaseRecord writes an empty holder over a record that names this
@@ -54,9 +60,9 @@ func (e *Elector) shutdown() {
 func (e *Elector) releaseRecord(ctx context.Context) error {
 	for range 2 {
 		e.mu.Lock()
-		rec, version := e.observed, e.observedVersion
+		v := e.view
 		e.mu.Unlock()
-		if rec.HolderIdentity != e.cfg.Identity {
+		if v.holder() != e.cfg.Identity {
 			return nil
 		}
 		now := e.cfg.Clock.Now()
@@ -64,27 +70,30 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 			LeaseDurationSeconds: 1,
 			AcquireTime:          now,
 			RenewTime:            now,
-			Transitions:          rec.Transitions,
+			Transitions:          v.rec.Transitions,
 		}
-		newVersion, err := e.cfg.Backend.Update(ctx, version, released)
+		written, err := e.cfg.Backend.Update(ctx, v.version, released)
 		if err == nil {
-			e.mu.Lock()
-			e.observed, e.observedVersion, e.observedAt = released, newVersion, now
-			e.notifyLocked()
-			e.mu.Unlock()
-			e.log.Info("released the lease", "token", rec.Transitions)
+			e.observe(true, released, written)
+			e.log.Info("released the lease", "token", v.rec.Transitions)
 			return nil
 		}
-		if !errors.Is(err, backend.ErrConflict) {
+		if !errors.Is(err, backend.ErrConflict) && !errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("release: %w", err)
 		}
 		fresh, freshVersion, err := e.cfg.Backend.Get(ctx)
-		if err != nil {
+		if err != nil && !errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("release: %w", err)
 		}
-		e.mu.Lock()
-		e.observed, e.observedVersion, e.observedAt = fresh, freshVersion, now
-		e.mu.Unlock()
+		e.observe(err == nil, fresh, freshVersion)
 	}
 	return fmt.Errorf("release: the record kept changing: %w", backend.ErrConflict)
+}
+
+// observe records an answer that has just arrived.
+func (e *Elector) observe(present bool, rec backend.Record, version backend.Version) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.unlock()
+	e.observeLocked(present, rec, version, now)
 }

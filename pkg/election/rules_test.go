@@ -63,9 +63,10 @@ func TestRules(t *testing.T) {
 			try("a", true), release("a"), advance(15*time.Second - justUnder), try("a", false),
 			advance(justUnder), try("a", true), leads("a", 2),
 		}},
-		{"a missing record is recreated above the highest token seen", []step{
+		{"a missing record is recreated above the highest token seen, once its holder's claim is over", []step{
 			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 7}),
-			try("a", false), deleteRecord(), try("a", true), leads("a", 8), storedAs("a", 8),
+			try("a", false), deleteRecord(), try("a", false), advance(15 * time.Second),
+			try("a", true), leads("a", 8), storedAs("a", 8),
 		}},
 		{"a leader whose record is deleted starts a new term", []step{
 			try("a", true), deleteRecord(), try("a", true), leads("a", 2), storedAs("a", 2),

@@ -89,6 +89,14 @@ func (r *Recorder) LeadershipChanged(leading bool, token int64) {
 // counted elsewhere, not recorded as Events.
 func (r *Recorder) RenewFailed(error) {}
 
+// TokenAnomaly implements election.Observer: a Warning Event, since an
+// operator may have to act (see the README on resetting tokens).
+func (r *Recorder) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
+	r.sink.pending.Add(1)
+	r.recorder.Eventf(r.pod, r.lease, corev1.EventTypeWarning, Reason, string(a),
+		"%s found token %d in %s, highest seen %d: %s", r.identity, seen, r.leaseName(), highest, a)
+}
+
 // flushTimeout bounds how long Stop waits for Events still on their way.
 const flushTimeout = 3 * time.Second
 

@@ -9,23 +9,32 @@ import (
 )
 
 // InstrumentBackend returns b with every Get, Create and Update timed into
-// store_request_duration_seconds. If b is a backend.Snapshotter, so is the
-// result (a snapshot is no request, so it is not timed).
+// store_request_duration_seconds. The result implements the optional
+// interfaces b implements, backend.Snapshotter and backend.LossNotifier,
+// and no others (a snapshot is no request, so it is not timed).
 func (m *Metrics) InstrumentBackend(b backend.Backend) backend.Backend {
 	i := &instrumented{Backend: b, m: m}
-	if s, ok := b.(backend.Snapshotter); ok {
-		return &instrumentedSnapshotter{instrumented: i, snap: s}
+	snap, isSnap := b.(backend.Snapshotter)
+	loss, isLoss := b.(backend.LossNotifier)
+	switch {
+	case isSnap && isLoss:
+		return struct {
+			*instrumented
+			backend.Snapshotter
+			backend.LossNotifier
+		}{i, snap, loss}
+	case isSnap:
+		return struct {
+			*instrumented
+			backend.Snapshotter
+		}{i, snap}
+	case isLoss:
+		return struct {
+			*instrumented
+			backend.LossNotifier
+		}{i, loss}
 	}
 	return i
-}
-
-type instrumentedSnapshotter struct {
-	*instrumented
-	snap backend.Snapshotter
-}
-
-func (i *instrumentedSnapshotter) Snapshot() (backend.Record, backend.Version, bool) {
-	return i.snap.Snapshot()
 }
 
 type instrumented struct {
@@ -48,6 +57,8 @@ func result(err error) string {
 		return "already_exists"
 	case errors.Is(err, backend.ErrConflict):
 		return "conflict"
+	case errors.Is(err, backend.ErrStoreLost):
+		return "store_lost"
 	default:
 		return "error"
 	}

@@ -25,6 +25,7 @@ type Metrics struct {
 	registry      *prometheus.Registry
 	transitions   *prometheus.CounterVec
 	renewFailures prometheus.Counter
+	anomalies     *prometheus.CounterVec
 	storeLatency  *prometheus.HistogramVec
 }
 
@@ -49,6 +50,12 @@ func New(info BuildInfo) *Metrics {
 			Name:      "renew_failures_total",
 			Help:      "Failed attempts to renew the lease while leading.",
 		}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "token_anomalies_total",
+			Help: "Fencing-token problems found in the store: token-regressed (a record's token below one seen " +
+				"before), token-exhausted (no token left for a new term; the record needs a reset).",
+		}, []string{"anomaly"}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace,
 			Name:      "store_request_duration_seconds",
@@ -59,6 +66,9 @@ func New(info BuildInfo) *Metrics {
 	for _, d := range []string{"acquired", "lost"} {
 		m.transitions.WithLabelValues(d)
 	}
+	for _, a := range []election.TokenAnomaly{election.TokenRegressed, election.TokenExhausted} {
+		m.anomalies.WithLabelValues(string(a))
+	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace:   namespace,
 		Name:        "build_info",
@@ -66,7 +76,7 @@ func New(info BuildInfo) *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend},
 	})
 	buildInfo.Set(1)
-	reg.MustRegister(m.transitions, m.renewFailures, m.storeLatency, buildInfo,
+	reg.MustRegister(m.transitions, m.renewFailures, m.anomalies, m.storeLatency, buildInfo,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -117,3 +127,8 @@ func (m *Metrics) LeadershipChanged(leading bool, _ int64) {
 func (m *Metrics) RenewFailed(error) { m.renewFailures.Inc() }
 
 var _ election.Observer = (*Metrics)(nil)
+
+// TokenAnomaly implements election.Observer.
+func (m *Metrics) TokenAnomaly(a election.TokenAnomaly, _, _ int64) {
+	m.anomalies.WithLabelValues(string(a)).Inc()
+}

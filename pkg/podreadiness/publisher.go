@@ -108,6 +108,9 @@ func (p *Publisher) LeadershipChanged(leading bool, token int64) {
 // RenewFailed implements election.Observer.
 func (p *Publisher) RenewFailed(error) {}
 
+// TokenAnomaly implements election.Observer.
+func (p *Publisher) TokenAnomaly(election.TokenAnomaly, int64, int64) {}
+
 // Drain waits until the Pod shows what the Publisher was last told, or ctx
 // ends. Call it after the election has stopped, then end Run.
 func (p *Publisher) Drain(ctx context.Context) error {

@@ -1,0 +1,133 @@
+package election
+
+import (
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// This file is the election's rules, as stated in the package doc, and
+// nothing else: decide is a pure function of what a candidate knows and
+// the time, so each rule is one row of a table test.
+
+// observation is everything a candidate knows when it decides.
+type observation struct {
+	identity string
+	view     view
+	// highest is the highest token this candidate has seen in any record.
+	highest int64
+	// leading is true while a term of this candidate's is in progress;
+	// claiming is true while that term's claim holds (self-demotion).
+	leading, claiming bool
+	// token is the token of the term in progress.
+	token        int64
+	holdOffUntil time.Time
+	stopped      bool
+	// ownLease is the candidate's own LeaseDuration.
+	ownLease time.Duration
+}
+
+type actionKind int
+
+const (
+	// wait: write nothing now; the rules may allow a write at until (if
+	// not zero), or when the record changes.
+	wait actionKind = iota
+	// renew: write the observed record again, keeping its token.
+	renew
+	// acquire: start a new term by updating the observed record.
+	acquire
+	// recreate: start a new term by creating the missing record.
+	recreate
+)
+
+func (k actionKind) String() string {
+	return [...]string{"wait", "renew", "acquire", "recreate"}[k]
+}
+
+// action is what decide tells a candidate to do.
+type action struct {
+	kind actionKind
+	// token is the token to write: the new term's, or the renewed one's.
+	token int64
+	// until is, for wait, the instant the rules may allow a write.
+	until time.Time
+	// stepDown, when not empty, is why the candidate stops leading first.
+	stepDown string
+	// exhausted is set when a new term is due but its token would exceed
+	// backend.MaxTransitions: nobody can take the record over.
+	exhausted bool
+}
+
+// decide applies the rules to o at now.
+func decide(o observation, now time.Time) action {
+	v := o.view
+	switch {
+	case o.stopped || !v.known:
+		return action{kind: wait}
+	case now.Before(o.holdOffUntil):
+		return action{kind: wait, until: o.holdOffUntil, stepDown: o.stepDownIf(o.leading, "released")}
+	case !v.present:
+		// The holder may recreate at once: no one else may act before its
+		// claim ends. So may a candidate that never saw a record (the
+		// first start). Anyone else waits out the last holder's claim.
+		if o.claiming || !v.sawRecord || !now.Before(o.expiry()) {
+			return o.newTerm(recreate)
+		}
+		return action{kind: wait, until: o.expiry(), stepDown: o.stepDownIf(o.leading, "the record disappeared")}
+	case v.rec.HolderIdentity == o.identity:
+		t := v.rec.Transitions
+		if t >= 1 && t == o.highest && (!o.leading || t == o.token) {
+			return action{kind: renew, token: t}
+		}
+		// The token was edited by hand: a new term above every token seen.
+		return o.newTerm(acquire)
+	case v.rec.HolderIdentity == "":
+		// A release is taken at once, and the holder takes back a record
+		// emptied under it; any other empty record is waited out.
+		if o.claiming || isRelease(v.rec) || !now.Before(o.expiry()) {
+			return o.newTerm(acquire)
+		}
+		return action{kind: wait, until: o.expiry(), stepDown: o.stepDownIf(o.leading, "the record was emptied")}
+	default:
+		stepDown := o.stepDownIf(o.leading, "another candidate holds the record")
+		if !now.Before(o.expiry()) {
+			a := o.newTerm(acquire)
+			a.stepDown = stepDown
+			return a
+		}
+		return action{kind: wait, until: o.expiry(), stepDown: stepDown}
+	}
+}
+
+// expiry is when the observed record, or its absence, may be acted on:
+// the record's lease duration, but never less than the candidate's own,
+// after the candidate first saw this version (or the absence). The floor
+// keeps a lease duration shortened by hand from shortening a claim that
+// was made under a longer one.
+func (o observation) expiry() time.Time {
+	d := time.Duration(o.view.rec.LeaseDurationSeconds) * time.Second
+	return o.view.since.Add(max(d, o.ownLease))
+}
+
+// newTerm starts a term one above the highest token seen, if one is left.
+func (o observation) newTerm(kind actionKind) action {
+	if o.highest >= backend.MaxTransitions {
+		return action{kind: wait, exhausted: true, stepDown: o.stepDownIf(o.leading, "no token is left")}
+	}
+	return action{kind: kind, token: o.highest + 1}
+}
+
+func (o observation) stepDownIf(cond bool, reason string) string {
+	if cond {
+		return reason
+	}
+	return ""
+}
+
+// isRelease reports whether rec has the shape a release writes, here and
+// in client-go: no holder, a lease of one second, acquire time equal to
+// renew time. Only such a record is taken over at once.
+func isRelease(rec backend.Record) bool {
+	return rec.HolderIdentity == "" && rec.LeaseDurationSeconds == 1 && rec.AcquireTime.Equal(rec.RenewTime)
+}

@@ -1,0 +1,75 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// hookedBackend runs a hook inside the next Get, before the store reads:
+// the request is in flight while the hook changes the world.
+type hookedBackend struct {
+	backend.Backend
+	beforeGet func()
+}
+
+func (b *hookedBackend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	if hook := b.beforeGet; hook != nil {
+		b.beforeGet = nil
+		hook()
+	}
+	return b.Backend.Get(ctx)
+}
+
+// recordingObserver remembers what the elector told it, as lines.
+type recordingObserver struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *recordingObserver) add(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf(format, args...))
+}
+
+func (o *recordingObserver) LeadershipChanged(leading bool, token int64) {
+	o.add("leading=%v token=%d", leading, token)
+}
+func (o *recordingObserver) RenewFailed(error) { o.add("renew failed") }
+func (o *recordingObserver) TokenAnomaly(a TokenAnomaly, seen, highest int64) {
+	o.add("%s seen=%d highest=%d", a, seen, highest)
+}
+
+func (o *recordingObserver) has(event string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Contains(o.events, event)
+}
+
+// duringNextGet runs steps while id's next Get is in flight, before the
+// store answers it.
+func duringNextGet(id string, steps ...step) step {
+	return func(h *harness) {
+		h.candidate(id)
+		h.handles[id].beforeGet = func() {
+			for _, s := range steps {
+				s(h)
+			}
+		}
+	}
+}
+
+// observed checks that id's observer was told event.
+func observed(id, event string) step {
+	return func(h *harness) {
+		h.t.Helper()
+		h.candidate(id)
+		if o := h.observers[id]; !o.has(event) {
+			h.t.Fatalf("%s's observer was not told %q; it was told %q", id, event, o.events)
+		}
+	}
+}

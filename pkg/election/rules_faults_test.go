@@ -1,0 +1,92 @@
+package election
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// Faults from outside the election: records deleted or edited by hand,
+// slow reads, tokens that went back. The defaults: lease 15s, renew
+// deadline 10s, retry 2s. In every case no two candidates lead at once.
+func TestRulesUnderFaults(t *testing.T) {
+	justUnder := time.Nanosecond
+	emptiedByHand := backend.Record{LeaseDurationSeconds: 15, AcquireTime: epoch, RenewTime: epoch, Transitions: 1}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"a standby that saw a holder waits out its claim after the record disappears", []step{
+			try("a", true), try("b", false), advance(time.Second), deleteRecord(),
+			try("b", false), follows("b", ""), leads("a", 1),
+			advance(15*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 2), storedAs("b", 2),
+		}},
+		{"the holder recreates a deleted record at once while it claims", []step{
+			try("a", true), try("b", false), deleteRecord(), try("a", true), leads("a", 2),
+			try("b", false), follows("b", "a"),
+		}},
+		{"a leader past its deadline waits like any standby when its record is gone", []step{
+			try("a", true), advance(10 * time.Second), deleteRecord(), try("a", false), follows("a", ""),
+			advance(15*time.Second - justUnder), try("a", false),
+			advance(justUnder), try("a", true), leads("a", 2),
+		}},
+		{"a candidate that never saw a record creates it at once", []step{
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 7}),
+			deleteRecord(), try("a", true), leads("a", 1),
+		}},
+		{"a holder emptied by hand is waited out like an expiry", []step{
+			try("a", true), try("b", false), handEdit(emptiedByHand),
+			try("b", false), leads("a", 1),
+			advance(15*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 2),
+		}},
+		{"the holder takes back a record emptied by hand at once, with a new token", []step{
+			try("a", true), try("b", false), handEdit(emptiedByHand),
+			try("a", true), leads("a", 2), try("b", false), follows("b", "a"),
+		}},
+		{"a lease duration shortened by hand does not shorten the wait", []step{
+			try("a", true), try("b", false),
+			handEdit(backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 1, Transitions: 1}),
+			advance(2 * time.Second), try("b", false), leads("a", 1),
+			// b saw the edit at +2s and waits its own 15s, to +17s.
+			advance(15*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 2),
+		}},
+		{"expiry counts from when a read answered, not from when it was sent", []step{
+			try("a", true),
+			duringNextGet("b", advance(6*time.Second), try("a", true)),
+			try("b", false),
+			// a renewed at +6s and claims until +16s; b saw that renewal
+			// no earlier than +6s, so it waits until +21s.
+			advance(10*time.Second - justUnder), leads("a", 1),
+			advance(justUnder), follows("a", "a"),
+			advance(5*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 2),
+		}},
+		{"a token raised by hand on the leader's record starts a term above it", []step{
+			try("a", true),
+			handEdit(backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 15, Transitions: 5}),
+			try("a", true), leads("a", 6), storedAs("a", 6),
+		}},
+		{"a token below one seen is reported and never reused", []step{
+			try("a", true), release("a"), try("b", true), leads("b", 2),
+			handEdit(backend.Record{LeaseDurationSeconds: 1, Transitions: 0}),
+			try("b", true), leads("b", 3), observed("b", "token-regressed seen=0 highest=2"),
+		}},
+		{"the highest token cannot be exceeded: reported, never wrapped", []step{
+			handEdit(backend.Record{LeaseDurationSeconds: 1, Transitions: backend.MaxTransitions}),
+			try("a", false), follows("a", ""), storedAs("", backend.MaxTransitions),
+			observed("a", "token-exhausted seen=2147483647 highest=2147483647"),
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			for _, s := range c.steps {
+				s(h)
+			}
+		})
+	}
+}
