@@ -118,9 +118,10 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		go func() { serveErr <- s.serve() }()
 	}
 	electionDone := make(chan struct{})
+	var electionErr error
 	go func() {
 		defer close(electionDone)
-		_ = elector.Run(runCtx)
+		electionErr = elector.Run(runCtx)
 	}()
 	var waitPublisher func()
 	if publisher != nil {
@@ -132,6 +133,11 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		log.Info("shutting down")
 	case err = <-serveErr:
 		log.Error("HTTP server failed; shutting down", "err", err)
+	case <-electionDone:
+		// Only a lost store ends the election on its own: exit, so that
+		// the restarted container opens the store now at the path.
+		err = fmt.Errorf("the election stopped: %w", electionErr)
+		log.Error("the election stopped; exiting", "err", electionErr)
 	}
 	stop()
 	<-electionDone // stopped claiming, released if configured

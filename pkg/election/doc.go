@@ -11,18 +11,43 @@
 // Token. The record's Transitions field is the fencing token. Each term has
 // a token of at least 1; it goes up by exactly one whenever the holder
 // changes, including from an empty holder after a release; a renewal keeps
-// it. If the record disappears, the candidate recreates it with a token one
-// above the highest it has ever seen. A candidate never claims a token lower
-// than one it has seen.
+// it. A candidate never writes a token lower than one it has seen: a
+// record whose token went back (recreated by a client-go candidate at 0,
+// edited by hand) is reported (Observer.TokenAnomaly) and the next term
+// continues above the highest token seen. A token edited by hand on the
+// leader's own record starts a new term above it. No term starts beyond
+// backend.MaxTransitions: the candidate reports TokenExhausted and waits
+// for an operator to reset the record; tokens never wrap. A candidate that
+// starts after every earlier one has gone knows only the stored token, so
+// tokens can go back when the record is recreated or its store replaced
+// while no candidate that saw the old tokens is running.
 //
 // Expiry. A candidate takes over a record held by someone else only after it
 // has seen that record unchanged (same backend.Version) for the record's
-// lease duration, measured on its own monotonic clock from the moment it
-// first saw that version. RenewTime written by another machine is never
-// compared with the local clock, so clock skew between nodes does not
-// shorten a lease. A record with no usable lease duration (zero or
-// negative) is treated as having the candidate's own LeaseDuration. An empty
-// holder (a released record) can be taken at once.
+// lease duration, but never less than its own LeaseDuration, measured on
+// its own monotonic clock from the moment the answer that first showed that
+// version arrived (not when it was asked for: a slow read must not shorten
+// the wait). RenewTime written by another machine is never compared with
+// the local clock, so clock skew between nodes does not shorten a lease,
+// and a lease duration shortened by hand does not shorten a claim made
+// under a longer one.
+//
+// Releases. Only a record in the shape a release writes (here and in
+// client-go: no holder, a lease of one second, acquire time equal to renew
+// time) is taken at once. Any other record without a holder (emptied by
+// hand) is waited out like an expiry, except by its holder while it still
+// claims, which takes it back at once with a new token.
+//
+// A missing record. A candidate that has never seen the record creates it
+// at once (the first start). One that saw a record and then finds it
+// missing (deleted by hand, by helm uninstall) waits, from the answer that
+// first showed it missing, the last record's lease duration (at least its
+// own) before it recreates it: the last holder's claim is over by then,
+// however many of its renewals this candidate missed, because they all
+// landed before the deletion. The holder itself, while it still claims,
+// recreates the record at once with a new token, so a live leader leaves
+// no leaderless gap. Recreated records carry a token above the highest the
+// candidate has seen.
 //
 // Self-demotion. The leader claims leadership only while
 //
@@ -34,6 +59,14 @@
 // before it talks to the store again. Both the monotonic and the wall clock
 // must agree that the deadline has not passed: the monotonic clock stops
 // while a machine is suspended, the wall clock does not.
+//
+// A lost store. A backend that can lose its store (backend.LossNotifier,
+// a SQLite file deleted or replaced) makes the candidate stop claiming the
+// moment the loss is noticed; Run then returns an error wrapping
+// backend.ErrStoreLost, so that the process can restart onto the new store.
+//
+// These rules are the function decide (decide.go), a pure function of what
+// the candidate knows and the time; the loop only carries them out.
 //
 // # Why this is safe, and what it rests on
 //
@@ -54,15 +87,22 @@
 //
 // Losing leadership never ends the loop: the candidate steps down and
 // contends again. The leader renews every RetryPeriod with one conditional
-// Update on the version it wrote last (a read only when that fails). A
-// standby wakes when the backend signals a change and at the instant the
-// record it watches would expire. If the backend is a
-// backend.Snapshotter, the standby learns each change from the snapshot
-// without a request and otherwise waits for that expiry, so while the
-// leader is healthy it sends nothing. Whenever a read shows a change that
-// no snapshot reported (no snapshots, or a watch that fell silent), the
+// Update on the version it wrote last (a read only when that fails); after a
+// failed request it waits a jittered RetryPeriod before it tries again, and
+// only a renewal that succeeded but left a claim shorter than RetryPeriod
+// is followed at once by another. A standby wakes when the backend signals
+// a change and at the instant the rules may next allow it to write. If the
+// backend is a backend.Snapshotter, the standby learns each change from the
+// snapshot without a request and otherwise waits for that instant, so while
+// the leader is healthy it sends nothing. Whenever a read shows a change
+// that no snapshot reported (no snapshots, or a watch that fell silent), the
 // standby polls every RetryPeriod (with up to 20% jitter) until snapshots
 // keep up again. On shutdown with ReleaseOnCancel, and on Release, the
-// leader writes an empty holder (token kept) so a watching standby can take
-// over at once.
+// leader writes an empty holder in the release shape (token kept) so a
+// watching standby can take over at once.
+//
+// Healthy reports a wedged loop: an attempt or a snapshot in hand for
+// longer than RenewDeadline plus two retry periods. Waiting is not wedged:
+// a standby that learns every change from snapshots may go a whole lease
+// without an attempt and stays healthy.
 package election
