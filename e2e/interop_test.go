@@ -91,7 +91,7 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 				}
 				now := time.Now()
 				if c.leading.Load() {
-					log.add(claim{c.token.Load(), now, now})
+					log.add(claim{c.identity, term{0, c.token.Load()}, -1, now, now})
 				}
 			}
 		})
@@ -107,10 +107,18 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 	}
 
 	// client-go -> sidecar: the client-go candidate releases on cancel.
+	released := time.Now()
 	cg1.stop()
 	leader, token := awaitLeader(t, sidecars, leaseDuration)
 	if token != cg1.token.Load()+1 {
 		t.Fatalf("sidecar took over with token %d after client-go's %d", token, cg1.token.Load())
+	}
+	// client-go's release has the release shape, so it is taken at once,
+	// not waited out like a Lease emptied by hand.
+	if took := time.Since(released); took > time.Second {
+		t.Fatalf("sidecar took over %v after client-go released, want well under the %v lease", took, leaseDuration)
+	} else {
+		t.Logf("client-go -> sidecar hand-off on release: %v", took.Round(time.Millisecond))
 	}
 
 	// sidecar -> client-go: freeze the other sidecar, release the leader.
