@@ -30,11 +30,6 @@ const (
 	// successful renewal, which began before the fault; 500ms covers the
 	// sampling interval and scheduling.
 	demoteBound = renewDeadline + 500*time.Millisecond
-	// deletionOverlap: deleting the Lease bypasses compare-and-swap, so the
-	// old leader cannot know; it claims its term until its next attempt (a
-	// retry period) finds the new record. Same allowance as
-	// TestLeaseDeletedIsRecreatedAboveTheLastToken.
-	deletionOverlap = retryPeriod + 300*time.Millisecond
 	// settledFor: after recovery, exactly one leader with the expected
 	// token in every sweep for this long (longer than a renew deadline, so
 	// a wrongly demoting leader would show).
@@ -88,13 +83,13 @@ type chaos struct {
 
 // faultResult is one row of the figures.
 type faultResult struct {
-	fault            string
-	before, after    string        // holder pod and token
-	demoted          time.Duration // old leader's last claim after the fault began (-1: n/a)
-	recovered        time.Duration // fault start (or API server up) to one leader again
-	overlap, allowed time.Duration
-	claims           int
-	note             string
+	fault         string
+	before, after string        // holder pod and token
+	demoted       time.Duration // old leader's last claim after the fault began (-1: n/a)
+	recovered     time.Duration // fault start (or API server up) to one leader again
+	overlap       time.Duration
+	claims        int
+	note          string
 }
 
 // TestChaos runs a bounded chaos schedule against sidecars on one Lease,
@@ -111,13 +106,15 @@ type faultResult struct {
 //	partition the leader's proxy closes its connections and holds new ones for
 //	          more than the renew deadline (until a standby leads with t+1),
 //	          then heals; the old leader stays a follower
-//	delete    the Lease is deleted; it is recreated with t+1
+//	delete    the Lease is deleted under the live leader; the leader, still
+//	          inside its claim, recreates it with t+1 at its next renewal,
+//	          never answering leader:false in between; the standbys, which
+//	          saw a holder, would wait a lease duration before creating it
 //
 // Invariants, checked per fault on every /leader answer (sampled every 5ms
 // per sidecar) and over the whole run: no older term claimed after a newer
-// term's first claim arrived (zero allowance, except deletion: the old
-// leader cannot know until its next attempt, up to deletionOverlap); a
-// demoted leader stops claiming within demoteBound; no token claimed by two
+// term's first claim arrived (zero allowance: an overlap of any length
+// fails the run); a demoted leader stops claiming within demoteBound; no token claimed by two
 // sidecars; tokens never decrease per sidecar; the shared guard accepted
 // writes in non-decreasing token order and finally holds the last term
 // (its token and holder); one leader again within recoveryBound after each
@@ -198,7 +195,7 @@ func (c *chaos) run(faults []string) {
 			t.Fatalf("unknown fault %q", f)
 		}
 		end := time.Now()
-		claims, longest := c.checkWindow(phaseStart.Add(-lookback), end, prev, r.allowed)
+		claims, longest := c.checkWindow(phaseStart.Add(-lookback), end, prev, 0)
 		r.overlap, r.claims = longest, len(claims)
 		results = append(results, r)
 		t.Logf("%s: %s -> %s, one leader again after %v", f, r.before, r.after, r.recovered.Round(time.Millisecond))
@@ -220,9 +217,8 @@ func (c *chaos) run(faults []string) {
 // final checks the whole run's invariants and prints the figures.
 func (c *chaos) final(t *testing.T, results []faultResult, token int64, took time.Duration) {
 	t.Helper()
-	// Whole run: the recorder's check with the largest allowance (the
-	// per-fault checks held the others to zero).
-	claims, _ := c.checkWindow(time.Time{}, time.Now(), 1, deletionOverlap)
+	// Whole run: the same check, no overlap allowed.
+	claims, _ := c.checkWindow(time.Time{}, time.Now(), 1, 0)
 
 	// Tokens never decrease per sidecar (answers of one sidecar are in the
 	// order its sampler made them).
@@ -276,15 +272,15 @@ func (c *chaos) final(t *testing.T, results []faultResult, token int64, took tim
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-10s %-12s %-12s %10s %10s %9s %9s %7s  %s\n",
-		"fault", "before", "after", "demoted", "recovered", "overlap", "allowed", "claims", "note")
+	fmt.Fprintf(&b, "\n%-10s %-12s %-12s %10s %10s %9s %7s  %s\n",
+		"fault", "before", "after", "demoted", "recovered", "overlap", "claims", "note")
 	for _, r := range results {
 		demoted := "-"
 		if r.demoted >= 0 {
 			demoted = r.demoted.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "%-10s %-12s %-12s %10s %10v %9v %9v %7d  %s\n", r.fault, r.before, r.after, demoted,
-			r.recovered.Round(time.Millisecond), r.overlap.Round(time.Millisecond), r.allowed, r.claims, r.note)
+		fmt.Fprintf(&b, "%-10s %-12s %-12s %10s %10v %9v %7d  %s\n", r.fault, r.before, r.after, demoted,
+			r.recovered.Round(time.Millisecond), r.overlap.Round(time.Millisecond), r.claims, r.note)
 	}
 	fmt.Fprintf(&b, "run %v; sidecars %d (killed %d); samples %d, answers %d, claims %d over %d terms %v\n",
 		took.Round(time.Millisecond), len(c.members), killed, c.samples, len(c.answers), len(claims), len(terms), terms)

@@ -87,22 +87,27 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 	if err := k.client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Lease: %v", err)
 	}
-	// Standbys see the deletion through their watch and recreate at once;
-	// the leader would at its next attempt, a retry period later.
-	leader := awaitToken(t, all, token+1, 2*retryPeriod+time.Second)
+	// The leader, still inside its claim, recreates the Lease at its next
+	// renewal, a retry period on; the standbys, which saw a holder, would
+	// wait a lease duration from the deletion.
+	leader := awaitToken(t, all, token+1, retryPeriod+time.Second)
 	took := time.Since(deleted)
-	steady(t, all, leader, token+1, 2*retryPeriod)
+	if leader != old {
+		t.Fatalf("a standby recreated the Lease %v after the deletion; the leader, still claiming, should have", took)
+	}
+	steady(t, all, leader, token+1, leaseDuration+retryPeriod)
 	leaseShows(t, k, ns, name, identityOf(t, leader), token+1)
 
-	// Deleting the Lease bypasses compare-and-swap: the old leader claims
-	// its term until its next attempt finds the new record, so the terms
-	// may overlap by up to a retry period. Fencing tokens tell them apart.
-	claims, _, overlap := rec.check(t, token, retryPeriod+300*time.Millisecond)
-	if last := lastClaim(claims, token); last.Sub(deleted) > retryPeriod+300*time.Millisecond {
-		t.Fatalf("token %d still claimed %v after the deletion", token, last.Sub(deleted))
+	// No overlap, and no gap: the leader claims token t, then t+1.
+	claims, _, _ := rec.check(t, token, 0)
+	last := lastClaim(claims, token)
+	for _, a := range rec.answers {
+		if all[a.who] == old && !a.st.Leader {
+			t.Fatalf("the leader answered leader:false %v after the deletion", a.sent.Sub(deleted))
+		}
 	}
-	t.Logf("Lease recreated with token %d by the old leader: %v; single leader %v after the deletion; old term overlapped the new one by %v",
-		token+1, leader == old, took.Round(time.Millisecond), overlap.Round(time.Millisecond))
+	t.Logf("Lease recreated by the leader with token %d %v after the deletion (token %d last claimed %v after it); no overlap, no leader:false answer",
+		token+1, took.Round(time.Millisecond), token, last.Sub(deleted).Round(time.Millisecond))
 	allAlive(t, all)
 }
 
@@ -119,14 +124,15 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 //	                                      over with the edited record's leaseTransitions + 1 = t+1
 //	leaseTransitions removed      yes     same leader, never a gap: at its next attempt it reads 0 (below t, the
 //	                                      highest it has seen) and starts a new term t+1, never a lower token
-//	holderIdentity removed        yes     a released record: the first candidate to look (a standby woken by the
-//	                                      watch, or the old leader) takes it at once with t+1; the old leader
-//	                                      claims t until its next attempt, so the terms may overlap that long
+//	holderIdentity removed        yes     an emptied record that is not a release (its duration and times are
+//	                                      kept): the standbys wait it out; the leader, still inside its claim,
+//	                                      takes it back at its next attempt with t+1, never a gap
 //	leaseDurationSeconds 0        no      rejected by validation (422); same leader, token t throughout
 //	leaseTransitions -1           no      rejected by validation (422); same leader, token t throughout
 //
-// In every case no process exits, tokens never go below t, and exactly
-// one leader remains for a whole lease duration after recovery.
+// In every case no process exits, tokens never go below t, two terms never
+// claim at one instant, and exactly one leader remains for a whole lease
+// duration after recovery.
 func TestLeaseHandEditedToNonsense(t *testing.T) {
 	k := kube(t)
 	margin := 500 * time.Millisecond
@@ -138,7 +144,6 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 		bump      int64         // the token afterwards is t+bump
 		notBefore time.Duration // after the edit, no new term earlier than this
 		within    time.Duration // ... and one by then
-		overlap   time.Duration // how long the old term may be claimed alongside the new one
 		repaired  func(coordinationv1.LeaseSpec) bool
 	}{
 		{name: "no-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = nil },
@@ -154,7 +159,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 		{name: "no-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = nil },
 			same: true, bump: 1, within: retryPeriod + margin},
 		{name: "no-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = nil },
-			bump: 1, within: retryPeriod + margin, overlap: retryPeriod + 300*time.Millisecond},
+			same: true, bump: 1, within: retryPeriod + margin},
 		{name: "zero-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = ptr.To[int32](0) },
 			rejected: true, same: true, within: margin},
 		{name: "negative-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) },
@@ -192,7 +197,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 			// record as expired would take over within it.
 			steady(t, all, leader, want, leaseDuration+retryPeriod)
 			leaseShows(t, k, ns, name, identityOf(t, leader), want)
-			claims, first, overlap := rec.check(t, token, c.overlap)
+			claims, first, overlap := rec.check(t, token, 0)
 			allAlive(t, all)
 
 			for _, a := range rec.answers {
