@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sweepEvery is how often the overlap tests ask every sidecar GET /leader.
+const sweepEvery = 10 * time.Millisecond
+
+// TestSQLiteFileDeletedOrReplaced: three sidecars elect on leader.db; the
+// file is lost under them, deleted with its -wal and -shm or replaced by
+// another database renamed over it; a fourth sidecar starts on the path at
+// once. All of them are asked GET /leader every 10ms throughout: no sweep
+// may have two leader:true answers, and no claim of the old file's terms
+// may be sent after the new file's first claim arrived (the new file's
+// tokens start again, so its terms are ordered after the old file's).
+// The three old processes stop claiming and exit non-zero, saying why; the
+// fourth leads (token 1 on a new file; one above the other database's
+// token on a renamed one). The old three are then started again on the
+// path, as Kubernetes restarts a container, and the fourth stays the one
+// leader.
+func TestSQLiteFileDeletedOrReplaced(t *testing.T) {
+	t.Parallel()
+	losses := []struct {
+		name, found string
+		prepare     func(t *testing.T, path string) (lose func() error, next int64)
+	}{
+		{"deleted", "is missing", deleteDatabase},
+		{"replaced", "is now another file", replaceDatabase(false)},
+		{"replaced-without-wal", "is now another file", replaceDatabase(true)},
+	}
+	for _, l := range losses {
+		t.Run(l.name, func(t *testing.T) { databaseLost(t, l.found, l.prepare) })
+	}
+}
+
+// deleteDatabase removes the database and SQLite's files beside it: the
+// next process starts a new file, at token 1.
+func deleteDatabase(_ *testing.T, path string) (func() error, int64) {
+	return func() error {
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	}, 1
+}
+
+// otherDatabase makes another election database beside path, by running
+// a sidecar on it three times in turn (each releases as it stops), and
+// returns the file and the token it left (3: apart from the tokens of the
+// file it will replace).
+func otherDatabase(t *testing.T, path string) (string, int64) {
+	t.Helper()
+	other := filepath.Join(filepath.Dir(path), "other.db")
+	var token int64
+	for range 3 {
+		s := start(t, other)
+		_, token = awaitLeader(t, []*sidecar{s}, 10*time.Second)
+		s.signal(syscall.SIGTERM)
+		if code := s.waitExit(10 * time.Second); code != 0 {
+			t.Fatalf("the sidecar on %s: exit status %d after SIGTERM", other, code)
+		}
+	}
+	return other, token
+}
+
+// replaceDatabase renames another database over path, as `mv other.db
+// leader.db` does, after removing the -wal and -shm beside path when
+// dropWAL; the next process takes the other file's released record over
+// with the token after it.
+func replaceDatabase(dropWAL bool) func(t *testing.T, path string) (func() error, int64) {
+	return func(t *testing.T, path string) (func() error, int64) {
+		t.Helper()
+		other, token := otherDatabase(t, path)
+		return func() error {
+			for _, p := range []string{path + "-wal", path + "-shm"} {
+				if !dropWAL {
+					break
+				}
+				if err := os.Remove(p); err != nil {
+					return err
+				}
+			}
+			return os.Rename(other, path)
+		}, token + 1
+	}
+}
+
+func databaseLost(t *testing.T, found string, prepare func(*testing.T, string) (func() error, int64)) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	lose, next := prepare(t, path)
+	old := startMany(t, path, 3)
+	exits := make([]chan time.Time, len(old))
+	for i, s := range old {
+		exits[i] = make(chan time.Time, 1)
+		go func() { <-s.done; exits[i] <- time.Now() }()
+	}
+	leader, token := awaitLeader(t, old, 10*time.Second)
+	awaitSettled(t, old, leader)
+
+	var set members
+	for i, s := range old {
+		set.add(fmt.Sprintf("old-%d", i), s, 0)
+	}
+	var log claimLog
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }); wg.Wait() }
+	defer halt()
+	log.sweep(&wg, stop, sweepEvery, set.all)
+	time.Sleep(300 * time.Millisecond)
+
+	// The file is lost; a new process starts on the path at once.
+	at := time.Now()
+	if err := lose(); err != nil {
+		t.Fatal(err)
+	}
+	lost := time.Now()
+	fourth := launch(t, path)
+	fourth.waitServing()
+	set.add("new", fourth, 1)
+	newLeader, newToken := awaitLeader(t, []*sidecar{fourth}, 5*time.Second)
+	if newToken != next {
+		t.Fatalf("the new process leads with token %d %v after the loss, want %d: it did not read the record of the file now at the path",
+			newToken, time.Since(at).Round(time.Millisecond), next)
+	}
+
+	// Every old process stops claiming and exits non-zero, saying why.
+	var exited []time.Duration
+	detailed := 0 // logs that also say what the path names now
+	for i, s := range old {
+		code := s.waitExit(10 * time.Second)
+		exited = append(exited, (<-exits[i]).Sub(lost).Round(time.Millisecond))
+		logs := s.logs.String()
+		if code == 0 || !strings.Contains(logs, "the election stopped; exiting") ||
+			!strings.Contains(logs, "store lost: it was deleted or replaced") || !strings.Contains(logs, path) {
+			t.Fatalf("old-%d: exit status %d; want non-zero and a log that the store at %s was lost:\n%s", i, code, path, logs)
+		}
+		if strings.Contains(logs, found) {
+			detailed++
+		}
+	}
+	lastOld := log.lastSent(term{0, token})
+
+	// Kubernetes would restart them: they join the new file as standbys.
+	for i := range old {
+		set.add(fmt.Sprintf("restarted-%d", i), start(t, path), 1)
+	}
+	var now []*sidecar
+	for _, m := range set.all() {
+		if m.epoch == 1 {
+			now = append(now, m.s)
+		}
+	}
+	awaitSettled(t, now, newLeader)
+	steady(t, now, newLeader, newToken, leaseDuration+retryPeriod)
+	if d := at.Add(5 * time.Second).Sub(time.Now()); d > 0 { // sample several seconds in all
+		time.Sleep(d)
+	}
+	end := time.Now()
+	halt()
+
+	terms := log.check(t)
+	_, firstNew := log.firstClaim(term{1, newToken})
+	var names []string
+	for _, m := range set.all() {
+		if m.epoch == 1 {
+			names = append(names, m.name)
+		}
+	}
+	if errs := log.failed(names...); len(errs) > 0 {
+		t.Fatalf("live sidecars on the new file did not answer: %v", errs)
+	}
+	t.Logf("%d sweeps every %v over %v, %d answers; claims per term (file/token) %v; overlaps 0, sweeps with two leaders 0",
+		len(log.sweeps), sweepEvery, end.Sub(at).Round(time.Millisecond), log.asked, terms)
+	t.Logf("old file's token %d last claimed %v after the loss began; old processes exited %v after, %d of 3 logging that the path %s; new file's token %d first claimed %v after the loss began",
+		token, lastOld.Sub(at).Round(time.Millisecond), exited, detailed, found, newToken, firstNew.Sub(at).Round(time.Millisecond))
+}
