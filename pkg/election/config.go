@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -55,6 +56,10 @@ type Config struct {
 	// Observer is told about leadership changes and renew failures.
 	// Default: none.
 	Observer Observer
+	// Jitter returns a number in [0, 1) that sets the random part of a
+	// wait (see JitterFactor). Default: math/rand/v2's Float64. A
+	// simulator replaying a schedule gives a seeded source.
+	Jitter func() float64
 }
 
 // Observer is told what the loop does, for metrics and events. Its methods
@@ -125,6 +130,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = noObserver{}
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64
 	}
 	return c
 }

@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -24,10 +23,30 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	e.log.Info("joining the election",
 		"leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
+	d := e.Driver()
+	timer := e.cfg.Clock.NewTimer(d.Attempt(ctx))
+	defer timer.Stop()
 	for {
-		e.step(ctx)
-		if !e.wait(ctx, changes) {
-			return e.shutdown()
+		select {
+		case <-ctx.Done():
+			return d.Stop()
+		case <-e.lostCh:
+			return d.Stop()
+		case <-timer.C():
+			timer.Reset(d.Attempt(ctx))
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil
+				continue
+			}
+			switch attemptNow, wait, reschedule := d.Signal(); {
+			case attemptNow:
+				timer.Stop()
+				timer.Reset(d.Attempt(ctx))
+			case reschedule:
+				timer.Stop()
+				timer.Reset(wait)
+			}
 		}
 	}
 }
@@ -41,37 +60,6 @@ func (e *Elector) watchForLoss(ctx context.Context, lost <-chan struct{}) {
 		e.mu.Lock()
 		e.loseLocked(backend.ErrStoreLost)
 		e.unlock()
-	}
-}
-
-// wait blocks until the next attempt is due, and reports false when ctx
-// ended or the store was lost. A change signal wakes a standby early:
-// another writer may have released or taken the record. A leader's own
-// renewals also signal, so a leader keeps its schedule.
-func (e *Elector) wait(ctx context.Context, changes <-chan struct{}) bool {
-	timer := e.cfg.Clock.NewTimer(e.nextWait())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-e.lostCh:
-			return false
-		case <-timer.C():
-			return true
-		case _, ok := <-changes:
-			if !ok {
-				changes = nil
-				continue
-			}
-			if e.Status().Leader {
-				continue
-			}
-			if !e.absorbSnapshot() {
-				return true
-			}
-			timer.Reset(e.nextWait())
-		}
 	}
 }
 
@@ -116,7 +104,7 @@ func (e *Elector) attemptTimeout() time.Duration {
 // with jitter, cut short by that instant.
 func (e *Elector) nextWait() time.Duration {
 	now := e.cfg.Clock.Now()
-	poll := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*rand.Float64()))
+	poll := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*e.cfg.Jitter()))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.attemptFailed {
