@@ -1,0 +1,16 @@
+// The image builder of the one-node test cluster (hack/cluster-images.sh),
+// a module of its own so that go-containerregistry stays out of the
+// product's go.mod.
+
+module github.com/leader-sidecar/leader-sidecar/hack/tools/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
