@@ -7,8 +7,8 @@
 #
 # From the Go module proxy, at the versions pinned in the tools modules:
 #   hack/tools/cluster  kubelet, kube-proxy, kube-scheduler,
-#                       kube-controller-manager (k8s.io/kubernetes, the same
-#                       version as kube-apiserver in hack/tools/envtest)
+#                       kube-controller-manager, kubectl (k8s.io/kubernetes,
+#                       the same version as kube-apiserver in hack/tools/envtest)
 #   hack/tools/node     containerd, containerd-shim-runc-v2 and ctr
 #                       (containerd v2), and the CNI plugins bridge,
 #                       host-local, loopback, portmap (in cni/)
@@ -91,7 +91,7 @@ flock 9 # one build at a time per directory
 tmp=$(mktemp -d "$dir/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-for c in kubelet kube-proxy kube-scheduler kube-controller-manager; do
+for c in kubelet kube-proxy kube-scheduler kube-controller-manager kubectl; do
   build cluster "$c" "k8s.io/kubernetes/cmd/$c" "$k8s_ldflags"
 done
 for c in containerd containerd-shim-runc-v2 ctr; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates hack/tools/cluster/go.mod and go.sum, the separate module that
 # builds the node and control-plane binaries of the one-node test cluster
-# (kubelet, kube-proxy, kube-scheduler, kube-controller-manager; see
+# (kubelet, kube-proxy, kube-scheduler, kube-controller-manager, kubectl; see
 # hack/cluster-binaries.sh). etcd and kube-apiserver come from the envtest
 # module (hack/tools/envtest), built by hack/envtest-binaries.sh.
 #
@@ -38,7 +38,7 @@ mkdir -p "$moddir"
   echo "go ${go_version}"
   echo
   echo "tool ("
-  for c in kube-controller-manager kube-proxy kube-scheduler kubelet; do echo "	k8s.io/kubernetes/cmd/$c"; done
+  for c in kube-controller-manager kube-proxy kube-scheduler kubectl kubelet; do echo "	k8s.io/kubernetes/cmd/$c"; done
   echo ")"
   echo
   echo "require k8s.io/kubernetes ${K8S_VERSION}"
