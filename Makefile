@@ -35,3 +35,12 @@ test: vet deps
 
 clean:
 	rm -rf bin
+
+# make test-cluster: the tests that run the product as Pods (e2e/cluster, build
+# tag cluster) on a one-node cluster that hack/cluster.sh starts before them
+# and removes after them. Not part of make test.
+.PHONY: test-cluster
+test-cluster:
+	@kubeconfig=$$(hack/cluster.sh up | tail -1) && \
+	  LEADER_SIDECAR_KUBECONFIG=$$kubeconfig $(GO) test -tags cluster -count=1 -timeout 20m ./e2e/cluster/...; \
+	  rc=$$?; hack/cluster.sh down; exit $$rc
