@@ -205,3 +205,19 @@ func (s *sidecar) waitExit(within time.Duration) int {
 	}
 	return s.cmd.ProcessState.ExitCode()
 }
+
+// listener waits for the process to log that it serves the listener name
+// ("app", "ops") and returns its address.
+func (s *sidecar) listener(name string) string {
+	s.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(s.logs.String(), "\n") {
+			var entry struct{ Msg, Listener, Address string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" && entry.Listener == name {
+				return entry.Address
+			}
+		}
+	}
+	s.t.Fatalf("sidecar %d never served the %s listener", s.cmd.Process.Pid, name)
+	return ""
+}
