@@ -94,15 +94,67 @@
 // stores tokens on the resource side (a fence table) must be reset with the
 // file, or it will refuse the new leader's smaller tokens.
 //
-// Only the main database file's identity counts, not the -wal and -shm
-// files beside it. SQLite itself deletes those when the last connection to
-// the file closes and creates new ones on the next open, so their identity
-// changes in normal use (and their events are ignored). Deleting them by
-// hand while processes have the database open is a way to corrupt an SQLite
-// database that SQLite documents and this backend does not detect. The
-// window this check cannot close: a replacement between the stat and the
-// commit of a write, microseconds, after which the next call or the watch
-// reports the loss.
+// Only the main database file's identity decides a loss, not the -wal and
+// -shm files beside it. SQLite itself deletes those when the last
+// connection to the file closes and creates new ones on the next open, so
+// their identity changes in normal use (and their events are ignored).
+// Deleting them by hand while processes have the database open is a way to
+// corrupt an SQLite database that SQLite documents and this backend does
+// not detect. The window this check cannot close: a replacement between the
+// stat and the commit of a write, microseconds, after which the next call
+// or the watch reports the loss.
+//
+// # The old file's -wal and -shm
+//
+// SQLite never checkpoints or deletes the WAL of a file that was moved
+// away or deleted under it, so after `mv other.db leader.db` (or `rm
+// leader.db`) the old file's leader.db-wal and leader.db-shm stay beside
+// the new leader.db. The next process to open the path would take them as
+// the new file's own: read the old file's records through them and write
+// the old pages into the new file (a replacement whose pages do not match
+// could come out corrupt). On Linux, a backend that notices the loss
+// therefore removes them before it logs the loss and returns it, while its
+// connections still hold them open; Lost is closed just before. It removes
+// each of <file>-wal and <file>-shm (beside the file a symbolic link
+// resolves to) only if it is, by device and inode:
+//
+//   - a file this process has open now (listed in /proc/self/fd), so its
+//     inode number cannot have been reused for another file, and
+//   - the file seen at that path, just before a check that found the path
+//     still naming the database (at Open, and on every Get, Create and
+//     Update): a file of the old database.
+//
+// Anything else there is kept and named in the log: a -wal or -shm made by
+// a process that opened the new file is never removed. The backends of all
+// processes on the directory take turns under an flock on it (waiting up
+// to a second), so when several notice at once exactly one removes each
+// file, and none removes a file made after another's removal. The log line
+// (Options.Logger, slog.Default() when nil) says what the path names now and what was removed or
+// kept; every later call returns the loss. Close waits for the removal.
+//
+// Not guaranteed:
+//
+//   - A process that opens the path after the replacement and before the
+//     removal (within about a millisecond with the directory watch; until
+//     the next call without it; for as long as every old process is
+//     stopped or dead) may still take in the old -wal and -shm and keep
+//     them open after they are removed; it and the processes that open the
+//     path later then disagree about the file. The removal of the two files
+//     is two steps, and a process opening the path between them fares no
+//     better.
+//   - Nothing is removed when no old process is running (they crashed or
+//     were stopped first), when /proc is not mounted, when the path now
+//     leads to another location through a changed symbolic link, or on
+//     systems other than Linux, where a process cannot list the files it
+//     has open this way.
+//
+// So, to replace the file safely, stop the sidecars first, or remove
+// leader.db-wal and leader.db-shm before renaming another database over
+// leader.db (`rm -f leader.db-wal leader.db-shm && mv other.db leader.db`);
+// on systems other than Linux this is the only safe way. Run the two
+// together: the sidecars keep using the old file until the rename, and
+// removing the -wal drops the old file's last commits, which matters only
+// because the old file is about to be replaced.
 //
 // # Limits
 //

@@ -16,12 +16,15 @@ import (
 // here makes Windows read that identity now, while the path still names the
 // file, rather than at the first comparison.
 func (b *Backend) rememberFile() error {
+	b.sides.init(b.path)
+	sides := b.sides.stat()
 	fi, err := os.Stat(b.path)
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: stat the database just opened: %w", b.path, err)
 	}
 	os.SameFile(fi, fi)
 	b.file = fi
+	b.sides.note(sides)
 	b.lost = make(chan struct{})
 	return nil
 }
@@ -49,10 +52,14 @@ func (b *Backend) lossError() error {
 // stat), and another error when the path cannot be examined (say, its
 // directory became unreadable): that is not a loss, but the call fails
 // rather than vouch for a store it could not check.
+//
+// While the file is the same, the -wal and -shm found beside it, looked
+// at just before, are noted as its own (see removeStale).
 func (b *Backend) checkFile() error {
 	if err := b.lossError(); err != nil {
 		return err
 	}
+	sides := b.sides.stat()
 	fi, err := os.Stat(b.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -62,15 +69,21 @@ func (b *Backend) checkFile() error {
 	case !os.SameFile(fi, b.file):
 		return b.markLost("is now another file (" + describeFile(fi) + ")")
 	}
+	b.sides.note(sides)
 	return nil
 }
 
-// markLost records the loss once, closes Lost and returns the loss. found
-// says what the path names now.
+// markLost records the loss once, closes Lost, removes the old file's
+// -wal and -shm (removeStale), logs the loss and what was removed, and
+// returns the loss. found says what the path names now. A caller that
+// finds the loss while another is recording it waits until it is done,
+// so a call that fails with the loss returns after the removal.
 func (b *Backend) markLost(found string) error {
 	b.lostOnce.Do(func() {
 		b.lostErr = &lostError{path: b.path, found: found, opened: describeFile(b.file)}
 		close(b.lost)
+		b.log.Error("sqlite: the database file was deleted or replaced; this process stops using it",
+			"err", b.lostErr, "staleFiles", b.sides.removeStale(b.path))
 	})
 	return b.lostErr
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"os"
@@ -54,6 +55,10 @@ type Options struct {
 	// Open then succeeds and Warnings says what was detected, for the caller
 	// to log. SQLite's locking is not reliable there.
 	AllowNetworkFS bool
+	// Logger receives what the backend does on its own: the loss of the
+	// file, and the stale -wal and -shm it removed then. Nil means
+	// slog.Default().
+	Logger *slog.Logger
 
 	// statfs replaces the filesystem-type lookup in tests; nil means the
 	// operating system's.
@@ -71,6 +76,7 @@ type Backend struct {
 	busyTimeout  time.Duration
 	pollInterval time.Duration
 	warnings     []string
+	log          *slog.Logger
 
 	db      *sql.DB // Get, Create and Update; writes begin IMMEDIATE
 	watchDB *sql.DB // one dedicated connection per active Watch
@@ -78,7 +84,8 @@ type Backend struct {
 	file     os.FileInfo   // the database file as Open found it
 	lost     chan struct{} // closed once the path no longer names file
 	lostOnce sync.Once
-	lostErr  error // set before lost is closed
+	lostErr  error     // set before lost is closed
+	sides    sideFiles // the -wal and -shm beside the file
 
 	mu        sync.Mutex // guards closed against watches.Add
 	closed    bool
@@ -115,6 +122,10 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		election:     opts.Election,
 		busyTimeout:  opts.BusyTimeout,
 		pollInterval: opts.PollInterval,
+		log:          opts.Logger,
+	}
+	if b.log == nil {
+		b.log = slog.Default()
 	}
 	if warning != "" {
 		b.warnings = append(b.warnings, warning)
@@ -228,6 +239,8 @@ func (b *Backend) Close() error {
 
 		b.stop()
 		b.watches.Wait()
+		b.sides.mu.Lock() // a removal of stale files needs the connections open
+		defer b.sides.mu.Unlock()
 		if err := errors.Join(b.watchDB.Close(), b.db.Close()); err != nil {
 			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
 		}
