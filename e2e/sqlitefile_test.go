@@ -22,23 +22,26 @@ const sweepEvery = 10 * time.Millisecond
 // may have two leader:true answers, and no claim of the old file's terms
 // may be sent after the new file's first claim arrived (the new file's
 // tokens start again, so its terms are ordered after the old file's).
-// The three old processes stop claiming and exit non-zero, saying why; the
-// fourth leads (token 1 on a new file; one above the other database's
-// token on a renamed one). The old three are then started again on the
+// The three old processes stop claiming and exit non-zero, each saying why
+// and what the path names now; when the old file's -wal and -shm were left
+// beside the new file, exactly one of them removes each (never more). The fourth leads
+// (token 1 on a new file; one above the other database's token on a
+// renamed one, so it read the new file, not the old file's WAL). The old three are then started again on the
 // path, as Kubernetes restarts a container, and the fourth stays the one
 // leader.
 func TestSQLiteFileDeletedOrReplaced(t *testing.T) {
 	t.Parallel()
 	losses := []struct {
 		name, found string
+		stale       bool // the old file's -wal and -shm are left for the sidecars to remove
 		prepare     func(t *testing.T, path string) (lose func() error, next int64)
 	}{
-		{"deleted", "is missing", deleteDatabase},
-		{"replaced", "is now another file", replaceDatabase(false)},
-		{"replaced-without-wal", "is now another file", replaceDatabase(true)},
+		{"deleted", "is missing", false, deleteDatabase},
+		{"replaced", "is now another file", true, replaceDatabase(false)},
+		{"replaced-without-wal", "is now another file", false, replaceDatabase(true)},
 	}
 	for _, l := range losses {
-		t.Run(l.name, func(t *testing.T) { databaseLost(t, l.found, l.prepare) })
+		t.Run(l.name, func(t *testing.T) { databaseLost(t, l.found, l.stale, l.prepare) })
 	}
 }
 
@@ -96,7 +99,7 @@ func replaceDatabase(dropWAL bool) func(t *testing.T, path string) (func() error
 	}
 }
 
-func databaseLost(t *testing.T, found string, prepare func(*testing.T, string) (func() error, int64)) {
+func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.T, string) (func() error, int64)) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	lose, next := prepare(t, path)
 	old := startMany(t, path, 3)
@@ -136,9 +139,11 @@ func databaseLost(t *testing.T, found string, prepare func(*testing.T, string) (
 			newToken, time.Since(at).Round(time.Millisecond), next)
 	}
 
-	// Every old process stops claiming and exits non-zero, saying why.
+	// Every old process stops claiming and exits non-zero, saying why; one
+	// removes each stale file.
 	var exited []time.Duration
 	detailed := 0 // logs that also say what the path names now
+	removed := map[string]int{path + "-wal": 0, path + "-shm": 0}
 	for i, s := range old {
 		code := s.waitExit(10 * time.Second)
 		exited = append(exited, (<-exits[i]).Sub(lost).Round(time.Millisecond))
@@ -149,6 +154,19 @@ func databaseLost(t *testing.T, found string, prepare func(*testing.T, string) (
 		}
 		if strings.Contains(logs, found) {
 			detailed++
+		}
+		for p := range removed {
+			if strings.Contains(logs, "removed the old database's "+p) {
+				removed[p]++
+			}
+		}
+	}
+	if detailed != len(old) {
+		t.Fatalf("%d of %d old processes logged that the path %s; want all", detailed, len(old), found)
+	}
+	for p, n := range removed { // deleting by hand races with them: one may remove what is left
+		if n > 1 || stale && n != 1 {
+			t.Fatalf("%d old processes logged that they removed %s; want one%s", n, p, map[bool]string{false: " at most"}[stale])
 		}
 	}
 	lastOld := log.lastSent(term{0, token})
@@ -184,6 +202,6 @@ func databaseLost(t *testing.T, found string, prepare func(*testing.T, string) (
 	}
 	t.Logf("%d sweeps every %v over %v, %d answers; claims per term (file/token) %v; overlaps 0, sweeps with two leaders 0",
 		len(log.sweeps), sweepEvery, end.Sub(at).Round(time.Millisecond), log.asked, terms)
-	t.Logf("old file's token %d last claimed %v after the loss began; old processes exited %v after, %d of 3 logging that the path %s; new file's token %d first claimed %v after the loss began",
-		token, lastOld.Sub(at).Round(time.Millisecond), exited, detailed, found, newToken, firstNew.Sub(at).Round(time.Millisecond))
+	t.Logf("old file's token %d last claimed %v after the loss began; old processes exited %v after, %d of 3 logging that the path %s; stale files removed %v; new file's token %d first claimed %v after the loss began",
+		token, lastOld.Sub(at).Round(time.Millisecond), exited, detailed, found, removed, newToken, firstNew.Sub(at).Round(time.Millisecond))
 }
