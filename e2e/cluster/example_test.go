@@ -32,13 +32,71 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
+	pods := installExample(t, ctx, ns, 3)
+	for _, p := range pods {
+		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if s.RestartCount != 0 {
+				t.Errorf("%s: container %s restarted %d times", p.Name, s.Name, s.RestartCount)
+			}
+		}
+	}
+	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
+		_, _, reason := oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+}
+
+// TestExampleChartFailoverOnDelete deletes the leader's Pod: its sidecar
+// releases the Lease on the way out (the app has stopped first), so another
+// Pod's sidecar leads within seconds, with the next token.
+func TestExampleChartFailoverOnDelete(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := cl.namespace(t)
+	pods := installExample(t, ctx, ns, 3)
+	var leader httpapi.State
+	var leaderPod string
+	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
+		var reason string
+		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+
+	start := time.Now()
+	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--wait=false", leaderPod)
+	var rest []corev1.Pod
+	for _, p := range pods {
+		if p.Name != leaderPod {
+			rest = append(rest, p)
+		}
+	}
+	// The lease duration is 15 s: a takeover well before it is a release.
+	deadline, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	var next httpapi.State
+	eventually(t, deadline, "another Pod leads after the leader's Pod was deleted", func() (bool, string) {
+		var reason string
+		next, _, reason = oneLeader(ctx, ns, rest)
+		return reason == "", reason
+	})
+	t.Logf("%s led with token %d; %s leads with token %d after %v",
+		leader.Identity, *leader.Token, next.Identity, *next.Token, time.Since(start).Round(time.Millisecond))
+	if *next.Token != *leader.Token+1 {
+		t.Errorf("token %d after %d, want %d", *next.Token, *leader.Token, *leader.Token+1)
+	}
+}
+
+// installExample installs the example chart into ns with its defaults and
+// replicas Pods, and returns the Pods once every one runs with every
+// container ready.
+func installExample(t *testing.T, ctx context.Context, ns string, replicas int) []corev1.Pod {
+	t.Helper()
 	chart := filepath.Join(cl.root, "charts", "leader-sidecar-example")
 	cl.run(t, ctx, cl.helm, "dependency", "build", chart)
 	cl.run(t, ctx, cl.helm, "install", release, chart, "--namespace", ns,
-		"--set", "replicaCount=3", "--wait", "--timeout", "2m")
-
+		"--set", fmt.Sprintf("replicaCount=%d", replicas), "--wait", "--timeout", "2m")
 	var pods []corev1.Pod
-	eventually(t, ctx, "three Pods running, every container ready", func() (bool, string) {
+	eventually(t, ctx, fmt.Sprintf("%d Pods running, every container ready", replicas), func() (bool, string) {
 		list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/instance=" + release,
 		})
@@ -46,7 +104,7 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 			return false, err.Error()
 		}
 		pods = list.Items
-		if len(pods) != 3 {
+		if len(pods) != replicas {
 			return false, fmt.Sprintf("%d Pods", len(pods))
 		}
 		for _, p := range pods {
@@ -56,40 +114,38 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 		}
 		return true, ""
 	})
+	return pods
+}
+
+// oneLeader asks every Pod's sidecar for /leader and returns the one
+// leader's state and Pod, or why there is not exactly one leader that is
+// the Lease's holder with the Lease's token.
+func oneLeader(ctx context.Context, ns string, pods []corev1.Pod) (httpapi.State, string, string) {
+	lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
+	if err != nil {
+		return httpapi.State{}, "", err.Error()
+	}
+	var leaders []httpapi.State
+	var pod string
 	for _, p := range pods {
-		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if s.RestartCount != 0 {
-				t.Errorf("%s: container %s restarted %d times", p.Name, s.Name, s.RestartCount)
-			}
+		st, err := leaderState(ctx, ns, p.Name)
+		if err != nil {
+			return httpapi.State{}, "", err.Error()
+		}
+		if st.Leader {
+			leaders, pod = append(leaders, st), p.Name
 		}
 	}
-
-	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var leaders []httpapi.State
-		for _, p := range pods {
-			st, err := leaderState(ctx, ns, p.Name)
-			if err != nil {
-				return false, err.Error()
-			}
-			if st.Leader {
-				leaders = append(leaders, st)
-			}
-		}
-		switch {
-		case len(leaders) != 1:
-			return false, fmt.Sprintf("%d sidecars answer leader: true", len(leaders))
-		case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leaders[0].Identity:
-			return false, fmt.Sprintf("the leader is %s, the Lease's holder %v", leaders[0].Identity, lease.Spec.HolderIdentity)
-		case leaders[0].Token == nil || lease.Spec.LeaseTransitions == nil ||
-			*leaders[0].Token != int64(*lease.Spec.LeaseTransitions):
-			return false, fmt.Sprintf("the leader's token %v, the Lease's transitions %v", leaders[0].Token, lease.Spec.LeaseTransitions)
-		}
-		return true, ""
-	})
+	switch {
+	case len(leaders) != 1:
+		return httpapi.State{}, "", fmt.Sprintf("%d sidecars answer leader: true", len(leaders))
+	case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leaders[0].Identity:
+		return httpapi.State{}, "", fmt.Sprintf("the leader is %s, the Lease's holder %v", leaders[0].Identity, lease.Spec.HolderIdentity)
+	case leaders[0].Token == nil || lease.Spec.LeaseTransitions == nil ||
+		*leaders[0].Token != int64(*lease.Spec.LeaseTransitions):
+		return httpapi.State{}, "", fmt.Sprintf("the leader's token %v, the Lease's transitions %v", leaders[0].Token, lease.Spec.LeaseTransitions)
+	}
+	return leaders[0], pod, ""
 }
 
 // notRunning says why a Pod is not running with every container ready and
