@@ -5,13 +5,14 @@
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
 #               those on PostgreSQL (installed from Debian's packages if
-#               missing; see hack/test-deps.sh)
+#               missing; see hack/test-deps.sh), then a short run of the
+#               election's simulator (make sim)
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet deps clean
+.PHONY: all build run test vet deps sim clean
 
 all: build
 
@@ -32,6 +33,13 @@ deps:
 
 test: vet deps
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) sim
+
+# The election under the deterministic simulator: SIM_SEEDS schedules of
+# faults, every invariant checked at every instant (internal/sim).
+SIM_SEEDS ?= 10000
+sim:
+	$(GO) run ./hack/sim -seeds $(SIM_SEEDS)
 
 clean:
 	rm -rf bin

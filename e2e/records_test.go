@@ -32,13 +32,16 @@ func TestRecordDeletedOrEmptied(t *testing.T) {
 		freeze syscall.Signal // sent to the leader just before the change (0: none)
 		change func(recordStore) func() error
 		same   bool // the leader keeps leading (t+1), else a standby takes over
-		waits  bool // a standby waits a lease duration, else it takes over at once
+		// leases a standby waits before it leads: 0 takes over at once; an
+		// emptied record is waited out for one lease duration; a deleted
+		// one is recreated after one and claimed after another.
+		leases int
 	}{
-		{"deleted-live", 0, func(s recordStore) func() error { return s.remove }, true, false},
-		{"deleted-paused", syscall.SIGSTOP, func(s recordStore) func() error { return s.remove }, false, true},
-		{"emptied-live", 0, func(s recordStore) func() error { return s.empty }, true, false},
-		{"emptied-killed", syscall.SIGKILL, func(s recordStore) func() error { return s.empty }, false, true},
-		{"released-killed", syscall.SIGKILL, func(s recordStore) func() error { return s.release }, false, false},
+		{"deleted-live", 0, func(s recordStore) func() error { return s.remove }, true, 0},
+		{"deleted-paused", syscall.SIGSTOP, func(s recordStore) func() error { return s.remove }, false, 2},
+		{"emptied-live", 0, func(s recordStore) func() error { return s.empty }, true, 0},
+		{"emptied-killed", syscall.SIGKILL, func(s recordStore) func() error { return s.empty }, false, 1},
+		{"released-killed", syscall.SIGKILL, func(s recordStore) func() error { return s.release }, false, 0},
 	}
 	backends := map[string]func(*testing.T) recordStore{"lease": leaseStore, "sqlite": sqliteStore}
 	for _, b := range []string{"lease", "sqlite"} {
@@ -46,14 +49,14 @@ func TestRecordDeletedOrEmptied(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					store := backends[b](t)
-					recordChanged(t, store, c.freeze, c.change(store), c.same, c.waits)
+					recordChanged(t, store, c.freeze, c.change(store), c.same, c.leases)
 				})
 			}
 		})
 	}
 }
 
-func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, change func() error, same, waits bool) {
+func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, change func() error, same bool, leases int) {
 	var all []*sidecar
 	var set members
 	for i := range 3 {
@@ -94,8 +97,8 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 		}
 	} else {
 		within := time.Second
-		if waits {
-			within = leaseDuration + 3*retryPeriod + time.Second
+		if leases > 0 {
+			within = time.Duration(leases)*leaseDuration + 3*retryPeriod + time.Second
 		}
 		leader = awaitToken(t, rest, token+1, within)
 	}
@@ -141,8 +144,8 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 	}
 	took := first.Sub(at)
 	switch {
-	case waits && first.Before(at.Add(leaseDuration)):
-		t.Fatalf("a standby led with token %d %v after the change, before a lease duration (%v)", token+1, took, leaseDuration)
+	case first.Before(at.Add(time.Duration(leases) * leaseDuration)):
+		t.Fatalf("a standby led with token %d %v after the change, before %d lease durations (%v each)", token+1, took, leases, leaseDuration)
 	case freeze == syscall.SIGSTOP && first.Before(frozen.Add(renewDeadline)):
 		t.Fatalf("a standby led %v after the leader froze, while its claim could still hold (renew deadline %v)",
 			first.Sub(frozen), renewDeadline)

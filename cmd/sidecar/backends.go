@@ -60,6 +60,7 @@ func openSQLite(ctx context.Context, s *setup) (*store, error) {
 		Election:       o.leaseName,
 		BusyTimeout:    o.sqliteBusyTimeout,
 		AllowNetworkFS: o.sqliteAllowNetFS,
+		Logger:         s.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--sqlite-path: %w", err)

@@ -37,8 +37,25 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		e.failed(a.kind.String(), err)
 		return false
 	}
+	if a.deferClaim {
+		e.recreatedUnclaimed(write, written)
+		return false
+	}
 	e.won(write, written, start)
 	return true
+}
+
+// recreatedUnclaimed records a record this candidate recreated but will
+// claim only after a lease duration (decide's deferClaim).
+func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.unlock()
+	e.reachedStore = true
+	e.observeLocked(true, rec, version, now)
+	e.deferredVersion, e.writtenVersion = version, version
+	e.log.Info("recreated the missing record; claiming it once an unseen holder's claim must be over",
+		"token", rec.Transitions, "claimFrom", now.Add(max(time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.LeaseDuration)))
 }
 
 // renewBlind renews a record this candidate wrote last without reading it
@@ -134,6 +151,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
 	e.observeLocked(true, rec, version, now)
+	e.writtenVersion = version
 	// A Release or shutdown that began during this attempt wins: the record
 	// names us, but we do not claim it, and the release that follows
 	// clears it.

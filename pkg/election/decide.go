@@ -25,6 +25,12 @@ type observation struct {
 	stopped      bool
 	// ownLease is the candidate's own LeaseDuration.
 	ownLease time.Duration
+	// deferred is the version of a record this candidate recreated without
+	// claiming it yet (see recreate's deferClaim); "" if none.
+	deferred backend.Version
+	// written is the version of this candidate's last write that it knows
+	// succeeded; "" if none.
+	written backend.Version
 }
 
 type actionKind int
@@ -57,6 +63,10 @@ type action struct {
 	// exhausted is set when a new term is due but its token would exceed
 	// backend.MaxTransitions: nobody can take the record over.
 	exhausted bool
+	// deferClaim, on recreate, means the candidate writes the record but
+	// claims it only once it has seen its own record unchanged for a
+	// lease duration, as if another candidate had written it.
+	deferClaim bool
 }
 
 // decide applies the rules to o at now.
@@ -70,12 +80,25 @@ func decide(o observation, now time.Time) action {
 	case !v.present:
 		// The holder may recreate at once: no one else may act before its
 		// claim ends. So may a candidate that never saw a record (the
-		// first start). Anyone else waits out the last holder's claim.
-		if o.claiming || !v.sawRecord || !now.Before(o.expiry()) {
+		// first start). Anyone else waits out the last holder's claim,
+		// then recreates the record but claims it a lease duration later:
+		// an absence has no version, so a record created and deleted again
+		// while this candidate was not looking (paused, or its watch
+		// coalesced both) may have a holder that still claims.
+		if o.claiming || !v.sawRecord {
 			return o.newTerm(recreate)
 		}
+		if !now.Before(o.expiry()) {
+			a := o.newTerm(recreate)
+			a.deferClaim = a.kind == recreate
+			return a
+		}
 		return action{kind: wait, until: o.expiry(), stepDown: o.stepDownIf(o.leading, "the record disappeared")}
-	case v.rec.HolderIdentity == o.identity:
+	case v.rec.HolderIdentity == o.identity && v.version == o.deferred && now.Before(o.expiry()):
+		return action{kind: wait, until: o.expiry()}
+	case v.rec.HolderIdentity == o.identity && (o.claiming || v.version == o.written):
+		// Ours: while it claims, nobody else can; and a version it wrote
+		// itself is one nobody has written over.
 		t := v.rec.Transitions
 		if t >= 1 && t == o.highest && (!o.leading || t == o.token) {
 			return action{kind: renew, token: t}
@@ -90,6 +113,10 @@ func decide(o observation, now time.Time) action {
 		}
 		return action{kind: wait, until: o.expiry(), stepDown: o.stepDownIf(o.leading, "the record was emptied")}
 	default:
+		// Another holder, or a record naming this candidate that it does
+		// not know it wrote (a request that landed after it gave up on it,
+		// perhaps after the record was deleted under someone who still
+		// claims): waited out all the same.
 		stepDown := o.stepDownIf(o.leading, "another candidate holds the record")
 		if !now.Before(o.expiry()) {
 			a := o.newTerm(acquire)

@@ -62,10 +62,30 @@ func TestDecide(t *testing.T) {
 		// A missing record.
 		{"never seen: created at once", standby(neverSeen, 0), 0, action{kind: recreate, token: 1}},
 		{"seen, then missing: waited out", standby(gone, 7), 14 * time.Second, action{kind: wait, until: at(15 * time.Second)}},
-		{"seen, then missing: recreated above the highest at expiry", standby(gone, 7), 15 * time.Second, action{kind: recreate, token: 8}},
+		{"seen, then missing: recreated above the highest at expiry, to be claimed later", standby(gone, 7), 15 * time.Second,
+			action{kind: recreate, token: 8, deferClaim: true}},
+		{"a record recreated unclaimed is waited out like another's", func() observation {
+			o := standby(held("me", 15, 8), 8)
+			o.deferred, o.written = "v", "v"
+			return o
+		}(), 15*time.Second - 1, action{kind: wait, until: at(15 * time.Second)}},
+		{"a record recreated unclaimed is claimed at its expiry", func() observation {
+			o := standby(held("me", 15, 8), 8)
+			o.deferred, o.written = "v", "v"
+			return o
+		}(), 15 * time.Second, action{kind: renew, token: 8}},
 		{"the holder recreates at once while it claims", leader(gone, 7, true), 0, action{kind: recreate, token: 8}},
 		{"a leader past its deadline waits like a standby", leader(gone, 7, false), 0,
 			action{kind: wait, until: at(15 * time.Second), stepDown: "the record disappeared"}},
+		{"a record naming us that we do not know we wrote is waited out", standby(held("me", 15, 8), 8), 14 * time.Second,
+			action{kind: wait, until: at(15 * time.Second)}},
+		{"a record naming us that we do not know we wrote is taken as a new term at its expiry", standby(held("me", 15, 8), 8),
+			15 * time.Second, action{kind: acquire, token: 9}},
+		{"a paused leader renews the record it wrote if nobody wrote since", func() observation {
+			o := leader(held("me", 15, 4), 4, false)
+			o.written = "v"
+			return o
+		}(), 0, action{kind: renew, token: 4}},
 		// Hold-off and stop.
 		{"a released candidate holds off", func() observation {
 			o := standby(released(3), 3)

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
 // Elector is one candidate in one election. Create it with New, start it
@@ -45,6 +47,12 @@ type Elector struct {
 	busySince time.Time
 	// failures counts the store requests that failed in a row.
 	failures failureLog
+	// deferredVersion is the version of a record this candidate recreated
+	// without claiming it (decide's deferClaim).
+	deferredVersion backend.Version
+	// writtenVersion is the version of this candidate's last write that it
+	// knows succeeded.
+	writtenVersion backend.Version
 	// attemptFailed is set when the last attempt's request failed.
 	attemptFailed bool
 	// exhaustedSince is the view.since of the record for which a token

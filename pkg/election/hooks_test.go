@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,6 +15,18 @@ import (
 type hookedBackend struct {
 	backend.Backend
 	beforeGet func()
+	// lostAnswer makes the next Create land but answer with this error:
+	// a request that outlived its client's timeout.
+	lostAnswer error
+}
+
+func (b *hookedBackend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	v, err := b.Backend.Create(ctx, rec)
+	if lost := b.lostAnswer; lost != nil && err == nil {
+		b.lostAnswer = nil
+		return "", lost
+	}
+	return v, err
 }
 
 func (b *hookedBackend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
@@ -60,6 +73,15 @@ func duringNextGet(id string, steps ...step) step {
 				s(h)
 			}
 		}
+	}
+}
+
+// nextCreateLandsButFails makes id's next Create land in the store while
+// id is told it failed.
+func nextCreateLandsButFails(id string) step {
+	return func(h *harness) {
+		h.candidate(id)
+		h.handles[id].lostAnswer = errors.New("request timed out")
 	}
 }
 

@@ -17,11 +17,26 @@ func TestRulesUnderFaults(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"a standby that saw a holder waits out its claim after the record disappears", []step{
+		{"a standby that saw a holder waits out its claim after the record disappears, then recreates it and claims a lease later", []step{
 			try("a", true), try("b", false), advance(time.Second), deleteRecord(),
 			try("b", false), follows("b", ""), leads("a", 1),
 			advance(15*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", false), storedAs("b", 2), follows("b", "b"),
+			advance(15*time.Second - justUnder), try("b", false), follows("b", "b"),
 			advance(justUnder), try("b", true), leads("b", 2), storedAs("b", 2),
+		}},
+		{"a record created and deleted while a standby was not looking is not claimed at once", []step{
+			try("a", true), try("b", false), deleteRecord(), try("b", false),
+			advance(time.Second), try("a", true), leads("a", 2), // b does not see this
+			advance(13 * time.Second), try("a", true),
+			advance(500 * time.Millisecond), deleteRecord(), advance(500 * time.Millisecond),
+			// b's view: missing since +0s, so it recreates the record at
+			// +15s, while a claims until +24s. b never saw token 2, so it
+			// writes 2 again: the guards refuse an equal token from another
+			// holder.
+			try("b", false), storedAs("b", 2), follows("b", "b"), leads("a", 2),
+			advance(15*time.Second - justUnder), try("b", false), follows("b", "b"),
+			advance(justUnder), try("b", true), leads("b", 2),
 		}},
 		{"the holder recreates a deleted record at once while it claims", []step{
 			try("a", true), try("b", false), deleteRecord(), try("a", true), leads("a", 2),
@@ -30,11 +45,20 @@ func TestRulesUnderFaults(t *testing.T) {
 		{"a leader past its deadline waits like any standby when its record is gone", []step{
 			try("a", true), advance(10 * time.Second), deleteRecord(), try("a", false), follows("a", ""),
 			advance(15*time.Second - justUnder), try("a", false),
-			advance(justUnder), try("a", true), leads("a", 2),
+			advance(justUnder), try("a", false), storedAs("a", 2),
+			advance(15 * time.Second), try("a", true), leads("a", 2),
 		}},
 		{"a candidate that never saw a record creates it at once", []step{
 			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 7}),
 			deleteRecord(), try("a", true), leads("a", 1),
+		}},
+		{"a record of ours that we do not know we wrote is waited out like another's", []step{
+			// a's first Create lands after it gave up on it; meanwhile the
+			// record was deleted under b, which still claims.
+			try("b", true), deleteRecord(), nextCreateLandsButFails("a"), try("a", false), leads("b", 1),
+			storedAs("a", 1), try("a", false), follows("a", "a"), leads("b", 1),
+			advance(15*time.Second - justUnder), try("a", false),
+			advance(justUnder), try("a", true), leads("a", 2),
 		}},
 		{"a holder emptied by hand is waited out like an expiry", []step{
 			try("a", true), try("b", false), handEdit(emptiedByHand),

@@ -66,6 +66,7 @@ func TestRules(t *testing.T) {
 		{"a missing record is recreated above the highest token seen, once its holder's claim is over", []step{
 			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 7}),
 			try("a", false), deleteRecord(), try("a", false), advance(15 * time.Second),
+			try("a", false), storedAs("a", 8), advance(15 * time.Second),
 			try("a", true), leads("a", 8), storedAs("a", 8),
 		}},
 		{"a leader whose record is deleted starts a new term", []step{

@@ -62,5 +62,7 @@ func (e *Elector) observationLocked(now time.Time) observation {
 		holdOffUntil: e.holdOffUntil,
 		stopped:      e.stopped || e.lost,
 		ownLease:     e.cfg.LeaseDuration,
+		deferred:     e.deferredVersion,
+		written:      e.writtenVersion,
 	}
 }

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"errors"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+var errCrashed = errors.New("the process crashed")
+
+// candidate is one sidecar process: an election.Elector driven through
+// its election.Driver, with a clock of its own.
+type candidate struct {
+	w     *world
+	id    string
+	clock *driftingClock
+	e     *election.Elector
+	d     election.Driver
+
+	// The running activity, if any: its goroutine sends each store request
+	// on calls and waits for the answer; finished says it returned.
+	calls    chan *call
+	finished chan struct{}
+	busy     bool
+	pending  *call
+	then     func() // what to do when the activity finishes
+
+	crashed     bool
+	pausedUntil time.Duration
+	deferred    []func() // what arrived while paused
+	wakeGen     int      // invalidates wake events scheduled before
+	signalled   bool     // a change signal arrived during an activity
+	snapshot    store    // the state the watch delivered last
+	// sawRecord is set once a read, a write or a snapshot showed a record;
+	// freshToken is the token of a record this candidate created before it
+	// had seen any (the first start), for the checker's classification.
+	sawRecord  bool
+	freshToken int64
+	// maxSeen is the highest token in any record it has read or written;
+	// seenBeforeWrite, per token it wrote, what maxSeen was when it first
+	// wrote that token.
+	maxSeen         int64
+	seenBeforeWrite map[int64]int64
+	nextWait        time.Duration
+}
+
+func (c *candidate) saw(rec backend.Record) {
+	c.sawRecord = true
+	c.maxSeen = max(c.maxSeen, rec.Transitions)
+}
+
+// paused reports whether the process is frozen now.
+func (c *candidate) paused() bool { return c.w.now < c.pausedUntil }
+
+// whenRunning runs fn now, or when a pause ends; never after a crash.
+func (c *candidate) whenRunning(fn func()) {
+	switch {
+	case c.crashed:
+	case c.paused():
+		c.deferred = append(c.deferred, fn)
+	default:
+		fn()
+	}
+}
+
+// pause freezes the process for d: nothing it would do happens meanwhile.
+func (c *candidate) pause(d time.Duration) {
+	if c.crashed || c.paused() {
+		return
+	}
+	c.pausedUntil = c.w.now + d
+	c.w.logf("%s paused for %v", c.id, d)
+	c.w.at(c.pausedUntil, func() {
+		if c.crashed {
+			return
+		}
+		c.w.logf("%s resumes", c.id)
+		todo := c.deferred
+		c.deferred = nil
+		for _, fn := range todo {
+			c.whenRunning(fn)
+		}
+	})
+}
+
+// start runs fn as the candidate's activity; then runs when it returns.
+func (c *candidate) start(fn func(), then func()) {
+	c.busy, c.then = true, then
+	go func() {
+		fn()
+		c.finished <- struct{}{}
+	}()
+	c.park()
+}
+
+// park waits until the activity sends a store request or returns.
+func (c *candidate) park() {
+	select {
+	case req := <-c.calls:
+		c.pending = req
+		if c.crashed {
+			c.answer(result{err: errCrashed})
+			return
+		}
+		c.w.send(c, req)
+	case <-c.finished:
+		c.busy = false
+		if !c.crashed {
+			c.then()
+		}
+	}
+}
+
+// answer hands the pending request its result and lets the activity run
+// until it blocks again.
+func (c *candidate) answer(r result) {
+	req := c.pending
+	c.pending = nil
+	req.reply <- r
+	c.park()
+}
+
+// wake is the loop's timer firing: an attempt, unless one is running.
+func (c *candidate) wake() {
+	c.whenRunning(func() {
+		if c.busy {
+			return
+		}
+		c.attempt()
+	})
+}
+
+func (c *candidate) attempt() {
+	c.start(func() { c.nextWait = c.d.Attempt(background) }, func() {
+		c.schedule(c.nextWait)
+		if c.signalled {
+			c.signalled = false
+			c.signal()
+		}
+	})
+}
+
+// schedule sets the loop's timer to fire after d on the candidate's clock.
+func (c *candidate) schedule(d time.Duration) {
+	c.wakeGen++
+	gen := c.wakeGen
+	c.w.after(time.Duration(float64(d)/c.clock.rate), func() {
+		if gen == c.wakeGen {
+			c.wake()
+		}
+	})
+}
+
+// signal is a change signal from the backend's watch, as Run handles it.
+func (c *candidate) signal() {
+	c.whenRunning(func() {
+		if c.busy {
+			c.signalled = true
+			return
+		}
+		switch attemptNow, wait, reschedule := c.d.Signal(); {
+		case attemptNow:
+			c.wakeGen++
+			c.attempt()
+		case reschedule:
+			c.schedule(wait)
+		}
+	})
+}
+
+// release is POST /leader/release, when the loop is between attempts.
+func (c *candidate) release() bool {
+	if c.crashed || c.paused() || c.busy {
+		return false
+	}
+	c.w.logf("%s releases", c.id)
+	c.start(func() { _, _ = c.e.Release(background) }, func() {})
+	return true
+}
+
+// stop is SIGTERM: stop claiming and release, then the process is gone.
+func (c *candidate) stop() bool {
+	if c.crashed || c.paused() || c.busy {
+		return false
+	}
+	c.w.logf("%s stops gracefully", c.id)
+	c.wakeGen++
+	c.start(func() { _ = c.d.Stop() }, func() { c.crashed = true })
+	return true
+}
+
+// crash ends the process at once: whatever it was doing is abandoned (a
+// request already on its way may still reach the store).
+func (c *candidate) crash() {
+	if c.crashed {
+		return
+	}
+	c.crashed = true
+	c.wakeGen++
+	for c.busy {
+		if c.pending == nil {
+			c.park()
+			continue
+		}
+		c.answer(result{err: errCrashed})
+	}
+}

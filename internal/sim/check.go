@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+)
+
+// checker holds the invariants, checked after every event. The set of
+// candidates that claim leadership can only grow at an event (between
+// events claims only lapse), so checking after each event checks every
+// instant.
+type checker struct {
+	violations []Violation
+	// exceptions are overlaps the README documents: after the record was
+	// deleted, a candidate that had never seen it created it at once while
+	// the last holder still claimed.
+	exceptions []Violation
+	// epoch counts faults after which tokens may rightly start lower: the
+	// record deleted, or its token lowered by hand (see the README's "When
+	// tokens go back"). Token order is checked within an epoch; each
+	// running candidate's own tokens must rise across all epochs.
+	epoch   int
+	owner   map[int64]string // token -> holder, this epoch
+	highest int64            // highest token claimed this epoch
+	// guard is the resource every leader writes to. After a reset it may
+	// rightly refuse a new leader (the README's recovery applies), so
+	// refusals count only before the first reset; accepting a write from
+	// an older term counts always.
+	guard *fence.MemoryGuard
+	// order numbers terms in the order they were first claimed; the guard
+	// must never accept a write from a term older than one it accepted.
+	order        map[fence.TermID]int
+	newestWriter int
+	lastToken    map[string]int64 // candidate -> its latest term's token
+	terms        int
+	lastLeader   time.Duration
+}
+
+// Violation is a broken invariant, at a true time.
+type Violation struct {
+	At   time.Duration
+	What string
+}
+
+func (c *checker) stopped() bool { return len(c.violations)+len(c.exceptions) > 0 }
+
+func (c *checker) violate(w *world, what string) {
+	w.logf("VIOLATION: %s", what)
+	c.violations = append(c.violations, Violation{At: w.now, What: what})
+}
+
+func (c *checker) except(w *world, what string) {
+	w.logf("DOCUMENTED EXCEPTION: %s", what)
+	c.exceptions = append(c.exceptions, Violation{At: w.now, What: what})
+}
+
+func (c *checker) newEpoch() {
+	c.epoch++
+	c.owner, c.highest = map[int64]string{}, 0
+}
+
+func (c *checker) afterEvent(w *world) {
+	if c.owner == nil {
+		c.newEpoch()
+		c.order, c.lastToken, c.guard = map[fence.TermID]int{}, map[string]int64{}, fence.NewMemoryGuard()
+	}
+	var leaders []string
+	firstStart := false
+	for _, cand := range w.live() {
+		s := cand.e.Status()
+		if !s.Leader {
+			continue
+		}
+		leaders = append(leaders, fmt.Sprintf("%s (token %d, until %v)", cand.id, s.Token, s.ValidUntil.Sub(epoch)))
+		firstStart = firstStart || cand.freshToken == s.Token
+	}
+	if len(leaders) > 1 {
+		what := "two leaders at once: " + strings.Join(leaders, ", ")
+		if firstStart && c.epoch > 1 {
+			c.except(w, what)
+			return
+		}
+		c.violate(w, what)
+		return
+	}
+	for _, cand := range w.live() {
+		if s := cand.e.Status(); s.Leader {
+			c.claimed(w, cand, fence.TermID{Token: s.Token, Holder: cand.id})
+		}
+	}
+	if len(leaders) > 0 {
+		c.lastLeader = w.now
+	}
+	c.checkLiveness(w)
+}
+
+// claimed checks one leader's term and writes through the guard.
+func (c *checker) claimed(w *world, cand *candidate, term fence.TermID) {
+	if _, seen := c.order[term]; !seen {
+		c.terms++
+		// Until the first reset, tokens are unique and rise globally.
+		// After one, a candidate that never saw the higher tokens may
+		// reuse them (the README's "When tokens go back"), but no candidate
+		// ever starts a term at or below a token it has seen.
+		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && c.epoch == 1 {
+			c.violate(w, fmt.Sprintf("token %d claimed by %s and by %s", term.Token, owner, term.Holder))
+		}
+		if term.Token <= c.highest && c.epoch == 1 {
+			c.violate(w, fmt.Sprintf("%s leads with token %d, not above %d claimed before", term.Holder, term.Token, c.highest))
+		}
+		if before, ok := cand.seenBeforeWrite[term.Token]; ok && term.Token <= before {
+			c.violate(w, fmt.Sprintf("%s started a term with token %d after it had seen token %d", cand.id, term.Token, before))
+		}
+		if last := c.lastToken[cand.id]; term.Token <= last {
+			c.violate(w, fmt.Sprintf("%s's token went from %d to %d", cand.id, last, term.Token))
+		}
+		c.owner[term.Token], c.highest, c.lastToken[cand.id] = term.Holder, term.Token, term.Token
+		c.order[term] = len(c.order) + 1
+		// The application checked /leader now and writes later.
+		w.after(w.between(0, 2*w.opts.RenewDeadline), func() { c.write(w, term, "a late write") })
+	}
+	c.write(w, term, "the leader's write")
+}
+
+func (c *checker) write(w *world, term fence.TermID, what string) {
+	err := c.guard.Do("resource", term, func() error { return nil })
+	switch {
+	case err == nil && c.order[term] < c.newestWriter:
+		c.violate(w, fmt.Sprintf("the guard accepted %s from %v after a newer term wrote", what, term))
+	case err == nil:
+		c.newestWriter = c.order[term]
+	case what == "the leader's write" && c.epoch == 1:
+		c.violate(w, fmt.Sprintf("the guard refused the leader's write from %v: %v", term, err))
+	}
+}
+
+// checkLiveness: once faults have stopped, a leader is back within the
+// bound the README states.
+func (c *checker) checkLiveness(w *world) {
+	if w.now < w.quietFrom {
+		return
+	}
+	if since := w.now - max(c.lastLeader, w.quietFrom); since > w.opts.livenessBound() {
+		c.violate(w, fmt.Sprintf("no leader for %v after faults stopped (bound %v)", since, w.opts.livenessBound()))
+	}
+}
+
+func (c *checker) atEnd(w *world) {
+	if !c.stopped() {
+		c.checkLiveness(w)
+	}
+}

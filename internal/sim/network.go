@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"errors"
+	"time"
+)
+
+var (
+	errUnavailable = errors.New("store unavailable")
+	errTimeout     = errors.New("request timed out")
+)
+
+// profile is how the store behaves in one schedule, outside the quiet
+// tail: most requests take up to latency each way, some are slow (up to
+// beyond the renew deadline), some fail.
+type profile struct {
+	latency    time.Duration
+	slowChance float64
+	slowMax    time.Duration
+	failChance float64
+	// outageUntil makes every request fail until then.
+	outageUntil time.Duration
+	// watchDelay and dropChance shape the change signals.
+	watchDelay time.Duration
+	dropChance float64
+}
+
+// quiet is the store once faults have stopped.
+var quiet = profile{latency: 20 * time.Millisecond, watchDelay: 50 * time.Millisecond}
+
+func (w *world) currentProfile() profile {
+	if w.now >= w.quietFrom {
+		return quiet
+	}
+	return w.profile
+}
+
+// send carries a request to the store and its answer back. The request
+// takes effect at the instant it reaches the store; its answer may be
+// late, lost, or replaced by a timeout, as with a real client whose
+// request outlives its timeout (the sidecar's Lease client gives each
+// request half the renew deadline).
+func (w *world) send(c *candidate, req *call) {
+	p := w.currentProfile()
+	timeout := w.opts.RenewDeadline / 2
+	there, back := w.between(0, p.latency), w.between(0, p.latency)
+	if w.chance(p.slowChance) {
+		there = w.between(p.latency, p.slowMax)
+	}
+	deliver := func(at time.Duration, answer func() result) {
+		w.at(at, func() {
+			r := answer() // read now: the store applied the request earlier
+			c.whenRunning(func() {
+				if c.pending != req {
+					return // answered already: the process crashed meanwhile
+				}
+				w.logf("%s <- %s: %v", c.id, req.op, r)
+				c.answer(r)
+			})
+		})
+	}
+	fail := func(err error) func() result { return func() result { return result{err: err} } }
+	w.logf("%s -> %s%s", c.id, req.op, describeRequest(req))
+	switch {
+	case w.now < p.outageUntil || w.chance(p.failChance):
+		if w.chance(0.5) {
+			deliver(w.now+back, fail(errUnavailable)) // refused at once
+			return
+		}
+		if w.chance(0.5) {
+			w.at(w.now+there, func() { w.apply(c, req) }) // applied, answer lost
+		}
+		deliver(w.now+timeout, fail(errTimeout))
+		return
+	}
+	var r result
+	w.at(w.now+there, func() { r = w.apply(c, req) })
+	if there+back >= timeout {
+		deliver(w.now+timeout, fail(errTimeout))
+		return
+	}
+	// The apply event was queued first, so it runs first even when the
+	// answer takes no time.
+	deliver(w.now+there+back, func() result { return r })
+}
+
+// apply carries a request out at the store now, and signals the watches
+// when it changed the record.
+func (w *world) apply(c *candidate, req *call) result {
+	before := w.store.version
+	r := w.store.apply(req)
+	w.logf("store: %s %s by %s: %v", req.op, describeRequest(req), c.id, r)
+	if w.store.version != before {
+		w.changed()
+	}
+	return r
+}
+
+// changed sends every live candidate a change signal, each delayed (and
+// possibly dropped) on its own, carrying the state for its snapshot.
+func (w *world) changed() {
+	p := w.currentProfile()
+	state := w.store
+	for _, c := range w.live() {
+		if w.chance(p.dropChance) {
+			continue
+		}
+		w.after(w.between(0, p.watchDelay), func() {
+			c.whenRunning(func() {
+				c.snapshot = state
+				c.signal()
+			})
+		})
+	}
+}
+
+func describeRequest(req *call) string {
+	switch req.op {
+	case opCreate:
+		return " " + describe(req.rec, true)
+	case opUpdate:
+		return " v" + string(req.prev) + " " + describe(req.rec, true)
+	}
+	return ""
+}

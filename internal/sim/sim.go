@@ -1,0 +1,143 @@
+// Package sim runs the election's real code (package election, driven
+// through election.Driver) under a deterministic simulator: several
+// candidates, one in-memory store with linearizable compare-and-swap, and
+// virtual time, with a schedule of faults drawn from a seed: store latency
+// (up to beyond the renew deadline) and failures per request, store
+// outages, process pauses of any length, crashes and restarts with a new
+// identity, graceful stops and releases, the record deleted or edited by
+// hand (holder emptied or changed, token raised or lowered, lease duration
+// changed), change signals delayed, dropped and reordered, and clocks that
+// run at different rates.
+//
+// After every event it checks the invariants: at most one candidate claims
+// leadership; a token is claimed by one holder only, and each new term's
+// token is above every earlier one (between faults that may rightly reset
+// tokens: see the README); each process's own tokens only rise; a guard fed
+// every leader's writes, some of them late, never accepts a write from a
+// term older than one it accepted and never refuses the current leader;
+// and once faults stop, a leader is back within Options.livenessBound.
+//
+// A seed replays exactly: one goroutine runs at a time, and every random
+// choice, the elector's jitter included, comes from the seed.
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+// Options shape the schedules.
+type Options struct {
+	Seed int64
+	// Candidates running at once. Default 3.
+	Candidates int
+	// Duration of the schedule in virtual time. Default 150 seconds, of
+	// which the last Quiet are free of faults. Default Quiet: 80 seconds.
+	Duration, Quiet time.Duration
+	// Drift bounds each candidate's clock rate to [1-Drift, 1+Drift].
+	Drift float64
+	// Timings, defaulting to the sidecar's: 15s, 10s, 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// FaultEvery is the mean time between faults. Default 4 seconds.
+	FaultEvery time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Candidates == 0 {
+		o.Candidates = 3
+	}
+	if o.Duration == 0 {
+		o.Duration = 150 * time.Second
+	}
+	if o.Quiet == 0 {
+		o.Quiet = 80 * time.Second
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod =
+			election.DefaultLeaseDuration, election.DefaultRenewDeadline, election.DefaultRetryPeriod
+	}
+	if o.FaultEvery == 0 {
+		o.FaultEvery = 4 * time.Second
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Candidates < 1:
+		return fmt.Errorf("candidates must be at least 1, got %d", o.Candidates)
+	case o.Drift < 0 || o.Drift >= 1:
+		return fmt.Errorf("drift must be in [0, 1), got %v", o.Drift)
+	case o.Quiet > o.Duration:
+		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
+	}
+	return election.ValidateTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+}
+
+// slowMax is the longest a slow request takes to reach the store.
+func (o Options) slowMax() time.Duration { return o.RenewDeadline * 3 / 2 }
+
+// longestEdit is the longest lease duration a hand edit writes.
+const longestEdit = 30 * time.Second
+
+// livenessBound is how soon after faults stop a leader must be back: a
+// request still in flight may land up to slowMax later; then standbys see
+// it within a jittered retry period and wait out the record's lease
+// duration (at least their own), and if the record is missing, recreate it
+// and wait their own lease duration more before they claim it, each on a
+// clock that may run slow by Drift; one more retry period and a second of
+// store latency are margin.
+func (o Options) livenessBound() time.Duration {
+	wait := max(o.LeaseDuration, longestEdit) + o.LeaseDuration + 3*o.RetryPeriod
+	return o.slowMax() + time.Duration(float64(wait)/(1-o.Drift)) + time.Second
+}
+
+// Result is what one schedule found.
+type Result struct {
+	Seed       int64
+	Violations []Violation
+	// Exceptions are overlaps of the one kind the README documents (a
+	// candidate that never saw the record creating it at once after it was
+	// deleted, while the last holder still claimed).
+	Exceptions []Violation
+	// Trace is the schedule's last events up to its first violation.
+	Trace []string
+	// Virtual is the virtual time covered; Events and Terms count what
+	// happened in it.
+	Virtual       time.Duration
+	Events, Terms int
+}
+
+// Run plays the schedule of opts.Seed.
+func Run(opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return Result{}, err
+	}
+	w := &world{
+		opts:      opts,
+		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed)),
+		quietFrom: opts.Duration - opts.Quiet,
+	}
+	w.trace.limit = 400
+	w.snapshots = w.chance(0.5)
+	w.profile = drawProfile(w)
+	w.logf("schedule %d: %d candidates, snapshots %v, store %+v", opts.Seed, opts.Candidates, w.snapshots, w.profile)
+	for range opts.Candidates {
+		w.at(w.between(0, 5*time.Second), func() { w.startCandidate() })
+	}
+	scheduleFaults(w)
+	w.run()
+	return Result{
+		Seed:       opts.Seed,
+		Violations: w.check.violations,
+		Exceptions: w.check.exceptions,
+		Trace:      w.trace.lines(),
+		Virtual:    w.now,
+		Events:     w.eventCount,
+		Terms:      w.check.terms,
+	}, nil
+}

@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// store is the one record, with linearizable compare-and-swap: every
+// operation takes effect at one instant of true time.
+type store struct {
+	rec     backend.Record
+	present bool
+	version int64
+}
+
+func (s *store) versionString() backend.Version {
+	if !s.present {
+		return ""
+	}
+	return backend.Version(strconv.FormatInt(s.version, 10))
+}
+
+// apply carries out one request at this instant.
+func (s *store) apply(c *call) result {
+	switch c.op {
+	case opGet:
+		if !s.present {
+			return result{err: backend.ErrNotFound}
+		}
+		return result{rec: s.rec, version: s.versionString()}
+	case opCreate:
+		if s.present {
+			return result{err: backend.ErrAlreadyExists}
+		}
+		s.write(c.rec)
+		return result{version: s.versionString()}
+	default: // opUpdate
+		switch {
+		case !s.present:
+			return result{err: backend.ErrNotFound}
+		case s.versionString() != c.prev:
+			return result{err: backend.ErrConflict}
+		}
+		s.write(c.rec)
+		return result{version: s.versionString()}
+	}
+}
+
+func (s *store) write(rec backend.Record) {
+	s.rec, s.present = rec, true
+	s.version++
+}
+
+type op int
+
+const (
+	opGet op = iota
+	opCreate
+	opUpdate
+)
+
+func (o op) String() string { return [...]string{"Get", "Create", "Update"}[o] }
+
+// call is one request from a candidate, parked until the world answers it.
+type call struct {
+	op    op
+	prev  backend.Version
+	rec   backend.Record
+	reply chan result
+}
+
+type result struct {
+	rec     backend.Record
+	version backend.Version
+	err     error
+}
+
+func (r result) String() string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return fmt.Sprintf("%s v%s", describe(r.rec, true), r.version)
+}
+
+// handle is a candidate's backend.Backend: each request is handed to the
+// world, which answers it in virtual time, and the candidate's goroutine
+// waits meanwhile. With snapshots it is also a backend.Snapshotter that
+// returns what the candidate's (delayed, lossy) watch delivered last.
+type handle struct{ c *candidate }
+
+func (h handle) do(ctx context.Context, req *call) result {
+	c := h.c
+	fresh := req.op == opCreate && !c.sawRecord
+	if _, ok := c.seenBeforeWrite[req.rec.Transitions]; req.op != opGet && !ok {
+		c.seenBeforeWrite[req.rec.Transitions] = c.maxSeen
+	}
+	req.reply = make(chan result)
+	c.calls <- req
+	r := <-req.reply
+	switch {
+	case r.err == nil && req.op == opGet:
+		c.saw(r.rec)
+	case r.err == nil:
+		c.saw(req.rec)
+		if fresh {
+			c.freshToken = req.rec.Transitions
+		}
+	}
+	return r
+}
+
+func (h handle) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	r := h.do(ctx, &call{op: opGet})
+	return r.rec, r.version, r.err
+}
+
+func (h handle) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	r := h.do(ctx, &call{op: opCreate, rec: rec})
+	return r.version, r.err
+}
+
+func (h handle) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	r := h.do(ctx, &call{op: opUpdate, prev: prev, rec: rec})
+	return r.version, r.err
+}
+
+// Watch is not used: the world delivers change signals through the
+// election.Driver.
+func (h handle) Watch(ctx context.Context) <-chan struct{} { return nil }
+func (h handle) Describe() string                          { return "sim#" + h.c.id }
+func (h handle) Close() error                              { return nil }
+
+type snapshotHandle struct{ handle }
+
+func (h snapshotHandle) Snapshot() (backend.Record, backend.Version, bool) {
+	s := h.c.snapshot
+	if s.present {
+		h.c.saw(s.rec)
+	}
+	return s.rec, s.versionString(), s.present
+}
+
+func describe(rec backend.Record, present bool) string {
+	if !present {
+		return "(missing)"
+	}
+	return fmt.Sprintf("holder=%q token=%d lease=%ds", rec.HolderIdentity, rec.Transitions, rec.LeaseDurationSeconds)
+}
