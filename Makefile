@@ -50,5 +50,5 @@ clean:
 .PHONY: test-cluster
 test-cluster:
 	@kubeconfig=$$(hack/cluster.sh up | tail -1) && \
-	  LEADER_SIDECAR_KUBECONFIG=$$kubeconfig $(GO) test -tags cluster -count=1 -timeout 20m ./e2e/cluster/...; \
+	  LEADER_SIDECAR_KUBECONFIG=$$kubeconfig $(GO) test -tags cluster -count=1 -parallel 4 -timeout 20m ./e2e/cluster/...; \
 	  rc=$$?; hack/cluster.sh down; exit $$rc

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,12 +92,29 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 // container ready.
 func installExample(t *testing.T, ctx context.Context, ns string, replicas int) []corev1.Pod {
 	t.Helper()
+	install(t, ctx, ns, "--set", fmt.Sprintf("replicaCount=%d", replicas), "--wait", "--timeout", "2m")
+	return runningPods(t, ctx, ns, replicas, true)
+}
+
+// install installs the example chart into ns as release demo, with args.
+func install(t *testing.T, ctx context.Context, ns string, args ...string) {
+	t.Helper()
 	chart := filepath.Join(cl.root, "charts", "leader-sidecar-example")
-	cl.run(t, ctx, cl.helm, "dependency", "build", chart)
-	cl.run(t, ctx, cl.helm, "install", release, chart, "--namespace", ns,
-		"--set", fmt.Sprintf("replicaCount=%d", replicas), "--wait", "--timeout", "2m")
+	chartDeps.Do(func() { cl.run(t, ctx, cl.helm, "dependency", "build", chart) })
+	cl.run(t, ctx, cl.helm, append([]string{"install", release, chart, "--namespace", ns}, args...)...)
+}
+
+// chartDeps builds the example chart's dependencies once: tests that run
+// in parallel must not rewrite its charts/ directory under each other.
+var chartDeps sync.Once
+
+// runningPods waits until ns has replicas Pods of release demo, each
+// running every container (and with ready, each container ready), and
+// returns them.
+func runningPods(t *testing.T, ctx context.Context, ns string, replicas int, ready bool) []corev1.Pod {
+	t.Helper()
 	var pods []corev1.Pod
-	eventually(t, ctx, fmt.Sprintf("%d Pods running, every container ready", replicas), func() (bool, string) {
+	eventually(t, ctx, fmt.Sprintf("%d Pods running (ready: %v)", replicas, ready), func() (bool, string) {
 		list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/instance=" + release,
 		})
@@ -108,7 +126,7 @@ func installExample(t *testing.T, ctx context.Context, ns string, replicas int) 
 			return false, fmt.Sprintf("%d Pods", len(pods))
 		}
 		for _, p := range pods {
-			if msg := notRunning(p); msg != "" {
+			if msg := notRunning(p, ready); msg != "" {
 				return false, p.Name + ": " + msg
 			}
 		}
@@ -148,9 +166,10 @@ func oneLeader(ctx context.Context, ns string, pods []corev1.Pod) (httpapi.State
 	return leaders[0], pod, ""
 }
 
-// notRunning says why a Pod is not running with every container ready and
-// its sidecar a native one (an init container that keeps running), or "".
-func notRunning(p corev1.Pod) string {
+// notRunning says why a Pod is not running every container (and with
+// ready, every container ready) with its sidecar a native one (an init
+// container that keeps running), or "".
+func notRunning(p corev1.Pod, ready bool) string {
 	if p.Status.Phase != corev1.PodRunning {
 		return "phase " + string(p.Status.Phase)
 	}
@@ -164,8 +183,8 @@ func notRunning(p corev1.Pod) string {
 		return "no native sidecar " + sidecarContainer
 	}
 	for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-		if !s.Ready || s.State.Running == nil {
-			return "container " + s.Name + " not running and ready"
+		if s.State.Running == nil || ready && !s.Ready {
+			return "container " + s.Name + " not running (or not ready)"
 		}
 	}
 	return ""
