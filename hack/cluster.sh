@@ -5,6 +5,8 @@
 #   kubeconfig=$(hack/cluster.sh up | tail -1)   # start (idempotent), wait for the node
 #   hack/cluster.sh kubeconfig                   # print the kubeconfig's path
 #   hack/cluster.sh down                         # stop it and remove every trace
+#   hack/cluster.sh exec CMD...                  # run CMD inside the node, e.g.
+#     hack/cluster.sh exec ctr -n k8s.io tasks ls   # (ctr finds containerd)
 #
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 # kube-proxy and containerd (runc, a bridge CNI network) all run in a network
@@ -41,7 +43,7 @@ SERVICE_IP=10.96.0.1      # the kubernetes Service
 kubeconfig=$state/kubeconfig
 log() { echo "cluster: $*" >&2; }
 
-usage() { echo "usage: hack/cluster.sh up | down | kubeconfig" >&2; exit 2; }
+usage() { echo "usage: hack/cluster.sh up | down | kubeconfig | exec CMD..." >&2; exit 2; }
 
 # Every v1 hierarchy and the unified one, as mounted on this machine.
 hierarchies() { awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts; }
@@ -128,8 +130,12 @@ wait_for() {
   done
 }
 
-# node_exec CMD...: runs CMD in the node's network and mount namespaces.
-node_exec() { nsenter --target "$(cat "$state/node.pid")" --net --mount -- "$@"; }
+# node_exec CMD...: runs CMD in the node's network, mount and cgroup
+# namespaces, with the cluster's binaries first on PATH.
+node_exec() {
+  PATH="$(cat "$state/bin"):$PATH" CONTAINERD_ADDRESS=/run/containerd/containerd.sock \
+    nsenter --target "$(cat "$state/node.pid")" --net --mount --cgroup -- "$@"
+}
 
 import_images() {
   local images=$1
@@ -166,6 +172,7 @@ up() {
   ln -sfn /run "$state/node/var/run"
   certificates
   configs
+  echo "$bin" >"$state/bin"
 
   log "network namespace $NETNS, node $NODE_NAME at $NODE_IP"
   ip netns add "$NETNS"
@@ -410,6 +417,13 @@ down) flock 9 && down ;;
 kubeconfig)
   [[ -f $kubeconfig ]] || { log "no cluster: run hack/cluster.sh up"; exit 1; }
   echo "$kubeconfig"
+  ;;
+exec)
+  shift
+  (($#)) || usage
+  [[ -f $state/node.pid ]] && kill -0 "$(cat "$state/node.pid")" 2>/dev/null || { log "no cluster: run hack/cluster.sh up"; exit 1; }
+  exec 9<&-
+  node_exec "$@"
   ;;
 *) usage ;;
 esac
