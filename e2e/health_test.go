@@ -43,12 +43,36 @@ func TestHealthWithDefaultTimings(t *testing.T) {
 				all = append(all, newSidecar(fmt.Sprintf("app-%d", i)))
 			}
 			awaitLeader(t, all, 20*time.Second)
+			awaitReady(t, all, 20*time.Second)
 			probeHealth(t, all)
 			if ls, _ := leaders(t, all); len(ls) != 1 {
 				t.Fatalf("%d leaders after probing, want one", len(ls))
 			}
 			allAlive(t, all)
 		})
+	}
+}
+
+// awaitReady waits until /readyz answers 200 on every sidecar: each has
+// reached the store once (until then 503 is the right answer, as for a
+// readiness probe during start-up).
+func awaitReady(t *testing.T, all []*sidecar, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for _, s := range all {
+		for {
+			resp, err := client.Get("http://" + s.addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not ready within %v (%v)", s.addr, within, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 
