@@ -27,7 +27,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	seeds := fs.Int64("seeds", 1000, "how many schedules to run")
 	start := fs.Int64("seed-start", 1, "the first schedule's seed")
-	duration := fs.Duration("duration", 150*time.Second, "virtual time of each schedule (the last 80s are free of faults)")
+	duration := fs.Duration("duration", 3*time.Minute, "virtual time of each schedule (the last 100s are free of faults)")
 	drift := fs.Float64("drift", 0, "each candidate's clock runs at a rate in [1-drift, 1+drift]")
 	candidates := fs.Int("candidates", 3, "candidates running at once")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "schedules run in parallel")
@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates}
-	if *duration <= 80*time.Second {
+	if *duration <= 100*time.Second {
 		opts.Quiet = *duration / 2
 	}
 

@@ -34,8 +34,8 @@ type Options struct {
 	Seed int64
 	// Candidates running at once. Default 3.
 	Candidates int
-	// Duration of the schedule in virtual time. Default 150 seconds, of
-	// which the last Quiet are free of faults. Default Quiet: 80 seconds.
+	// Duration of the schedule in virtual time. Default 3 minutes, of
+	// which the last Quiet are free of faults. Default Quiet: 100 seconds.
 	Duration, Quiet time.Duration
 	// Drift bounds each candidate's clock rate to [1-Drift, 1+Drift].
 	Drift float64
@@ -50,10 +50,10 @@ func (o Options) withDefaults() Options {
 		o.Candidates = 3
 	}
 	if o.Duration == 0 {
-		o.Duration = 150 * time.Second
+		o.Duration = 3 * time.Minute
 	}
 	if o.Quiet == 0 {
-		o.Quiet = 80 * time.Second
+		o.Quiet = 100 * time.Second
 	}
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod =
@@ -84,14 +84,15 @@ func (o Options) slowMax() time.Duration { return o.RenewDeadline * 3 / 2 }
 const longestEdit = 30 * time.Second
 
 // livenessBound is how soon after faults stop a leader must be back: a
-// request still in flight may land up to slowMax later; then standbys see
-// it within a jittered retry period and wait out the record's lease
-// duration (at least their own), and if the record is missing, recreate it
-// and wait their own lease duration more before they claim it, each on a
-// clock that may run slow by Drift; one more retry period and a second of
-// store latency are margin.
+// request still in flight may land up to slowMax later. A standby whose
+// watch dropped the last change learns of it only when the record it saw
+// last expires (one record lease); if the record is missing, it then waits
+// out that absence (another) and claims the record it recreates after its
+// own lease duration; each on a clock that may run slow by Drift, with
+// three retry periods and a second of store latency as margin.
 func (o Options) livenessBound() time.Duration {
-	wait := max(o.LeaseDuration, longestEdit) + o.LeaseDuration + 3*o.RetryPeriod
+	longest := max(o.LeaseDuration, longestEdit)
+	wait := 2*longest + o.LeaseDuration + 3*o.RetryPeriod
 	return o.slowMax() + time.Duration(float64(wait)/(1-o.Drift)) + time.Second
 }
 

@@ -40,7 +40,7 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 // do overlap, and the checker says so: it can fail. These seeds overlap
 // with clocks within 40% of true time.
 func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
-	for _, seed := range []int64{330, 547, 805, 958} {
+	for _, seed := range []int64{95, 139, 227, 880} {
 		r, err := Run(Options{Seed: seed, Drift: 0.4})
 		if err != nil {
 			t.Fatal(err)
