@@ -139,7 +139,12 @@ func runningPods(t *testing.T, ctx context.Context, ns string, replicas int, rea
 // leader's state and Pod, or why there is not exactly one leader that is
 // the Lease's holder with the Lease's token.
 func oneLeader(ctx context.Context, ns string, pods []corev1.Pod) (httpapi.State, string, string) {
-	lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
+	return oneLeaderOf(ctx, ns, fullName, pods)
+}
+
+// oneLeaderOf is oneLeader for the election of Lease leaseName.
+func oneLeaderOf(ctx context.Context, ns, leaseName string, pods []corev1.Pod) (httpapi.State, string, string) {
+	lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
 	if err != nil {
 		return httpapi.State{}, "", err.Error()
 	}
