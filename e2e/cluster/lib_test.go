@@ -26,8 +26,8 @@ func TestLibraryChartInHelmCreate(t *testing.T) {
 	// helm create's own templates/serviceaccount.yaml renders a
 	// ServiceAccount with the same name as the library's (both are the
 	// release's full name); the README does not say to remove it, and
-	// installing with both fails.
-	// helm create's own value turns its copy off.
+	// installing with both fails: serviceaccounts "demo-myapp" already
+	// exists. helm create's own value turns its copy off.
 	cl.run(t, ctx, cl.helm, "install", release, chart, "--namespace", ns,
 		"--set", "replicaCount=3", "--set", "serviceAccount.create=false", "--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, 3, true)
