@@ -98,12 +98,16 @@ func parseOptions(args []string, environ []string, usage io.Writer) (*options, [
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(usage, "Usage: sidecar [flags]\n\nElects one leader among replicas and tells the app over HTTP.\n\nFlags:\n%s", fs.FlagUsages())
+			fmt.Fprintf(usage, "%s\nFlags:\n%s", usageText(), fs.FlagUsages())
 		}
 		return nil, nil, err
 	}
+	if o.version {
+		return o, nil, nil // answered before the environment is read
+	}
 	if fs.NArg() > 0 {
-		return nil, nil, fmt.Errorf("unexpected argument %q: sidecar takes flags only", fs.Arg(0))
+		return nil, nil, fmt.Errorf("unexpected argument %q: sidecar takes flags, or first a command (%s)",
+			fs.Arg(0), strings.Join(subcommandNames(), ", "))
 	}
 	known := map[string]bool{}
 	var err error

@@ -24,11 +24,21 @@ const shutdownTimeout = 5 * time.Second
 // run is the whole program; ctx ending is the shutdown signal. It returns
 // the exit status.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "probe" {
-		return runProbe(ctx, args[1:], environ, stdout, stderr)
+	if len(args) > 0 {
+		if sub, ok := findSubcommand(args[0]); ok {
+			return sub.run(ctx, args[1:], environ, stdout, stderr)
+		}
+		if args[0] == "help" {
+			args = []string{"--help"}
+		}
 	}
+	// --help and --version answer before any validation.
 	o, warnings, err := parseOptions(args, environ, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err == nil && o.version {
+		fmt.Fprintf(stdout, "sidecar %s\n", currentVersion())
 		return 0
 	}
 	if err == nil {
@@ -37,10 +47,6 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "sidecar: %v\n", err)
 		return 2
-	}
-	if o.version {
-		fmt.Fprintf(stdout, "sidecar %s\n", currentVersion())
-		return 0
 	}
 	log := newLogger(o, stderr)
 	for _, w := range warnings {
