@@ -4,12 +4,14 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
@@ -75,4 +77,119 @@ func TestExampleChartTakeoverAfterKill(t *testing.T) {
 	if *next.Token != *leader.Token+1 {
 		t.Errorf("token %d after %d, want %d", *next.Token, *leader.Token, *leader.Token+1)
 	}
+}
+
+// TestExampleChartTakeoverAfterForceDelete deletes the leader's Pod with
+// --grace-period=0 --force. The API object goes at once, but the kubelet
+// still stops the containers in order with its minimum grace period: the
+// app first, then the native sidecar, which releases the Lease on SIGTERM.
+// So the next leader takes over within seconds with the next token, and
+// only after the old app has stopped. Should the sidecar be killed before
+// it releases, the takeover must wait out the lease duration instead (as in
+// TestExampleChartTakeoverAfterKill).
+func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := cl.namespace(t)
+	pods := installExample(t, ctx, ns, 3)
+	var leader httpapi.State
+	var leaderPod string
+	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
+		var reason string
+		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+	// Follow both containers' logs, with the node's timestamps, until they
+	// exit.
+	appLog, sidecarLog := follow(ctx, ns, leaderPod, "app"), follow(ctx, ns, leaderPod, sidecarContainer)
+	time.Sleep(time.Second)
+
+	start := time.Now()
+	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--grace-period=0", "--force", leaderPod)
+	deadline, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	eventually(t, deadline, "the Lease held by another sidecar", func() (bool, string) {
+		lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		h := lease.Spec.HolderIdentity
+		if h == nil || *h == "" || *h == leader.Identity {
+			return false, fmt.Sprintf("holder %v", h)
+		}
+		return true, ""
+	})
+	elapsed := time.Since(start)
+	var next httpapi.State
+	var nextPod string
+	eventually(t, deadline, "exactly one leader among the Pods that run", func() (bool, string) {
+		current, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			return false, err.Error()
+		}
+		var running []corev1.Pod
+		for _, p := range current.Items {
+			if p.Name != leaderPod && p.DeletionTimestamp == nil && notRunning(p, false) == "" {
+				running = append(running, p)
+			}
+		}
+		var reason string
+		next, nextPod, reason = oneLeader(ctx, ns, running)
+		return reason == "", reason
+	})
+	t.Logf("%s led with token %d; %s (Pod %s) holds the Lease with token %d %v after the forced delete",
+		leader.Identity, *leader.Token, next.Identity, nextPod, *next.Token, elapsed.Round(time.Millisecond))
+	if *next.Token != *leader.Token+1 {
+		t.Errorf("token %d after %d, want %d", *next.Token, *leader.Token, *leader.Token+1)
+	}
+
+	appStopped, released := lastLogged(t, appLog, `"event":"stopped"`), lastLogged(t, sidecarLog, "released the lease")
+	switch {
+	case released.IsZero():
+		t.Logf("the sidecar did not release the Lease")
+		if elapsed < 10*time.Second {
+			t.Errorf("taken over %v after the forced delete without a release, before the lease duration could have passed", elapsed)
+		}
+	case appStopped.IsZero():
+		t.Errorf("the sidecar released the Lease at %v, and the app never said it stopped", released)
+	case !appStopped.Before(released):
+		t.Errorf("the sidecar released the Lease at %v, before the app stopped at %v", released, appStopped)
+	default:
+		t.Logf("the app stopped %v before the sidecar released the Lease", released.Sub(appStopped))
+	}
+}
+
+// follow streams the log of a container with the node's timestamps until
+// the container exits or ctx ends; the channel gives the whole log then.
+func follow(ctx context.Context, ns, pod, container string) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		log, _ := cl.try(ctx, cl.kubectl, "logs", "--namespace", ns, pod, "--container", container, "--follow", "--timestamps")
+		out <- log
+	}()
+	return out
+}
+
+// lastLogged waits up to 30 s for a followed log and returns the node's
+// timestamp of its last line that contains text, or the zero time.
+func lastLogged(t *testing.T, log <-chan string, text string) time.Time {
+	t.Helper()
+	var all string
+	select {
+	case all = <-log:
+	case <-time.After(30 * time.Second):
+		t.Errorf("a followed log did not end within 30 s of the forced delete")
+		return time.Time{}
+	}
+	var at time.Time
+	for _, line := range strings.Split(all, "\n") {
+		stamp, rest, _ := strings.Cut(line, " ")
+		if !strings.Contains(rest, text) {
+			continue
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			at = ts
+		}
+	}
+	return at
 }
