@@ -156,7 +156,7 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 		if dbVolume == nil || dbVolume.HostPath == nil || dbVolume.HostPath.Path != "/var/lib/leader-sidecar" || !mounted {
 			t.Fatalf("sqlite: volume %+v, mounted %v", dbVolume, mounted)
 		}
-	} else if dbVolume != nil || len(sc.VolumeMounts) != 0 {
+	} else if dbVolume != nil || slices.ContainsFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "leader-sidecar-db" }) {
 		t.Fatalf("lease backend with a database volume %+v", dbVolume)
 	}
 
@@ -188,9 +188,24 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	if pod.ServiceAccountName != sa.Name {
 		t.Fatalf("Pod runs as %q, the chart's ServiceAccount is %q", pod.ServiceAccountName, sa.Name)
 	}
+	// The token in the sidecar alone, when it talks to the API server.
 	needsAPI := c.backend == "lease" || c.mode == "pod-condition" || c.mode == "label"
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken != needsAPI {
-		t.Fatalf("automountServiceAccountToken %v, want %v", pod.AutomountServiceAccountToken, needsAPI)
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Fatalf("automountServiceAccountToken %v, want false", pod.AutomountServiceAccountToken)
+	}
+	tokenVolume := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "leader-sidecar-token" })
+	tokenMount := slices.IndexFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "leader-sidecar-token" })
+	if (tokenVolume >= 0) != needsAPI || (tokenMount >= 0) != needsAPI {
+		t.Fatalf("needs the API %v: token volume %d, mounted by the sidecar %d", needsAPI, tokenVolume, tokenMount)
+	}
+	if needsAPI {
+		checkTokenVolume(t, pod.Volumes[tokenVolume])
+		if m := sc.VolumeMounts[tokenMount]; m.MountPath != tokenMountPath || !m.ReadOnly {
+			t.Fatalf("token mount %+v", m)
+		}
+	}
+	if slices.ContainsFunc(app.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "leader-sidecar-token" }) {
+		t.Fatal("the app mounts the sidecar's token")
 	}
 	rules := wantRules(c, fullname, strings.Contains(c.extra, "create: true"), !strings.Contains(c.extra, "events: false"))
 	roles := find[*rbacv1.Role](t, r)

@@ -72,8 +72,13 @@ rbac:
   # above need.
   create: true
 serviceAccount:
-  create: true
-  # Default: the release's full name (create), else "default".
+  # null: the library creates the ServiceAccount unless the including chart
+  # has its own top-level serviceAccount values (as helm create makes them),
+  # whose name it then uses. true or false overrides that.
+  create: null
+  # Default: the release's full name (create), else the chart's
+  # serviceAccount.name. The namespace's "default" is never bound unless
+  # named here or there.
   name: ""
   annotations: {}
 resources:

@@ -60,15 +60,40 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-The name of the ServiceAccount the Pod runs as.
+The ServiceAccount the Pod runs as, as YAML: name ("" when nothing names
+one: the Pod then runs as the namespace's default), create (the library
+renders it) and chartOwned. A chart with a top-level `serviceAccount:` in
+its values (as `helm create` makes) owns its ServiceAccount and the library
+follows that chart's convention; sidecar.serviceAccount.name always wins and
+sidecar.serviceAccount.create true or false overrides the choice.
+*/}}
+{{- define "leader-sidecar-lib.serviceAccountChoice" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- $own := .Values.serviceAccount }}
+{{- $chartOwned := kindIs "map" $own }}
+{{- $create := not $chartOwned }}
+{{- if not (kindIs "invalid" $c.serviceAccount.create) }}
+{{- $create = $c.serviceAccount.create }}
+{{- end }}
+{{- $name := $c.serviceAccount.name | default "" }}
+{{- if and (not $name) $create }}
+{{- $name = include "leader-sidecar-lib.fullname" . }}
+{{- else if and (not $name) $chartOwned }}
+{{- if $own.create }}
+{{- $name = default (include "leader-sidecar-lib.fullname" .) $own.name }}
+{{- else }}
+{{- $name = $own.name | default "" }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "name" $name "create" $create "chartOwned" $chartOwned) }}
+{{- end }}
+
+{{/*
+The name of the ServiceAccount the Pod runs as: "default" when nothing
+names one (the Role is then never bound, see leader-sidecar-lib.roleBinding).
 */}}
 {{- define "leader-sidecar-lib.serviceAccountName" -}}
-{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if $c.serviceAccount.create }}
-{{- default (include "leader-sidecar-lib.fullname" .) $c.serviceAccount.name }}
-{{- else }}
-{{- default "default" $c.serviceAccount.name }}
-{{- end }}
+{{- (include "leader-sidecar-lib.serviceAccountChoice" . | fromYaml).name | default "default" }}
 {{- end }}
 
 {{/*

@@ -38,11 +38,13 @@ rules (list items); empty when it does not talk to the Kubernetes API
 {{- end }}
 
 {{/*
-The ServiceAccount (when sidecar.serviceAccount.create).
+The ServiceAccount, when the library makes it (see
+leader-sidecar-lib.serviceAccountChoice): never when the including chart
+has its own serviceAccount values, unless sidecar.serviceAccount.create.
 */}}
 {{- define "leader-sidecar-lib.serviceAccount" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if $c.serviceAccount.create }}
+{{- if (include "leader-sidecar-lib.serviceAccountChoice" . | fromYaml).create }}
 apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -76,11 +78,18 @@ rules:
 {{- end }}
 
 {{/*
-The RoleBinding of that Role to the ServiceAccount.
+The RoleBinding of that Role to the ServiceAccount the Pod runs as. Never
+to the namespace's default ServiceAccount unless it is named: every Pod
+that runs as default would gain the Role.
 */}}
 {{- define "leader-sidecar-lib.roleBinding" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
 {{- if and $c.rbac.create (include "leader-sidecar-lib.rules" .) }}
+{{- $sa := include "leader-sidecar-lib.serviceAccountChoice" . | fromYaml }}
+{{- if not $sa.name }}
+{{- $prefix := ternary "" "sidecar." $sa.chartOwned }}
+{{- fail (printf "leader-sidecar-lib: the Pod would run as the namespace's \"default\" ServiceAccount, and the sidecar's Role would be granted to every Pod that runs as \"default\": set %sserviceAccount.name to the ServiceAccount the Pod runs as (\"default\" only if you mean it), or %sserviceAccount.create=true" $prefix $prefix) }}
+{{- end }}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:

@@ -4,9 +4,7 @@ Each takes the root context. A typical Pod template:
 
   spec:
     serviceAccountName: {{ include "leader-sidecar-lib.serviceAccountName" . }}
-    automountServiceAccountToken: {{ include "leader-sidecar-lib.needsKubeAPI" . | eq "true" }}
-    securityContext:
-      {{- include "leader-sidecar-lib.podSecurityContext" . | nindent 6 }}
+    automountServiceAccountToken: false
     {{- with include "leader-sidecar-lib.readinessGates" . }}
     readinessGates:
       {{- . | nindent 6 }}
@@ -163,10 +161,19 @@ securityContext:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- if eq $c.backend "sqlite" }}
+{{- if or (eq $c.backend "sqlite") (include "leader-sidecar-lib.needsKubeAPI" .) }}
 volumeMounts:
+  {{- if eq $c.backend "sqlite" }}
   - name: leader-sidecar-db
     mountPath: {{ $c.sqlite.dir }}
+  {{- end }}
+  {{- if include "leader-sidecar-lib.needsKubeAPI" . }}
+  # The ServiceAccount token, for this container only (the Pod has
+  # automountServiceAccountToken: false).
+  - name: leader-sidecar-token
+    mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+    readOnly: true
+  {{- end }}
 {{- end }}
 {{- end }}
 
@@ -204,11 +211,13 @@ The Pod's readinessGates (list items) in pod-condition mode, else nothing.
 
 {{/*
 The Pod's volumes (list items): the SQLite directory with the sqlite
-backend, else nothing.
+backend; the ServiceAccount token when the sidecar talks to the API server
+(what the kubelet would automount: token, ca.crt, namespace), mounted by
+the sidecar container alone; else nothing.
 */}}
 {{- define "leader-sidecar-lib.volumes" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if eq $c.backend "sqlite" -}}
+{{- if eq $c.backend "sqlite" }}
 - name: leader-sidecar-db
   {{- if eq $c.sqlite.volume.type "hostPath" }}
   hostPath:
@@ -218,6 +227,25 @@ backend, else nothing.
   persistentVolumeClaim:
     claimName: {{ required "sidecar.sqlite.volume.claimName is required with sidecar.sqlite.volume.type persistentVolumeClaim" $c.sqlite.volume.claimName }}
   {{- end }}
+{{- end }}
+{{- if include "leader-sidecar-lib.needsKubeAPI" . }}
+- name: leader-sidecar-token
+  projected:
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 3607
+      - configMap:
+          name: kube-root-ca.crt
+          items:
+            - key: ca.crt
+              path: ca.crt
+      - downwardAPI:
+          items:
+            - path: namespace
+              fieldRef:
+                apiVersion: v1
+                fieldPath: metadata.namespace
 {{- end }}
 {{- end }}
 
