@@ -131,15 +131,7 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 {{- fail "leader-sidecar-lib: .Values.sidecar must be a map" }}
 {{- end }}
 {{- $c := include "leader-sidecar-lib.deepMergeKeep" (list $defaults $given) | fromYaml }}
-{{- if not (has $c.backend (list "lease" "sqlite")) }}
-{{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease or sqlite, not %q" (toString $c.backend)) }}
-{{- end }}
-{{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
-{{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
-{{- end }}
-{{- if and (eq $c.backend "sqlite") (not (has $c.sqlite.volume.type (list "hostPath" "persistentVolumeClaim"))) }}
-{{- fail (printf "leader-sidecar-lib: sidecar.sqlite.volume.type must be hostPath or persistentVolumeClaim, not %q" (toString $c.sqlite.volume.type)) }}
-{{- end }}
+{{- include "leader-sidecar-lib.validate" $c }}
 {{- if kindIs "invalid" $c.releaseOnShutdown }}
 {{- $_ := set $c "releaseOnShutdown" $c.native }}
 {{- end }}

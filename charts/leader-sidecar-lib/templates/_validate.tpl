@@ -1,0 +1,77 @@
+{{/*
+Render-time checks of the effective settings (leader-sidecar-lib.config
+calls this with them): what the sidecar would refuse at start, or die of,
+fails the render with a message that names the value. The sidecar's own
+rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
+*/}}
+{{- define "leader-sidecar-lib.validate" -}}
+{{- $c := . }}
+{{- if not (has $c.backend (list "lease" "sqlite")) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease or sqlite, not %q" (toString $c.backend)) }}
+{{- end }}
+{{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
+{{- end }}
+{{- if and (eq $c.readiness.mode "pod-condition") (not (regexMatch "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" (toString $c.readiness.conditionType))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.readiness.conditionType must be a domain-qualified name such as leader-sidecar.io/leader, not %q" (toString $c.readiness.conditionType)) }}
+{{- end }}
+{{- if and $c.leaseName (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString $c.leaseName))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .), not %q" (toString $c.leaseName)) }}
+{{- end }}
+{{- if and $c.lease.create (ne $c.backend "lease") }}
+{{- fail (printf "leader-sidecar-lib: sidecar.lease.create is for sidecar.backend lease; the %s backend has no Lease" $c.backend) }}
+{{- end }}
+{{- if and (eq $c.backend "sqlite") (not (has $c.sqlite.volume.type (list "hostPath" "persistentVolumeClaim"))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sqlite.volume.type must be hostPath or persistentVolumeClaim, not %q" (toString $c.sqlite.volume.type)) }}
+{{- end }}
+{{- if and (eq $c.backend "sqlite") (eq $c.sqlite.volume.type "persistentVolumeClaim") (not $c.sqlite.volume.claimName) }}
+{{- fail "leader-sidecar-lib: sidecar.sqlite.volume.claimName is required with sidecar.sqlite.volume.type persistentVolumeClaim" }}
+{{- end }}
+
+{{- /* Timings: leaseDuration > renewDeadline > 1.2 x retryPeriod > 0. */}}
+{{- $lease := include "leader-sidecar-lib.milliseconds" (list "sidecar.leaseDuration" $c.leaseDuration) | float64 }}
+{{- $renew := include "leader-sidecar-lib.milliseconds" (list "sidecar.renewDeadline" $c.renewDeadline) | float64 }}
+{{- $retry := include "leader-sidecar-lib.milliseconds" (list "sidecar.retryPeriod" $c.retryPeriod) | float64 }}
+{{- if le $retry 0.0 }}
+{{- fail (printf "leader-sidecar-lib: sidecar.retryPeriod must be greater than 0, not %s" $c.retryPeriod) }}
+{{- end }}
+{{- if le (mulf $renew 5) (mulf $retry 6) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.renewDeadline (%s) must be greater than 1.2 x sidecar.retryPeriod (%s)" $c.renewDeadline $c.retryPeriod) }}
+{{- end }}
+{{- if le $lease $renew }}
+{{- fail (printf "leader-sidecar-lib: sidecar.leaseDuration (%s) must be greater than sidecar.renewDeadline (%s)" $c.leaseDuration $c.renewDeadline) }}
+{{- end }}
+{{- if ne (mod (int64 $lease) 1000) 0 | or (ne (float64 (int64 $lease)) $lease) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.leaseDuration must be a whole number of seconds (a Lease stores seconds), not %s" $c.leaseDuration) }}
+{{- end }}
+
+{{- /* Ports: numbers, and two listeners never on one port. */}}
+{{- range $key := list "httpPort" "opsPort" }}
+{{- $p := index $c $key }}
+{{- if not (and (or (kindIs "float64" $p) (kindIs "int64" $p) (kindIs "int" $p)) (eq (float64 $p) (float64 (int64 $p))) (ge (int64 $p) 1) (le (int64 $p) 65535)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.%s must be a port number from 1 to 65535, not %v" $key $p) }}
+{{- end }}
+{{- end }}
+{{- if eq (int64 $c.opsPort) (int64 $c.httpPort) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.opsPort (%v) must differ from sidecar.httpPort (%v): the sidecar listens on both" $c.opsPort $c.httpPort) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The duration (index . 1) in milliseconds; fails naming the setting (index
+. 0) unless it is a Go duration such as 15s, 1m30s or 2500ms.
+*/}}
+{{- define "leader-sidecar-lib.milliseconds" -}}
+{{- $key := index . 0 }}
+{{- $v := index . 1 }}
+{{- if not (and (kindIs "string" $v) (regexMatch "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$" $v)) }}
+{{- fail (printf "leader-sidecar-lib: %s must be a duration such as 15s or 1m30s, not %v" $key $v) }}
+{{- end }}
+{{- $unit := dict "ns" 0.000001 "us" 0.001 "µs" 0.001 "ms" 1 "s" 1000 "m" 60000 "h" 3600000 }}
+{{- $ms := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" $v -1 }}
+{{- $u := regexFind "(ns|us|µs|ms|s|m|h)$" . }}
+{{- $ms = addf $ms (mulf (trimSuffix $u . | float64) (get $unit $u)) }}
+{{- end }}
+{{- $ms }}
+{{- end }}
