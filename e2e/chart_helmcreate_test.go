@@ -230,6 +230,17 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 		}
 	}
 
+	// helm lint --strict is clean on the chart the README makes.
+	for _, set := range [][]string{nil, {"sidecar.readiness.mode=pod-condition"}, {"sidecar.backend=sqlite", "sidecar.native=false"}} {
+		args := []string{"lint", "--strict", chart}
+		for _, v := range set {
+			args = append(args, "--set", v)
+		}
+		if out, err := runHelm(t, args...); err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+			t.Fatalf("helm lint --strict %v: %v\n%s", set, err, out)
+		}
+	}
+
 	// The API server takes every object.
 	r, err := templateMyChart(t, chart)
 	if err != nil {
