@@ -23,13 +23,13 @@ func TestLibraryChartInHelmCreate(t *testing.T) {
 	ns := cl.namespace(t)
 	chart := libChart(t, ctx)
 
-	// helm create's own templates/serviceaccount.yaml renders a
-	// ServiceAccount with the same name as the library's (both are the
-	// release's full name); the README does not say to remove it, and
-	// installing with both fails: serviceaccounts "demo-myapp" already
-	// exists. helm create's own value turns its copy off.
+	// helm create's values give the app no securityContext; the namespace
+	// enforces Pod Security "restricted", so the test gives it one through
+	// them.
+	values := filepath.Join(filepath.Dir(chart), "restricted.yaml")
+	writeFile(t, values, restricted)
 	cl.run(t, ctx, cl.helm, "install", release, chart, "--namespace", ns,
-		"--set", "replicaCount=3", "--set", "serviceAccount.create=false", "--wait", "--timeout", "2m")
+		"--values", values, "--set", "replicaCount=3", "--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, 3, true)
 	for _, p := range pods {
 		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
@@ -78,9 +78,22 @@ func libChart(t *testing.T, ctx context.Context) string {
 	return chart
 }
 
+// restricted is helm create's podSecurityContext and securityContext
+// filled in for Pod Security "restricted".
+const restricted = `podSecurityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile: {type: RuntimeDefault}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities: {drop: [ALL]}
+`
+
 // workerApp is the app container's image in place of the README's my/app:
-// the example worker, with its results in memory (the README's container
-// has a read-only root filesystem and no volume).
+// the example worker, with its results in memory (the app has a read-only
+// root filesystem and no volume).
 const workerApp = `          image: example/worker:latest
           imagePullPolicy: IfNotPresent
           args:

@@ -154,7 +154,7 @@ func dropLeaseVerb(verb string) func([]rbacv1.PolicyRule) []rbacv1.PolicyRule {
 
 // inCluster checks that the sidecar of p reaches the API server as the
 // chart's ServiceAccount with a projected token and the in-cluster config
-// (no kubeconfig given).
+// (no kubeconfig given), and that the app gets no token.
 func inCluster(t *testing.T, p corev1.Pod) {
 	t.Helper()
 	if p.Spec.ServiceAccountName != fullName {
@@ -173,6 +173,16 @@ func inCluster(t *testing.T, p corev1.Pod) {
 	}
 	if !projected {
 		t.Errorf("%s: no projected ServiceAccount token volume", p.Name)
+	}
+	if p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {
+		t.Errorf("%s: the Pod automounts a ServiceAccount token", p.Name)
+	}
+	for _, c := range p.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" {
+				t.Errorf("%s: container %s has the ServiceAccount token", p.Name, c.Name)
+			}
+		}
 	}
 	for _, c := range p.Spec.InitContainers {
 		if c.Name != sidecarContainer {
