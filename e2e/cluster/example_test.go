@@ -54,14 +54,7 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
-	pods := installExample(t, ctx, ns, 3)
-	var leader httpapi.State
-	var leaderPod string
-	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		var reason string
-		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
-		return reason == "", reason
-	})
+	pods, leader, leaderPod := installExampleWithLeader(t, ctx, ns)
 
 	start := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--wait=false", leaderPod)
@@ -90,6 +83,19 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 // installExample installs the example chart into ns with its defaults and
 // replicas Pods, and returns the Pods once every one runs with every
 // container ready.
+// installExampleWithLeader installs the example chart with 3 replicas and
+// waits until exactly one Pod leads, the Lease's holder.
+func installExampleWithLeader(t *testing.T, ctx context.Context, ns string) (pods []corev1.Pod, leader httpapi.State, leaderPod string) {
+	t.Helper()
+	pods = installExample(t, ctx, ns, 3)
+	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
+		var reason string
+		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+	return pods, leader, leaderPod
+}
+
 func installExample(t *testing.T, ctx context.Context, ns string, replicas int) []corev1.Pod {
 	t.Helper()
 	install(t, ctx, ns, "--set", fmt.Sprintf("replicaCount=%d", replicas), "--wait", "--timeout", "2m")

@@ -26,14 +26,7 @@ func TestExampleChartTakeoverAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
-	pods := installExample(t, ctx, ns, 3)
-	var leader httpapi.State
-	var leaderPod string
-	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		var reason string
-		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
-		return reason == "", reason
-	})
+	pods, leader, leaderPod := installExampleWithLeader(t, ctx, ns)
 	pod, err := cl.client.CoreV1().Pods(ns).Get(ctx, leaderPod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,14 +84,7 @@ func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
-	pods := installExample(t, ctx, ns, 3)
-	var leader httpapi.State
-	var leaderPod string
-	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		var reason string
-		leader, leaderPod, reason = oneLeader(ctx, ns, pods)
-		return reason == "", reason
-	})
+	_, leader, leaderPod := installExampleWithLeader(t, ctx, ns)
 	// Follow both containers' logs, with the node's timestamps, until they
 	// exit.
 	appLog, sidecarLog := follow(ctx, ns, leaderPod, "app"), follow(ctx, ns, leaderPod, sidecarContainer)
