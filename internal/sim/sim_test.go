@@ -25,7 +25,13 @@ func TestAScheduleReplaysExactly(t *testing.T) {
 // package election's rules: a record created and deleted while a standby
 // was not looking, a record of ours that we do not know we wrote.)
 func TestSchedulesKeepTheInvariants(t *testing.T) {
-	for seed := int64(1); seed <= 300; seed++ {
+	seeds := []int64{
+		1930155, // a first start's create, answered after its claim lapsed, landed after a deletion
+	}
+	for s := int64(1); s <= 300; s++ {
+		seeds = append(seeds, s)
+	}
+	for _, seed := range seeds {
 		r, err := Run(Options{Seed: seed})
 		if err != nil {
 			t.Fatal(err)

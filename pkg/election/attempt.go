@@ -37,7 +37,12 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		e.failed(a.kind.String(), err)
 		return false
 	}
-	if a.deferClaim {
+	// A first start's create answered after the claim it would give has
+	// lapsed may have landed long after the candidate looked, after a
+	// deletion under a holder that still claims: claimed later, as a
+	// recreated record is.
+	lapsed := !e.cfg.Clock.Now().Before(start.Add(e.cfg.RenewDeadline))
+	if a.deferClaim || a.firstStart && lapsed {
 		e.recreatedUnclaimed(write, written)
 		return false
 	}

@@ -67,6 +67,10 @@ type action struct {
 	// claims it only once it has seen its own record unchanged for a
 	// lease duration, as if another candidate had written it.
 	deferClaim bool
+	// firstStart, on recreate, means the candidate has never seen a
+	// record: it claims the record it creates at once, unless its claim
+	// has lapsed by the time the create is answered.
+	firstStart bool
 }
 
 // decide applies the rules to o at now.
@@ -85,8 +89,13 @@ func decide(o observation, now time.Time) action {
 		// an absence has no version, so a record created and deleted again
 		// while this candidate was not looking (paused, or its watch
 		// coalesced both) may have a holder that still claims.
-		if o.claiming || !v.sawRecord {
+		if o.claiming {
 			return o.newTerm(recreate)
+		}
+		if !v.sawRecord {
+			a := o.newTerm(recreate)
+			a.firstStart = a.kind == recreate
+			return a
 		}
 		if !now.Before(o.expiry()) {
 			a := o.newTerm(recreate)

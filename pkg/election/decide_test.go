@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 		{"a leader past its deadline does not take back an emptied record", leader(emptied, 3, false), 0,
 			action{kind: wait, until: at(15 * time.Second), stepDown: "the record was emptied"}},
 		// A missing record.
-		{"never seen: created at once", standby(neverSeen, 0), 0, action{kind: recreate, token: 1}},
+		{"never seen: created at once", standby(neverSeen, 0), 0, action{kind: recreate, token: 1, firstStart: true}},
 		{"seen, then missing: waited out", standby(gone, 7), 14 * time.Second, action{kind: wait, until: at(15 * time.Second)}},
 		{"seen, then missing: recreated above the highest at expiry, to be claimed later", standby(gone, 7), 15 * time.Second,
 			action{kind: recreate, token: 8, deferClaim: true}},

@@ -63,7 +63,9 @@
 //
 // The known exception: a candidate that has never seen the record (a
 // process started after the record was deleted) creates it at once and
-// leads, even if the holder of the deleted record still claims, until that
+// leads (unless the create is answered after the claim it gives has
+// lapsed: then it may have landed long after the candidate looked, and the
+// record is claimed a lease duration later, as a recreated one), even if the holder of the deleted record still claims, until that
 // holder's next renewal finds the new record (at most RetryPeriod, plus
 // store latency). Its token restarts from the stored state, so it is equal
 // to or lower than the old holder's, and a guard refuses its writes

@@ -18,10 +18,16 @@ type hookedBackend struct {
 	// lostAnswer makes the next Create land but answer with this error:
 	// a request that outlived its client's timeout.
 	lostAnswer error
+	// afterCreate runs once the next Create has landed, before it answers.
+	afterCreate func()
 }
 
 func (b *hookedBackend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	v, err := b.Backend.Create(ctx, rec)
+	if hook := b.afterCreate; hook != nil {
+		b.afterCreate = nil
+		hook()
+	}
 	if lost := b.lostAnswer; lost != nil && err == nil {
 		b.lostAnswer = nil
 		return "", lost
@@ -69,6 +75,19 @@ func duringNextGet(id string, steps ...step) step {
 	return func(h *harness) {
 		h.candidate(id)
 		h.handles[id].beforeGet = func() {
+			for _, s := range steps {
+				s(h)
+			}
+		}
+	}
+}
+
+// duringNextCreate runs steps after id's next Create has landed, before
+// its answer arrives.
+func duringNextCreate(id string, steps ...step) step {
+	return func(h *harness) {
+		h.candidate(id)
+		h.handles[id].afterCreate = func() {
 			for _, s := range steps {
 				s(h)
 			}

@@ -60,6 +60,13 @@ func TestRulesUnderFaults(t *testing.T) {
 			advance(15*time.Second - justUnder), try("a", false),
 			advance(justUnder), try("a", true), leads("a", 2),
 		}},
+		{"a first start whose create is answered after its claim lapsed claims it a lease later", []step{
+			// a's first read says nothing exists; its create is answered
+			// 11s later, after its claim (10s from the attempt's start).
+			duringNextCreate("a", advance(11*time.Second)), try("a", false), storedAs("a", 1), follows("a", "a"),
+			advance(15*time.Second - justUnder), try("a", false),
+			advance(justUnder), try("a", true), leads("a", 1),
+		}},
 		{"a holder emptied by hand is waited out like an expiry", []step{
 			try("a", true), try("b", false), handEdit(emptiedByHand),
 			try("b", false), leads("a", 1),
