@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,12 +68,8 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 	rest := without(all, old)
 
 	var log claimLog
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	var once sync.Once
-	halt := func() { once.Do(func() { close(stop) }); wg.Wait() }
+	halt := log.sweepUntilHalted(sweepEvery, set.all)
 	defer halt()
-	log.sweep(&wg, stop, sweepEvery, set.all)
 	time.Sleep(200 * time.Millisecond)
 
 	frozen := time.Now()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,12 +115,8 @@ func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.
 		set.add(fmt.Sprintf("old-%d", i), s, 0)
 	}
 	var log claimLog
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	var once sync.Once
-	halt := func() { once.Do(func() { close(stop) }); wg.Wait() }
+	halt := log.sweepUntilHalted(sweepEvery, set.all)
 	defer halt()
-	log.sweep(&wg, stop, sweepEvery, set.all)
 	time.Sleep(300 * time.Millisecond)
 
 	// The file is lost; a new process starts on the path at once.

@@ -156,3 +156,13 @@ func (ms *members) all() []member {
 	defer ms.mu.Unlock()
 	return append([]member(nil), ms.list...)
 }
+
+// sweepUntilHalted starts l.sweep and returns halt, which stops it and
+// waits for it; halt may be called more than once.
+func (l *claimLog) sweepUntilHalted(every time.Duration, members func() []member) (halt func()) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var once sync.Once
+	l.sweep(&wg, stop, every, members)
+	return func() { once.Do(func() { close(stop) }); wg.Wait() }
+}
