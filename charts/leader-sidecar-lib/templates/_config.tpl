@@ -15,6 +15,12 @@ image:
 # answers and stops before it. false: a plain container next to the app,
 # for clusters without native sidecars.
 native: true
+# true: the app containers start only once this replica leads. The native
+# sidecar's startupProbe asks /leader/ready, and the kubelet starts no app
+# container before it passes, so a standby's Pod waits in PodInitializing.
+# The app must still stop acting when its term ends: leadership can be lost
+# after it started. Needs native: true; forces strategy Recreate.
+waitForLeadership: false
 # lease: a coordination.k8s.io/v1 Lease (any cluster). sqlite: one SQLite
 # file, for kind and single-node clusters only (see sqlite below).
 backend: lease
@@ -140,11 +146,11 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 
 {{/*
 "true" when only the leader's Pod is Ready (readiness mode probe or
-pod-condition), else "".
+pod-condition) or only the leader's app runs (waitForLeadership), else "".
 */}}
 {{- define "leader-sidecar-lib.leaderOnlyReadiness" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if has $c.readiness.mode (list "probe" "pod-condition") }}true{{ end }}
+{{- if or (has $c.readiness.mode (list "probe" "pod-condition")) $c.waitForLeadership }}true{{ end }}
 {{- end }}
 
 {{/*

@@ -131,6 +131,16 @@ ports:
   - name: ops
     containerPort: {{ $c.opsPort }}
     protocol: TCP
+{{- if $c.waitForLeadership }}
+# The app starts only once this replica leads (native sidecar): a standby
+# waits here for as long as it takes.
+startupProbe:
+  httpGet:
+    path: /leader/ready
+    port: ops
+  periodSeconds: 1
+  failureThreshold: 2147483647
+{{- else }}
 # The app starts only once the sidecar serves (native sidecar).
 startupProbe:
   httpGet:
@@ -138,6 +148,7 @@ startupProbe:
     port: ops
   periodSeconds: 1
   failureThreshold: 60
+{{- end }}
 livenessProbe:
   httpGet:
     path: /healthz
@@ -251,7 +262,7 @@ the sidecar container alone; else nothing.
 
 {{/*
 The Deployment strategy (a map). With leader-only readiness (probe,
-pod-condition) a RollingUpdate can never finish: followers are never Ready,
+pod-condition, or waitForLeadership) a RollingUpdate can never finish: followers are never Ready,
 so the controller may not remove the old leader, and new Pods cannot become
 Ready while it leads. Recreate removes the old Pods first (the leader
 releases the Lease on the way out) and cannot stall. Otherwise the strategy

@@ -18,6 +18,9 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 {{- if and $c.leaseName (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString $c.leaseName))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .), not %q" (toString $c.leaseName)) }}
 {{- end }}
+{{- if and $c.waitForLeadership (not $c.native) }}
+{{- fail "leader-sidecar-lib: sidecar.waitForLeadership needs sidecar.native true: only a native sidecar's startupProbe holds the app back" }}
+{{- end }}
 {{- if and $c.lease.create (ne $c.backend "lease") }}
 {{- fail (printf "leader-sidecar-lib: sidecar.lease.create is for sidecar.backend lease; the %s backend has no Lease" $c.backend) }}
 {{- end }}
