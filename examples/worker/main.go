@@ -29,6 +29,7 @@
 // One JSON object per line on stdout, with "time" and the event's name
 // under "event":
 //
+//	{"event":"waiting"}
 //	{"event":"leading","token":5,"holder":"a_0b1e"}
 //	{"event":"about-to-write","token":5,"writer":"a","value":"a-1"}
 //	{"event":"write","token":5,"writer":"a","value":"a-1","accepted":true}
@@ -136,6 +137,7 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 		w.guard = nil
 	}
 	for {
+		w.log.Info("waiting")
 		term, err := client.WaitForLeadership(ctx)
 		if errors.Is(err, fence.ErrTokenRegressed) {
 			// The store was replaced or reset: its tokens went back. Say
