@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"errors"
@@ -9,10 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// sweepEvery is how often the overlap tests ask every sidecar GET /leader.
-const sweepEvery = 10 * time.Millisecond
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
 
 // TestSQLiteFileDeletedOrReplaced: three sidecars elect on leader.db; the
 // file is lost under them, deleted with its -wal and -shm or replaced by
@@ -66,10 +65,10 @@ func otherDatabase(t *testing.T, path string) (string, int64) {
 	other := filepath.Join(filepath.Dir(path), "other.db")
 	var token int64
 	for range 3 {
-		s := start(t, other)
-		_, token = awaitLeader(t, []*sidecar{s}, 10*time.Second)
-		s.signal(syscall.SIGTERM)
-		if code := s.waitExit(10 * time.Second); code != 0 {
+		s := sidecartest.Start(t, other)
+		_, token = sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second)
+		s.Signal(syscall.SIGTERM)
+		if code := s.WaitExit(10 * time.Second); code != 0 {
 			t.Fatalf("the sidecar on %s: exit status %d after SIGTERM", other, code)
 		}
 	}
@@ -101,21 +100,21 @@ func replaceDatabase(dropWAL bool) func(t *testing.T, path string) (func() error
 func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.T, string) (func() error, int64)) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	lose, next := prepare(t, path)
-	old := startMany(t, path, 3)
+	old := sidecartest.StartMany(t, path, 3)
 	exits := make([]chan time.Time, len(old))
 	for i, s := range old {
 		exits[i] = make(chan time.Time, 1)
-		go func() { <-s.done; exits[i] <- time.Now() }()
+		go func() { <-s.Done(); exits[i] <- time.Now() }()
 	}
-	leader, token := awaitLeader(t, old, 10*time.Second)
-	awaitSettled(t, old, leader)
+	leader, token := sidecartest.AwaitLeader(t, old, 10*time.Second)
+	sidecartest.AwaitSettled(t, old, leader)
 
-	var set members
+	var set sidecartest.Members
 	for i, s := range old {
-		set.add(fmt.Sprintf("old-%d", i), s, 0)
+		set.Add(fmt.Sprintf("old-%d", i), s, 0)
 	}
-	var log claimLog
-	halt := log.sweepUntilHalted(sweepEvery, set.all)
+	var log sidecartest.ClaimLog
+	halt := log.SweepUntilHalted(sidecartest.SweepEvery, set.All)
 	defer halt()
 	time.Sleep(300 * time.Millisecond)
 
@@ -125,10 +124,10 @@ func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.
 		t.Fatal(err)
 	}
 	lost := time.Now()
-	fourth := launch(t, path)
-	fourth.waitServing()
-	set.add("new", fourth, 1)
-	newLeader, newToken := awaitLeader(t, []*sidecar{fourth}, 5*time.Second)
+	fourth := sidecartest.Launch(t, path)
+	fourth.WaitServing()
+	set.Add("new", fourth, 1)
+	newLeader, newToken := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{fourth}, 5*time.Second)
 	if newToken != next {
 		t.Fatalf("the new process leads with token %d %v after the loss, want %d: it did not read the record of the file now at the path",
 			newToken, time.Since(at).Round(time.Millisecond), next)
@@ -140,9 +139,9 @@ func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.
 	detailed := 0 // logs that also say what the path names now
 	removed := map[string]int{path + "-wal": 0, path + "-shm": 0}
 	for i, s := range old {
-		code := s.waitExit(10 * time.Second)
+		code := s.WaitExit(10 * time.Second)
 		exited = append(exited, (<-exits[i]).Sub(lost).Round(time.Millisecond))
-		logs := s.logs.String()
+		logs := s.Logs()
 		if code == 0 || !strings.Contains(logs, "the election stopped; exiting") ||
 			!strings.Contains(logs, "store lost: it was deleted or replaced") || !strings.Contains(logs, path) {
 			t.Fatalf("old-%d: exit status %d; want non-zero and a log that the store at %s was lost:\n%s", i, code, path, logs)
@@ -164,39 +163,39 @@ func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.
 			t.Fatalf("%d old processes logged that they removed %s; want one%s", n, p, map[bool]string{false: " at most"}[stale])
 		}
 	}
-	lastOld := log.lastSent(term{0, token})
+	lastOld := log.LastSent(sidecartest.Term{Epoch: 0, Token: token})
 
 	// Kubernetes would restart them: they join the new file as standbys.
 	for i := range old {
-		set.add(fmt.Sprintf("restarted-%d", i), start(t, path), 1)
+		set.Add(fmt.Sprintf("restarted-%d", i), sidecartest.Start(t, path), 1)
 	}
-	var now []*sidecar
-	for _, m := range set.all() {
-		if m.epoch == 1 {
-			now = append(now, m.s)
+	var now []*sidecartest.Sidecar
+	for _, m := range set.All() {
+		if m.Epoch == 1 {
+			now = append(now, m.Sidecar)
 		}
 	}
-	awaitSettled(t, now, newLeader)
-	steady(t, now, newLeader, newToken, leaseDuration+retryPeriod)
+	sidecartest.AwaitSettled(t, now, newLeader)
+	sidecartest.Steady(t, now, newLeader, newToken, sidecartest.LeaseDuration+sidecartest.RetryPeriod)
 	if d := at.Add(5 * time.Second).Sub(time.Now()); d > 0 { // sample several seconds in all
 		time.Sleep(d)
 	}
 	end := time.Now()
 	halt()
 
-	terms := log.check(t)
-	_, firstNew := log.firstClaim(term{1, newToken})
+	terms := log.Check(t)
+	_, firstNew := log.FirstClaim(sidecartest.Term{Epoch: 1, Token: newToken})
 	var names []string
-	for _, m := range set.all() {
-		if m.epoch == 1 {
-			names = append(names, m.name)
+	for _, m := range set.All() {
+		if m.Epoch == 1 {
+			names = append(names, m.Name)
 		}
 	}
-	if errs := log.failed(names...); len(errs) > 0 {
+	if errs := log.Failed(names...); len(errs) > 0 {
 		t.Fatalf("live sidecars on the new file did not answer: %v", errs)
 	}
 	t.Logf("%d sweeps every %v over %v, %d answers; claims per term (file/token) %v; overlaps 0, sweeps with two leaders 0",
-		len(log.sweeps), sweepEvery, end.Sub(at).Round(time.Millisecond), log.asked, terms)
+		log.Sweeps(), sidecartest.SweepEvery, end.Sub(at).Round(time.Millisecond), log.Asked(), terms)
 	t.Logf("old file's token %d last claimed %v after the loss began; old processes exited %v after, %d of 3 logging that the path %s; stale files removed %v; new file's token %d first claimed %v after the loss began",
 		token, lastOld.Sub(at).Round(time.Millisecond), exited, detailed, found, removed, newToken, firstNew.Sub(at).Round(time.Millisecond))
 }

@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // The library checks at render time what the sidecar would refuse at start
@@ -15,7 +17,7 @@ import (
 // library's own checks answer there; the example chart, whose schema says
 // most of it earlier, still needs the checks a schema cannot make.
 func TestChartLibraryRefusesBadValuesNamingThem(t *testing.T) {
-	chart := helmCreateWithLibrary(t)
+	chart := sidecartest.HelmCreateWithLibrary(t)
 	cases := []struct {
 		name string
 		set  []string
@@ -45,7 +47,7 @@ func TestChartLibraryRefusesBadValuesNamingThem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := templateMyChart(t, chart, c.set...)
+			_, err := sidecartest.TemplateMyChart(t, chart, c.set...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%v: want an error with %q, got %v", c.set, c.want, err)
 			}
@@ -60,18 +62,18 @@ func TestChartLibraryRefusesBadValuesNamingThem(t *testing.T) {
 		{"sidecar.opsPort=9090", "sidecar.httpPort=4041"},
 		{"sidecar.backend=sqlite", "sidecar.events=false", "serviceAccount.create=true"},
 	} {
-		if _, err := templateMyChart(t, chart, set...); err != nil {
+		if _, err := sidecartest.TemplateMyChart(t, chart, set...); err != nil {
 			t.Fatalf("%v: %v", set, err)
 		}
 	}
 
 	// What a schema cannot say, the example chart gets from the library.
-	dir := charts(t)
-	if _, err := templateChart(t, dir, "apps", "sidecar:\n  opsPort: 4040\n"); err == nil ||
+	dir := sidecartest.Charts(t)
+	if _, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar:\n  opsPort: 4040\n"); err == nil ||
 		!strings.Contains(err.Error(), "sidecar.opsPort (4040) must differ from sidecar.httpPort (4040)") {
 		t.Fatalf("the example chart rendered equal ports, or did not name them: %v", err)
 	}
-	if _, err := templateChart(t, dir, "apps", "sidecar:\n  leaseDuration: 10s\n"); err == nil ||
+	if _, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar:\n  leaseDuration: 10s\n"); err == nil ||
 		!strings.Contains(err.Error(), "sidecar.leaseDuration (10s) must be greater than sidecar.renewDeadline (10s)") {
 		t.Fatalf("the example chart rendered bad timings, or did not name them: %v", err)
 	}
@@ -82,7 +84,7 @@ func TestChartLibraryRefusesBadValuesNamingThem(t *testing.T) {
 // requires more), so the two cannot drift apart.
 func TestChartLibrarySchema(t *testing.T) {
 	read := func(chart string) map[string]any {
-		raw, err := os.ReadFile(filepath.Join("..", "charts", chart, "values.schema.json"))
+		raw, err := os.ReadFile(sidecartest.RepoPath(t, "charts", chart, "values.schema.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,8 +117,8 @@ func TestChartLibrarySchema(t *testing.T) {
 		}
 	}
 	// Every default the library applies is valid against its schema.
-	dir := charts(t)
-	if out, err := runHelm(t, "lint", "--strict", filepath.Join(dir, "leader-sidecar-lib")); err != nil || strings.Contains(out, "[WARNING]") {
+	dir := sidecartest.Charts(t)
+	if out, err := sidecartest.RunHelm(t, "lint", "--strict", filepath.Join(dir, "leader-sidecar-lib")); err != nil || strings.Contains(out, "[WARNING]") {
 		t.Fatalf("helm lint --strict: %v\n%s", err, out)
 	}
 }

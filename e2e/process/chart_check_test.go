@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"fmt"
@@ -9,27 +9,29 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // checkRendered asserts everything the chart promises for case c.
-func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool, fullname, ns string) {
+func checkRendered(t *testing.T, r *sidecartest.Rendered, c sidecartest.ChartCase, known map[string]bool, fullname, ns string) {
 	t.Helper()
-	dep := one[*appsv1.Deployment](t, r)
+	dep := sidecartest.One[*appsv1.Deployment](t, r)
 	pod := dep.Spec.Template.Spec
 
 	// Placement: a native sidecar is an init container with restartPolicy
 	// Always; a plain one is a container next to the app.
 	var sc *corev1.Container
-	if c.native {
-		sc = containerNamed(pod.InitContainers, "leader-sidecar")
-		if sc == nil || containerNamed(pod.Containers, "leader-sidecar") != nil {
+	if c.Native {
+		sc = sidecartest.ContainerNamed(pod.InitContainers, "leader-sidecar")
+		if sc == nil || sidecartest.ContainerNamed(pod.Containers, "leader-sidecar") != nil {
 			t.Fatalf("native sidecar not (only) in initContainers: init %v, containers %v", pod.InitContainers, pod.Containers)
 		}
 		if sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 			t.Fatalf("native sidecar restartPolicy %v, want Always", sc.RestartPolicy)
 		}
 	} else {
-		sc = containerNamed(pod.Containers, "leader-sidecar")
+		sc = sidecartest.ContainerNamed(pod.Containers, "leader-sidecar")
 		if sc == nil || len(pod.InitContainers) != 0 {
 			t.Fatalf("plain sidecar not in containers: init %v", pod.InitContainers)
 		}
@@ -37,13 +39,13 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 			t.Fatalf("plain container with restartPolicy %v", *sc.RestartPolicy)
 		}
 	}
-	app := containerNamed(pod.Containers, "app")
+	app := sidecartest.ContainerNamed(pod.Containers, "app")
 	if app == nil {
 		t.Fatal("no app container")
 	}
 
 	// Environment: the Downward API, and the settings as LEADER_SIDECAR_*.
-	env := envOf(sc)
+	env := sidecartest.EnvOf(sc)
 	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"} {
 		e, ok := env[name]
 		if !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != path {
@@ -56,10 +58,10 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 		}
 	}
 	want := map[string]string{
-		"LEADER_SIDECAR_BACKEND":             c.backend,
+		"LEADER_SIDECAR_BACKEND":             c.Backend,
 		"LEADER_SIDECAR_LEASE_NAME":          fullname,
-		"LEADER_SIDECAR_READINESS_MODE":      c.mode,
-		"LEADER_SIDECAR_RELEASE_ON_SHUTDOWN": fmt.Sprint(c.native),
+		"LEADER_SIDECAR_READINESS_MODE":      c.Mode,
+		"LEADER_SIDECAR_RELEASE_ON_SHUTDOWN": fmt.Sprint(c.Native),
 		"LEADER_SIDECAR_HTTP_ADDRESS":        "127.0.0.1:4040",
 		"LEADER_SIDECAR_OPS_ADDRESS":         ":8081",
 		"LEADER_SIDECAR_LEASE_DURATION":      "15s",
@@ -74,10 +76,10 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 			absent[name] = true
 		}
 	}
-	set("LEADER_SIDECAR_READINESS_CONDITION_TYPE", "leader-sidecar.io/leader", c.mode == "pod-condition")
-	set("LEADER_SIDECAR_ROLE_LABEL", "leader-sidecar.io/role", c.mode == "label")
-	set("LEADER_SIDECAR_SQLITE_PATH", "/var/lib/leader-sidecar/leader-sidecar.db", c.backend == "sqlite")
-	set("LEADER_SIDECAR_EVENTS", fmt.Sprint(!strings.Contains(c.extra, "events: false")), c.backend == "lease")
+	set("LEADER_SIDECAR_READINESS_CONDITION_TYPE", "leader-sidecar.io/leader", c.Mode == "pod-condition")
+	set("LEADER_SIDECAR_ROLE_LABEL", "leader-sidecar.io/role", c.Mode == "label")
+	set("LEADER_SIDECAR_SQLITE_PATH", "/var/lib/leader-sidecar/leader-sidecar.db", c.Backend == "sqlite")
+	set("LEADER_SIDECAR_EVENTS", fmt.Sprint(!strings.Contains(c.Extra, "events: false")), c.Backend == "lease")
 	for name, value := range want {
 		if e, ok := env[name]; !ok || e.Value != value {
 			t.Fatalf("%s = %q, want %q", name, e.Value, value)
@@ -85,13 +87,13 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	}
 	for name := range absent {
 		if _, ok := env[name]; ok {
-			t.Fatalf("%s set in mode %s, backend %s", name, c.mode, c.backend)
+			t.Fatalf("%s set in mode %s, backend %s", name, c.Mode, c.Backend)
 		}
 	}
 	if !slices.Contains(sc.Args, "--ops-address=:8081") {
 		t.Fatalf("args %v lack --ops-address=:8081", sc.Args)
 	}
-	if e := envOf(app)["LEADER_SIDECAR_URL"]; e.Value != "http://127.0.0.1:4040" {
+	if e := sidecartest.EnvOf(app)["LEADER_SIDECAR_URL"]; e.Value != "http://127.0.0.1:4040" {
 		t.Fatalf("app's LEADER_SIDECAR_URL = %q", e.Value)
 	}
 
@@ -110,7 +112,7 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	}
 	probe("startup", sc.StartupProbe, "/healthz")
 	probe("liveness", sc.LivenessProbe, "/healthz")
-	if c.mode == "probe" {
+	if c.Mode == "probe" {
 		probe("readiness", sc.ReadinessProbe, "/leader/ready")
 	} else {
 		probe("readiness", sc.ReadinessProbe, "/readyz")
@@ -134,12 +136,12 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	}
 
 	// readinessGates only in pod-condition mode.
-	if c.mode == "pod-condition" {
+	if c.Mode == "pod-condition" {
 		if len(pod.ReadinessGates) != 1 || pod.ReadinessGates[0].ConditionType != "leader-sidecar.io/leader" {
 			t.Fatalf("readinessGates %+v", pod.ReadinessGates)
 		}
 	} else if len(pod.ReadinessGates) != 0 {
-		t.Fatalf("readinessGates %+v in mode %s", pod.ReadinessGates, c.mode)
+		t.Fatalf("readinessGates %+v in mode %s", pod.ReadinessGates, c.Mode)
 	}
 
 	// The SQLite volume only with the sqlite backend, mounted by the sidecar.
@@ -152,7 +154,7 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	mounted := slices.ContainsFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool {
 		return m.Name == "leader-sidecar-db" && m.MountPath == "/var/lib/leader-sidecar"
 	})
-	if c.backend == "sqlite" {
+	if c.Backend == "sqlite" {
 		if dbVolume == nil || dbVolume.HostPath == nil || dbVolume.HostPath.Path != "/var/lib/leader-sidecar" || !mounted {
 			t.Fatalf("sqlite: volume %+v, mounted %v", dbVolume, mounted)
 		}
@@ -161,18 +163,18 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	}
 
 	// A strategy that cannot stall under leader-only readiness.
-	if c.leaderOnly() {
+	if c.LeaderOnly() {
 		if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || dep.Spec.Strategy.RollingUpdate != nil {
-			t.Fatalf("mode %s: strategy %+v, want Recreate", c.mode, dep.Spec.Strategy)
+			t.Fatalf("mode %s: strategy %+v, want Recreate", c.Mode, dep.Spec.Strategy)
 		}
 	} else if dep.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
-		t.Fatalf("mode %s: strategy %+v, want RollingUpdate", c.mode, dep.Spec.Strategy)
+		t.Fatalf("mode %s: strategy %+v, want RollingUpdate", c.Mode, dep.Spec.Strategy)
 	}
 
 	// The Service routes to the leader alone in label mode.
-	svc := one[*corev1.Service](t, r)
-	if role, ok := svc.Spec.Selector["leader-sidecar.io/role"]; (c.mode == "label") != ok || (ok && role != "leader") {
-		t.Fatalf("mode %s: Service selector %v", c.mode, svc.Spec.Selector)
+	svc := sidecartest.One[*corev1.Service](t, r)
+	if role, ok := svc.Spec.Selector["leader-sidecar.io/role"]; (c.Mode == "label") != ok || (ok && role != "leader") {
+		t.Fatalf("mode %s: Service selector %v", c.Mode, svc.Spec.Selector)
 	}
 	for k, v := range dep.Spec.Selector.MatchLabels {
 		if svc.Spec.Selector[k] != v {
@@ -184,12 +186,12 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 	}
 
 	// RBAC: exactly the rules of the mode, bound to the Pod's account.
-	sa := one[*corev1.ServiceAccount](t, r)
+	sa := sidecartest.One[*corev1.ServiceAccount](t, r)
 	if pod.ServiceAccountName != sa.Name {
 		t.Fatalf("Pod runs as %q, the chart's ServiceAccount is %q", pod.ServiceAccountName, sa.Name)
 	}
 	// The token in the sidecar alone, when it talks to the API server.
-	needsAPI := c.backend == "lease" || c.mode == "pod-condition" || c.mode == "label"
+	needsAPI := c.Backend == "lease" || c.Mode == "pod-condition" || c.Mode == "label"
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Fatalf("automountServiceAccountToken %v, want false", pod.AutomountServiceAccountToken)
 	}
@@ -199,20 +201,20 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 		t.Fatalf("needs the API %v: token volume %d, mounted by the sidecar %d", needsAPI, tokenVolume, tokenMount)
 	}
 	if needsAPI {
-		checkTokenVolume(t, pod.Volumes[tokenVolume])
-		if m := sc.VolumeMounts[tokenMount]; m.MountPath != tokenMountPath || !m.ReadOnly {
+		sidecartest.CheckTokenVolume(t, pod.Volumes[tokenVolume])
+		if m := sc.VolumeMounts[tokenMount]; m.MountPath != sidecartest.TokenMountPath || !m.ReadOnly {
 			t.Fatalf("token mount %+v", m)
 		}
 	}
 	if slices.ContainsFunc(app.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "leader-sidecar-token" }) {
 		t.Fatal("the app mounts the sidecar's token")
 	}
-	rules := wantRules(c, fullname, strings.Contains(c.extra, "create: true"), !strings.Contains(c.extra, "events: false"))
-	roles := find[*rbacv1.Role](t, r)
-	bindings := find[*rbacv1.RoleBinding](t, r)
+	rules := wantRules(c, fullname, strings.Contains(c.Extra, "create: true"), !strings.Contains(c.Extra, "events: false"))
+	roles := sidecartest.Find[*rbacv1.Role](t, r)
+	bindings := sidecartest.Find[*rbacv1.RoleBinding](t, r)
 	if len(rules) == 0 {
 		if len(roles) != 0 || len(bindings) != 0 {
-			t.Fatalf("mode %s, backend %s needs no API access but got %d Roles", c.mode, c.backend, len(roles))
+			t.Fatalf("mode %s, backend %s needs no API access but got %d Roles", c.Mode, c.Backend, len(roles))
 		}
 	} else {
 		if len(roles) != 1 || len(bindings) != 1 {
@@ -227,7 +229,7 @@ func checkRendered(t *testing.T, r *rendered, c chartCase, known map[string]bool
 			t.Fatalf("RoleBinding %+v does not bind the Role to %s/%s", b, ns, sa.Name)
 		}
 	}
-	for _, o := range r.raw {
+	for _, o := range r.Raw {
 		labels := o.GetLabels()
 		for _, l := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "helm.sh/chart"} {
 			if labels[l] == "" {

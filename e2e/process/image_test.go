@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"bufio"
@@ -10,13 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // dockerfileBuild returns the go build command of the Dockerfile's build
 // stage, with its build arguments filled in for this machine.
 func dockerfileBuild(t *testing.T, out string) string {
 	t.Helper()
-	f, err := os.Open("../Dockerfile")
+	f, err := os.Open(sidecartest.RepoPath(t, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +60,8 @@ func TestImageBinaryRunsInAnEmptyRootAsNonRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	build := exec.Command("sh", "-c", dockerfileBuild(t, filepath.Join(root, "sidecar")))
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "PATH="+filepath.Dir(goTool())+":"+os.Getenv("PATH"))
+	build.Dir = sidecartest.RepoPath(t)
+	build.Env = append(os.Environ(), "PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", build.Args, err, out)
 	}
@@ -79,19 +81,19 @@ func TestImageBinaryRunsInAnEmptyRootAsNonRoot(t *testing.T) {
 		t.Fatalf("--version in the empty root: %v %q", err, out)
 	}
 
-	s := track(t, jail("--backend", "sqlite", "--sqlite-path", "/tmp/election.db",
+	s := sidecartest.Track(t, jail("--backend", "sqlite", "--sqlite-path", "/tmp/election.db",
 		"--http-address", "127.0.0.1:0", "--ops-address", "127.0.0.1:0", "--log-format", "json"))
-	s.waitServing()
-	leader, token := awaitLeader(t, []*sidecar{s}, 10*time.Second)
+	s.WaitServing()
+	leader, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second)
 	if leader != s || token != 1 {
 		t.Fatalf("leader %v token %d", leader, token)
 	}
 	// The exec probe works in the image too (it has no curl).
-	if out, err := jail("probe", "--address", s.addr, "/leader/ready").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "200 OK") {
+	if out, err := jail("probe", "--address", s.Addr(), "/leader/ready").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "200 OK") {
 		t.Fatalf("sidecar probe /leader/ready on the leader: %v %q", err, out)
 	}
-	s.signal(syscall.SIGTERM)
-	if code := s.waitExit(10 * time.Second); code != 0 {
+	s.Signal(syscall.SIGTERM)
+	if code := s.WaitExit(10 * time.Second); code != 0 {
 		t.Fatalf("SIGTERM: exit status %d", code)
 	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // The real sidecar under abusive clients: hundreds of watchers, slowloris
@@ -60,7 +62,7 @@ func leaderLatencies(t *testing.T, base string, token int64, n int) []time.Durat
 		if err != nil {
 			t.Fatalf("GET /leader %d of %d: %v", i+1, n, err)
 		}
-		var st state
+		var st sidecartest.State
 		err = json.NewDecoder(resp.Body).Decode(&st)
 		resp.Body.Close()
 		took = append(took, time.Since(start))
@@ -78,63 +80,39 @@ func latencySummary(d []time.Duration) string {
 	return fmt.Sprintf("n=%d p50 %v p99 %v max %v", len(s), at(0.5), at(0.99), s[len(s)-1].Round(time.Microsecond))
 }
 
-// e2eWatcher is one open /leader/watch, read in the background.
-type e2eWatcher struct {
-	body   io.ReadCloser
-	events atomic.Int64
-	ended  chan struct{}
-	err    error // why the stream ended, set before ended is closed
-}
-
-func openE2EWatcher(ctx context.Context, hc *http.Client, base string, token int64) (*e2eWatcher, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/leader/watch", nil)
-	resp, err := hc.Do(req)
+// openWatcher opens GET /leader/watch and waits for its first event, which
+// must say that this sidecar leads with token.
+func openWatcher(ctx context.Context, hc *http.Client, base string, token int64) (*sidecartest.Watch, error) {
+	first := make(chan error, 1)
+	w, err := sidecartest.OpenWatch(ctx, hc, base, func(n int, data string) {
+		if n != 1 {
+			return
+		}
+		if st, err := sidecartest.ParseState([]byte(data)); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
+			first <- fmt.Errorf("first event %q, want leader with token %d", data, token)
+			return
+		}
+		first <- nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != 200 {
-		resp.Body.Close()
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	w := &e2eWatcher{body: resp.Body, ended: make(chan struct{})}
-	r := bufio.NewReader(resp.Body)
-	first := make(chan error, 1)
-	go func() {
-		defer close(w.ended)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				w.err = err
-				if w.events.Load() == 0 {
-					first <- err
-				}
-				return
-			}
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok {
-				continue
-			}
-			if w.events.Add(1) == 1 {
-				var st state
-				if err := json.Unmarshal([]byte(data), &st); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
-					first <- fmt.Errorf("first event %q, want leader with token %d", data, token)
-				} else {
-					first <- nil
-				}
-			}
-		}
-	}()
 	select {
-	case err := <-first:
-		if err != nil {
-			resp.Body.Close()
-			return nil, err
+	case err = <-first:
+	case <-w.Ended():
+		select {
+		case err = <-first: // the first event came just before the end
+		default:
+			err = w.Err()
 		}
-		return w, nil
 	case <-time.After(30 * time.Second):
-		resp.Body.Close()
-		return nil, fmt.Errorf("no first event within 30s")
+		err = fmt.Errorf("no first event within 30s")
 	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
 }
 
 // slowloris opens a connection and sends a request header one byte a
@@ -222,9 +200,9 @@ func (m malformed) send(addr string) (int, error) {
 
 func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	const watchers, slowClients = 300, 20
-	s := start(t, dbPath(t))
-	_, token := awaitLeader(t, []*sidecar{s}, 30*time.Second)
-	base := "http://" + s.addr
+	s := sidecartest.Start(t, sidecartest.DBPath(t))
+	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 30*time.Second)
+	base := "http://" + s.Addr()
 	metrics := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer metrics.CloseIdleConnections()
 	baseline := goroutinesOf(t, metrics, base)
@@ -236,12 +214,12 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	wtr := &http.Transport{MaxIdleConnsPerHost: -1}
 	defer wtr.CloseIdleConnections()
 	wc := &http.Client{Transport: wtr}
-	ws := make([]*e2eWatcher, watchers)
+	ws := make([]*sidecartest.Watch, watchers)
 	var wg sync.WaitGroup
 	errs := make(chan error, watchers)
 	for i := range ws {
 		wg.Go(func() {
-			w, err := openE2EWatcher(ctx, wc, base, token)
+			w, err := openWatcher(ctx, wc, base, token)
 			if err != nil {
 				errs <- fmt.Errorf("watcher %d: %w", i, err)
 				return
@@ -254,7 +232,7 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	defer func() {
 		for _, w := range ws {
 			if w != nil {
-				w.body.Close()
+				w.Close()
 			}
 		}
 	}()
@@ -267,7 +245,7 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	// is measured.
 	closedAfter := make(chan time.Duration, slowClients)
 	for range slowClients {
-		go slowloris(s.addr, closedAfter)
+		go slowloris(s.Addr(), closedAfter)
 	}
 	stopMalformed := make(chan struct{})
 	malformedDone := make(chan error, 1)
@@ -281,7 +259,7 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 					return
 				default:
 				}
-				code, err := m.send(s.addr)
+				code, err := m.send(s.Addr())
 				if err != nil || code/100 != m.class {
 					malformedDone <- fmt.Errorf("%s: status %d, %v; want %dxx", m.name, code, err, m.class)
 					return
@@ -313,23 +291,23 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	// The watchers were all kept, and all are still served.
 	for i, w := range ws {
 		select {
-		case <-w.ended:
-			t.Fatalf("watcher %d was dropped during the test: %v", i, w.err)
+		case <-w.Ended():
+			t.Fatalf("watcher %d was dropped during the test: %v", i, w.Err())
 		default:
 		}
 	}
-	if !s.alive() {
+	if !s.Alive() {
 		t.Fatal("the sidecar died")
 	}
-	if st, err := s.leader(); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
+	if st, err := s.Leader(); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
 		t.Fatalf("after the abuse: %+v, %v; want leader with token %d", st, err, token)
 	}
 
 	// Clients hang up: the sidecar's goroutines return to the baseline.
 	cancel()
 	for _, w := range ws {
-		w.body.Close()
-		<-w.ended
+		w.Close()
+		<-w.Ended()
 	}
 	wtr.CloseIdleConnections()
 	var after int
@@ -344,10 +322,10 @@ func TestBadInputSidecarUnderAbuse(t *testing.T) {
 	if withWatchers < baseline+watchers {
 		t.Fatalf("go_goroutines %d with %d watchers open, baseline %d: the count does not see the streams", withWatchers, watchers, baseline)
 	}
-	if !s.alive() {
+	if !s.Alive() {
 		t.Fatal("the sidecar died")
 	}
-	if st, err := s.leader(); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
+	if st, err := s.Leader(); err != nil || !st.Leader || st.Token == nil || *st.Token != token {
 		t.Fatalf("at the end: %+v, %v; want leader with token %d", st, err, token)
 	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"net"
@@ -7,17 +7,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 func TestManyStartAtOnceExactlyOneLeads(t *testing.T) {
 	for round := range 3 {
-		all := startMany(t, dbPath(t), 8)
-		awaitLeader(t, all, 10*time.Second)
+		all := sidecartest.StartMany(t, sidecartest.DBPath(t), 8)
+		sidecartest.AwaitLeader(t, all, 10*time.Second)
 		// Every sweep of the steady state shows one leader, the same one,
 		// and every follower names it as the holder.
 		var first string
 		for range 20 {
-			ls, sts := leaders(t, all)
+			ls, sts := sidecartest.Leaders(t, all)
 			if len(ls) != 1 {
 				t.Fatalf("round %d: %d leaders in a sweep, want 1", round, len(ls))
 			}
@@ -30,43 +32,43 @@ func TestManyStartAtOnceExactlyOneLeads(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		for _, s := range all {
-			if st, err := s.leader(); err != nil || (!st.Leader && st.Holder != first) {
+			if st, err := s.Leader(); err != nil || (!st.Leader && st.Holder != first) {
 				t.Fatalf("round %d: follower sees holder %q (err %v), want %q", round, st.Holder, err, first)
 			}
-			s.signal(syscall.SIGKILL)
+			s.Signal(syscall.SIGKILL)
 		}
 	}
 }
 
 func TestKilledLeaderIsReplacedAfterTheLeaseWithTheNextToken(t *testing.T) {
-	all := startMany(t, dbPath(t), 3)
-	old, token := awaitLeader(t, all, 10*time.Second)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
+	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	killed := time.Now()
-	old.signal(syscall.SIGKILL)
-	old.waitExit(10 * time.Second)
+	old.Signal(syscall.SIGKILL)
+	old.WaitExit(10 * time.Second)
 
-	next, nextToken := awaitLeader(t, without(all, old), 3*leaseDuration)
+	next, nextToken := sidecartest.AwaitLeader(t, sidecartest.Without(all, old), 3*sidecartest.LeaseDuration)
 	waited := time.Since(killed)
 	if next == old || nextToken != token+1 {
 		t.Fatalf("new leader token %d, want %d", nextToken, token+1)
 	}
 	// The last renewal was at most one retry period before the kill, and a
 	// standby waits a whole lease duration after seeing it.
-	if min := leaseDuration - retryPeriod; waited < min {
+	if min := sidecartest.LeaseDuration - sidecartest.RetryPeriod; waited < min {
 		t.Fatalf("standby took over %v after the kill, before the lease could have run out (%v)", waited, min)
 	}
-	t.Logf("fail-over after kill -9: %v (lease %v)", waited.Round(time.Millisecond), leaseDuration)
+	t.Logf("fail-over after kill -9: %v (lease %v)", waited.Round(time.Millisecond), sidecartest.LeaseDuration)
 }
 
 func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
-	all := startMany(t, dbPath(t), 3)
-	old, token := awaitLeader(t, all, 10*time.Second)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
+	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	signalled := time.Now()
-	old.signal(syscall.SIGTERM)
+	old.Signal(syscall.SIGTERM)
 
-	next, nextToken := awaitLeader(t, without(all, old), leaseDuration)
+	next, nextToken := sidecartest.AwaitLeader(t, sidecartest.Without(all, old), sidecartest.LeaseDuration)
 	took := time.Since(signalled)
-	if code := old.waitExit(10 * time.Second); code != 0 {
+	if code := old.WaitExit(10 * time.Second); code != 0 {
 		t.Fatalf("SIGTERM: exit status %d, want 0", code)
 	}
 	if next == old || nextToken != token+1 {
@@ -77,24 +79,24 @@ func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
 	if took > time.Second {
 		t.Fatalf("hand-off took %v, want about a second at most (release + change signal)", took)
 	}
-	if !strings.Contains(old.logs.String(), "released the lease") {
+	if !strings.Contains(old.Logs(), "released the lease") {
 		t.Fatal("the old leader did not log its release")
 	}
 	t.Logf("hand-off after SIGTERM: %v", took.Round(time.Millisecond))
 }
 
 func TestPausedLeaderAnswersNotLeaderOnWaking(t *testing.T) {
-	all := startMany(t, dbPath(t), 2)
-	paused, token := awaitLeader(t, all, 10*time.Second)
-	paused.signal(syscall.SIGSTOP)
-	next, nextToken := awaitLeader(t, without(all, paused), 3*leaseDuration)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+	paused, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	paused.Signal(syscall.SIGSTOP)
+	next, nextToken := sidecartest.AwaitLeader(t, sidecartest.Without(all, paused), 3*sidecartest.LeaseDuration)
 	if nextToken != token+1 {
 		t.Fatalf("successor token %d, want %d", nextToken, token+1)
 	}
 
 	// Send the request while the leader is still frozen: the kernel queues
 	// it, and the first thing the process does on waking is answer it.
-	conn, err := net.DialTimeout("tcp", paused.addr, 5*time.Second)
+	conn, err := net.DialTimeout("tcp", paused.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestPausedLeaderAnswersNotLeaderOnWaking(t *testing.T) {
 	if _, err := conn.Write([]byte("GET /leader HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	paused.signal(syscall.SIGCONT)
+	paused.Signal(syscall.SIGCONT)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var reply strings.Builder
 	buf := make([]byte, 4096)
@@ -117,28 +119,28 @@ func TestPausedLeaderAnswersNotLeaderOnWaking(t *testing.T) {
 	if !strings.Contains(body, `"leader":false`) || !strings.Contains(body, `"token":null`) {
 		t.Fatalf("first answer after waking:\n%s\nwant leader:false with a null token", body)
 	}
-	if _, sts := leaders(t, all); len(sts) != 1 || sts[0].Identity == "" || next == paused {
+	if _, sts := sidecartest.Leaders(t, all); len(sts) != 1 || sts[0].Identity == "" || next == paused {
 		t.Fatal("the successor should still be the only leader")
 	}
 }
 
 func TestTokensStrictlyIncreaseAcrossHandOffs(t *testing.T) {
-	db := dbPath(t)
-	all := startMany(t, db, 3)
-	_, last := awaitLeader(t, all, 10*time.Second)
+	db := sidecartest.DBPath(t)
+	all := sidecartest.StartMany(t, db, 3)
+	_, last := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	tokens := []int64{last}
 	for range 8 {
-		var live []*sidecar
+		var live []*sidecartest.Sidecar
 		for _, s := range all {
-			if s.alive() {
+			if s.Alive() {
 				live = append(live, s)
 			}
 		}
-		leader, _ := awaitLeader(t, live, 10*time.Second)
-		leader.signal(syscall.SIGTERM)
-		leader.waitExit(10 * time.Second)
-		all = append(without(all, leader), start(t, db))
-		_, token := awaitLeader(t, all, 2*leaseDuration)
+		leader, _ := sidecartest.AwaitLeader(t, live, 10*time.Second)
+		leader.Signal(syscall.SIGTERM)
+		leader.WaitExit(10 * time.Second)
+		all = append(sidecartest.Without(all, leader), sidecartest.Start(t, db))
+		_, token := sidecartest.AwaitLeader(t, all, 2*sidecartest.LeaseDuration)
 		if token != last+1 {
 			t.Fatalf("tokens so far %v, then %d: want each hand-off to add exactly one", tokens, token)
 		}
@@ -153,14 +155,14 @@ func TestTokensStrictlyIncreaseAcrossHandOffs(t *testing.T) {
 // term was sent after an answer of a newer term had arrived: the two terms
 // never both claimed leadership at one instant.
 func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
-	all := startMany(t, dbPath(t), 4)
-	leader, _ := awaitLeader(t, all, 10*time.Second)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 4)
+	leader, _ := sidecartest.AwaitLeader(t, all, 10*time.Second)
 
-	var log claimLog
+	var log sidecartest.ClaimLog
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, s := range all {
-		log.sample(&wg, stop, s, func(err error) bool {
+		log.Sample(&wg, stop, s, func(err error) bool {
 			if s != leader { // the leader is shutting down
 				t.Errorf("GET /leader: %v", err)
 			}
@@ -168,13 +170,13 @@ func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
-	leader.signal(syscall.SIGTERM)
-	awaitLeader(t, without(all, leader), leaseDuration)
+	leader.Signal(syscall.SIGTERM)
+	sidecartest.AwaitLeader(t, sidecartest.Without(all, leader), sidecartest.LeaseDuration)
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 
-	terms := log.check(t)
+	terms := log.Check(t)
 	if len(terms) != 2 {
 		t.Fatalf("answers covered terms %v, want the two around the hand-off", terms)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"os"
@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // The project is Apache-2.0: the full license text at the top of the
 // repository, the README's end naming it, and each chart declaring it the
 // way chart indexes read it (the artifacthub.io/license annotation).
 func TestChartLicense(t *testing.T) {
-	text, err := os.ReadFile("../LICENSE")
+	text, err := os.ReadFile(sidecartest.RepoPath(t, "LICENSE"))
 	if err != nil {
 		t.Fatalf("no LICENSE: %v", err)
 	}
@@ -28,7 +30,7 @@ func TestChartLicense(t *testing.T) {
 		}
 	}
 
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile(sidecartest.RepoPath(t, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestChartLicense(t *testing.T) {
 	}
 
 	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
-		f, err := os.Open("../charts/" + chart + "/Chart.yaml")
+		f, err := os.Open(sidecartest.RepoPath(t, "charts", chart, "Chart.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
