@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // dryRunner creates objects with server-side dry-run through a dynamic
@@ -65,22 +67,22 @@ func (d *dryRunner) create(ctx context.Context, o *unstructured.Unstructured, ns
 }
 
 func TestChartServerSideDryRun(t *testing.T) {
-	dir := charts(t)
-	k := kube(t)
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
 	d := newDryRunner(t, k.Config)
 	ctx := context.Background()
-	cases := append(chartMatrix(), chartCase{mode: "pod-condition", native: true, backend: "lease", extra: "lease:\n  create: true"})
+	cases := append(sidecartest.ChartMatrix(), sidecartest.ChartCase{Mode: "pod-condition", Native: true, Backend: "lease", Extra: "lease:\n  create: true"})
 	for _, c := range cases {
-		t.Run(c.name(), func(t *testing.T) {
-			ns := k.namespace(t)
-			r := renderChart(t, dir, ns, c.values())
-			for _, o := range r.raw {
+		t.Run(c.Name(), func(t *testing.T) {
+			ns := k.Namespace(t)
+			r := sidecartest.RenderChart(t, dir, ns, c.Values())
+			for _, o := range r.Raw {
 				if err := d.create(ctx, o, ns, true); err != nil {
 					t.Fatalf("the API server refused %s %s: %v", o.GetKind(), o.GetName(), err)
 				}
 			}
 			// Nothing was stored.
-			if sas, err := k.client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			if sas, err := k.Client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{}); err != nil {
 				t.Fatal(err)
 			} else if slices.ContainsFunc(sas.Items, func(sa corev1.ServiceAccount) bool { return sa.Name != "default" }) {
 				t.Fatalf("dry-run stored ServiceAccounts: %v", sas.Items)
@@ -94,32 +96,32 @@ func TestChartServerSideDryRun(t *testing.T) {
 // lease backend passes; the sqlite backend's hostPath volume is refused, as
 // the chart documents.
 func TestChartPodSecurityRestricted(t *testing.T) {
-	dir := charts(t)
-	k := kube(t)
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
 	ctx := context.Background()
-	for _, c := range []chartCase{
-		{mode: "pod-condition", native: true, backend: "lease"},
-		{mode: "label", native: false, backend: "lease"},
-		{mode: "none", native: true, backend: "sqlite"},
+	for _, c := range []sidecartest.ChartCase{
+		{Mode: "pod-condition", Native: true, Backend: "lease"},
+		{Mode: "label", Native: false, Backend: "lease"},
+		{Mode: "none", Native: true, Backend: "sqlite"},
 	} {
-		t.Run(c.name(), func(t *testing.T) {
-			ns := k.namespace(t)
-			nsObj, err := k.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		t.Run(c.Name(), func(t *testing.T) {
+			ns := k.Namespace(t)
+			nsObj, err := k.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
 			nsObj.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
-			if _, err := k.client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+			if _, err := k.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			dep := one[*appsv1.Deployment](t, renderChart(t, dir, ns, c.values()))
+			dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, ns, c.Values()))
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "probe-pod", Namespace: ns, Labels: dep.Spec.Template.Labels},
 				Spec:       dep.Spec.Template.Spec,
 			}
-			_, err = k.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if c.backend == "sqlite" {
+			_, err = k.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if c.Backend == "sqlite" {
 				if err == nil || !strings.Contains(err.Error(), "hostPath") {
 					t.Fatalf("a hostPath volume passed Pod Security restricted: %v", err)
 				}
@@ -138,20 +140,20 @@ func TestChartPodSecurityRestricted(t *testing.T) {
 // nothing forbidden, and cannot touch another Lease, another namespace, or
 // Pods beyond what its mode needs.
 func TestChartRBACForReal(t *testing.T) {
-	dir := charts(t)
-	for _, c := range []chartCase{
-		{mode: "none", native: true, backend: "lease"},
-		{mode: "pod-condition", native: true, backend: "lease"},
-		{mode: "label", native: false, backend: "lease"},
-		{mode: "probe", native: true, backend: "lease", extra: "lease:\n  create: true\nevents: false"},
+	dir := sidecartest.Charts(t)
+	for _, c := range []sidecartest.ChartCase{
+		{Mode: "none", Native: true, Backend: "lease"},
+		{Mode: "pod-condition", Native: true, Backend: "lease"},
+		{Mode: "label", Native: false, Backend: "lease"},
+		{Mode: "probe", Native: true, Backend: "lease", Extra: "lease:\n  create: true\nevents: false"},
 	} {
-		t.Run(c.name(), func(t *testing.T) {
-			k := kube(t)
+		t.Run(c.Name(), func(t *testing.T) {
+			k := sidecartest.Kube(t)
 			ctx := context.Background()
-			ns := k.namespace(t)
-			r := renderChart(t, dir, ns, c.values())
+			ns := k.Namespace(t)
+			r := sidecartest.RenderChart(t, dir, ns, c.Values())
 			d := newDryRunner(t, k.Config)
-			for _, o := range r.raw {
+			for _, o := range r.Raw {
 				switch o.GetKind() {
 				case "ServiceAccount", "Role", "RoleBinding", "Lease":
 					if err := d.create(ctx, o, ns, false); err != nil {
@@ -159,12 +161,12 @@ func TestChartRBACForReal(t *testing.T) {
 					}
 				}
 			}
-			dep := one[*appsv1.Deployment](t, r)
+			dep := sidecartest.One[*appsv1.Deployment](t, r)
 			sa := dep.Spec.Template.Spec.ServiceAccountName
 			user := "system:serviceaccount:" + ns + ":" + sa
 			all := append(slices.Clone(dep.Spec.Template.Spec.InitContainers), dep.Spec.Template.Spec.Containers...)
-			sc := containerNamed(all, "leader-sidecar")
-			leaseName := envOf(sc)["LEADER_SIDECAR_LEASE_NAME"].Value
+			sc := sidecartest.ContainerNamed(all, "leader-sidecar")
+			leaseName := sidecartest.EnvOf(sc)["LEADER_SIDECAR_LEASE_NAME"].Value
 
 			// The rendered container's environment, with the Downward API
 			// filled in for a Pod object of our own; the test's timings and
@@ -179,19 +181,19 @@ func TestChartRBACForReal(t *testing.T) {
 				}
 				env = append(env, e.Name+"="+value)
 			}
-			kc := k.kubeconfig(t, user)
-			s := spawn(t, env, "--kubeconfig", kc, "--ops-address", "127.0.0.1:0")
-			s.waitServing()
-			_, token := awaitLeader(t, []*sidecar{s}, 15*time.Second)
-			leaseShows(t, k, ns, leaseName, identityOf(t, s), token)
-			if c.mode == "pod-condition" || c.mode == "label" {
-				awaitMarked(t, k, ns, c.mode, podName)
+			kc := k.Kubeconfig(t, user)
+			s := sidecartest.Spawn(t, env, "--kubeconfig", kc, "--ops-address", "127.0.0.1:0")
+			s.WaitServing()
+			_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 15*time.Second)
+			k.LeaseShows(t, ns, leaseName, sidecartest.IdentityOf(t, s), token)
+			if c.Mode == "pod-condition" || c.Mode == "label" {
+				awaitMarked(t, k, ns, c.Mode, podName)
 			}
-			time.Sleep(2 * renewDeadline) // renewals and events go through
-			if _, again := awaitLeader(t, []*sidecar{s}, time.Second); again != token {
+			time.Sleep(2 * sidecartest.RenewDeadline) // renewals and events go through
+			if _, again := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, time.Second); again != token {
 				t.Fatalf("token moved from %d to %d", token, again)
 			}
-			if logs := s.logs.String(); strings.Contains(logs, "forbidden") {
+			if logs := s.Logs(); strings.Contains(logs, "forbidden") {
 				t.Fatalf("the chart's Role lacks a permission the sidecar used:\n%s", logs)
 			}
 
@@ -203,10 +205,10 @@ func TestChartRBACForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
-			if _, err := k.client.CoordinationV1().Leases(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			if _, err := k.Client.CoordinationV1().Leases(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			otherNS := k.namespace(t)
+			otherNS := k.Namespace(t)
 			forbidden := map[string]error{}
 			_, forbidden["get another Lease"] = as.CoordinationV1().Leases(ns).Get(ctx, "other", metav1.GetOptions{})
 			_, forbidden["update another Lease"] = as.CoordinationV1().Leases(ns).Update(ctx, other, metav1.UpdateOptions{})
@@ -218,16 +220,16 @@ func TestChartRBACForReal(t *testing.T) {
 			_, forbidden["list Pods"] = as.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			_, forbidden["read Secrets"] = as.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 			patch := []byte(`{"metadata":{"labels":{"x":"y"}}}`)
-			if c.mode != "label" {
+			if c.Mode != "label" {
 				_, forbidden["patch a Pod"] = as.CoreV1().Pods(ns).Patch(ctx, podName, types.MergePatchType, patch, metav1.PatchOptions{})
 			}
-			if c.mode != "pod-condition" {
+			if c.Mode != "pod-condition" {
 				_, forbidden["patch a Pod's status"] = as.CoreV1().Pods(ns).Patch(ctx, podName, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 			}
-			if c.mode != "pod-condition" && c.mode != "label" {
+			if c.Mode != "pod-condition" && c.Mode != "label" {
 				_, forbidden["get a Pod"] = as.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 			}
-			if strings.Contains(c.extra, "create: true") {
+			if strings.Contains(c.Extra, "create: true") {
 				_, forbidden["create a Lease"] = as.CoordinationV1().Leases(ns).Create(ctx,
 					&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
 			}

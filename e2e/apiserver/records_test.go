@@ -1,10 +1,12 @@
-package e2e
+package apiserver
 
 import (
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // TestRecordDeletedOrEmptied changes the record by hand under three
@@ -56,50 +58,50 @@ func TestRecordDeletedOrEmptied(t *testing.T) {
 }
 
 func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, change func() error, same bool, leases int) {
-	var all []*sidecar
-	var set members
+	var all []*sidecartest.Sidecar
+	var set sidecartest.Members
 	for i := range 3 {
 		s := store.start(fmt.Sprintf("app-%d", i))
 		all = append(all, s)
-		set.add(s.addr, s, 0)
+		set.Add(s.Addr(), s, 0)
 	}
-	old, token := awaitLeader(t, all, 15*time.Second)
-	awaitSettled(t, all, old)
-	rest := without(all, old)
+	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
+	sidecartest.AwaitSettled(t, all, old)
+	rest := sidecartest.Without(all, old)
 
-	var log claimLog
-	halt := log.sweepUntilHalted(sweepEvery, set.all)
+	var log sidecartest.ClaimLog
+	halt := log.SweepUntilHalted(sidecartest.SweepEvery, set.All)
 	defer halt()
 	time.Sleep(200 * time.Millisecond)
 
 	frozen := time.Now()
 	if freeze != 0 {
-		old.signal(freeze)
+		old.Signal(freeze)
 	}
 	if freeze == syscall.SIGKILL {
-		old.waitExit(5 * time.Second)
+		old.WaitExit(5 * time.Second)
 	}
 	at := time.Now()
 	if err := change(); err != nil {
 		t.Fatalf("changing the record: %v", err)
 	}
 	changed := time.Now()
-	var leader *sidecar
+	var leader *sidecartest.Sidecar
 	next := token + 1
 	if same {
-		leader = awaitToken(t, all, next, retryPeriod+time.Second)
+		leader = sidecartest.AwaitToken(t, all, next, sidecartest.RetryPeriod+time.Second)
 		if leader != old {
 			t.Fatalf("a standby leads with token %d; the leader, still inside its claim, should", next)
 		}
 	} else {
 		within := time.Second
 		if leases > 0 {
-			within = time.Duration(leases)*leaseDuration + 3*retryPeriod + time.Second
+			within = time.Duration(leases)*sidecartest.LeaseDuration + 3*sidecartest.RetryPeriod + time.Second
 		}
 		// A recreated record's creator claims it a lease duration after
 		// it wrote it, the very moment the other standby may take it over
 		// as an expired record with one more token: either may lead.
-		leader, next = awaitLeader(t, rest, within)
+		leader, next = sidecartest.AwaitLeader(t, rest, within)
 		if next != token+1 && (leases < 2 || next != token+2) {
 			t.Fatalf("a standby leads with token %d after the change, want %d", next, token+1)
 		}
@@ -108,56 +110,54 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 	if freeze == syscall.SIGSTOP {
 		time.Sleep(200 * time.Millisecond)
 		woke = time.Now()
-		old.signal(syscall.SIGCONT)
+		old.Signal(syscall.SIGCONT)
 	}
 	asked := all
 	if freeze == syscall.SIGKILL {
 		asked = rest
 	}
-	steady(t, asked, leader, next, leaseDuration)
+	sidecartest.Steady(t, asked, leader, next, sidecartest.LeaseDuration)
 	end := time.Now()
 	halt()
 	if !woke.IsZero() {
 		// A request sent while the leader was frozen is answered after it
 		// wakes, when the new term has begun: it must disown the old one.
-		log.mu.Lock()
-		for _, c := range log.claims {
-			if c.who == old.addr && c.answer.After(woke) && c.term.token == token {
-				t.Fatalf("the old leader answered leader:true with token %d %v after waking", token, c.answer.Sub(woke))
+		for _, c := range log.Claims() {
+			if c.Who == old.Addr() && c.Answer.After(woke) && c.Term.Token == token {
+				t.Fatalf("the old leader answered leader:true with token %d %v after waking", token, c.Answer.Sub(woke))
 			}
 		}
-		log.mu.Unlock()
 	}
 
-	terms := log.check(t)
+	terms := log.Check(t)
 	var live []string
-	for _, m := range set.all() {
-		if m.s != old || freeze == 0 {
-			live = append(live, m.name)
+	for _, m := range set.All() {
+		if m.Sidecar != old || freeze == 0 {
+			live = append(live, m.Name)
 		}
 	}
-	if errs := log.failed(live...); len(errs) > 0 {
+	if errs := log.Failed(live...); len(errs) > 0 {
 		t.Fatalf("live sidecars did not answer: %v", errs)
 	}
-	store.shows(t, identityOf(t, leader), next)
-	who, first := log.firstClaim(term{0, next})
-	if who != leader.addr {
-		t.Fatalf("the first claim of token %d came from %s, not the leader %s", next, who, leader.addr)
+	store.shows(t, sidecartest.IdentityOf(t, leader), next)
+	who, first := log.FirstClaim(sidecartest.Term{Epoch: 0, Token: next})
+	if who != leader.Addr() {
+		t.Fatalf("the first claim of token %d came from %s, not the leader %s", next, who, leader.Addr())
 	}
 	took := first.Sub(at)
 	switch {
-	case first.Before(at.Add(time.Duration(leases) * leaseDuration)):
-		t.Fatalf("a standby led with token %d %v after the change, before %d lease durations (%v each)", next, took, leases, leaseDuration)
-	case freeze == syscall.SIGSTOP && first.Before(frozen.Add(renewDeadline)):
+	case first.Before(at.Add(time.Duration(leases) * sidecartest.LeaseDuration)):
+		t.Fatalf("a standby led with token %d %v after the change, before %d lease durations (%v each)", next, took, leases, sidecartest.LeaseDuration)
+	case freeze == syscall.SIGSTOP && first.Before(frozen.Add(sidecartest.RenewDeadline)):
 		t.Fatalf("a standby led %v after the leader froze, while its claim could still hold (renew deadline %v)",
-			first.Sub(frozen), renewDeadline)
+			first.Sub(frozen), sidecartest.RenewDeadline)
 	}
-	gap := log.leaderless(at, end, sweepEvery)
+	gap := log.Leaderless(at, end, sidecartest.SweepEvery)
 	if same && gap > 250*time.Millisecond {
 		t.Fatalf("no leader for %v after the change; the leader should have kept leading", gap)
 	}
 	t.Logf("token %d -> %d (same holder %v): first claimed %v after the change (which took %v); longest leaderless run %v; "+
 		"%d sweeps every %v, %d answers, claims per term %v; overlaps 0, sweeps with two leaders 0",
 		token, next, leader == old, took.Round(time.Millisecond), changed.Sub(at).Round(time.Millisecond),
-		gap.Round(time.Millisecond), len(log.sweeps), sweepEvery, log.asked, terms)
+		gap.Round(time.Millisecond), log.Sweeps(), sidecartest.SweepEvery, log.Asked(), terms)
 }

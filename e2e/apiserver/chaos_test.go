@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
@@ -24,16 +25,16 @@ const (
 	// fault; the standby notices expiry at its next attempt, at most 1.2
 	// retry periods after the lease ran out; one more second covers
 	// sampling, process scheduling and -race on two shared cores.
-	recoveryBound = leaseDuration + 3*retryPeriod + time.Second
+	recoveryBound = sidecartest.LeaseDuration + 3*sidecartest.RetryPeriod + time.Second
 	// demoteBound: a leader cut off from its store (or its store stopped)
 	// claims only until renewDeadline after the start of its last
 	// successful renewal, which began before the fault; 500ms covers the
 	// sampling interval and scheduling.
-	demoteBound = renewDeadline + 500*time.Millisecond
+	demoteBound = sidecartest.RenewDeadline + 500*time.Millisecond
 	// settledFor: after recovery, exactly one leader with the expected
 	// token in every sweep for this long (longer than a renew deadline, so
 	// a wrongly demoting leader would show).
-	settledFor = renewDeadline + retryPeriod
+	settledFor = sidecartest.RenewDeadline + sidecartest.RetryPeriod
 	// lookback: each fault's overlap check also covers this much of the
 	// previous fault's settled tail, so no overlap hides at a boundary.
 	lookback = time.Second
@@ -45,7 +46,7 @@ const (
 type chaosMember struct {
 	i      int
 	pod    string
-	s      *sidecar
+	s      *sidecartest.Sidecar
 	px     *tcpProxy
 	killed atomic.Bool // killed on purpose: its errors are expected
 	paused atomic.Bool // SIGSTOPped: its requests hang
@@ -61,7 +62,7 @@ type chaosWrite struct {
 // chaos is the running fleet, its samplers and writers.
 type chaos struct {
 	t        *testing.T
-	k        *kubeEnv
+	k        *sidecartest.KubeEnv
 	ns, name string
 	upstream string // lease: the API server's host:port
 	tlsName  string
@@ -72,8 +73,8 @@ type chaos struct {
 
 	mu       sync.Mutex
 	members  []*chaosMember
-	answers  []answer // every /leader answer, per member in sampling order
-	failed   []error  // a live, running sidecar that did not answer
+	answers  []sidecartest.Answer // every /leader answer, per member in sampling order
+	failed   []error              // a live, running sidecar that did not answer
 	samples  int
 	guard    fence.MemoryGuard
 	accepted []chaosWrite // in the order the guard accepted them
@@ -133,18 +134,18 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Run("lease", func(t *testing.T) {
-		k := kube(t)
+		k := sidecartest.Kube(t)
 		u, err := url.Parse(k.Config.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &chaos{t: t, k: k, ns: k.namespace(t), name: "chaos", upstream: u.Host, tlsName: u.Hostname(),
+		c := &chaos{t: t, k: k, ns: k.Namespace(t), name: "chaos", upstream: u.Host, tlsName: u.Hostname(),
 			seed: seed, stop: make(chan struct{})}
 		t.Cleanup(c.halt)
 		c.run([]string{"kill", "pause", "apiserver", "partition", "delete"})
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		c := &chaos{t: t, db: dbPath(t), seed: seed, stop: make(chan struct{})}
+		c := &chaos{t: t, db: sidecartest.DBPath(t), seed: seed, stop: make(chan struct{})}
 		t.Cleanup(c.halt)
 		c.run([]string{"kill", "pause", "storelock"})
 	})
@@ -161,20 +162,20 @@ func (c *chaos) run(faults []string) {
 		quiet[i] = time.Duration(rng.IntN(500)) * time.Millisecond
 	}
 	t.Logf("CHAOS_SEED=%d schedule: %s (quiet before each: %v); lease %v, renew deadline %v, retry %v",
-		seed, strings.Join(faults, " -> "), quiet, leaseDuration, renewDeadline, retryPeriod)
+		seed, strings.Join(faults, " -> "), quiet, sidecartest.LeaseDuration, sidecartest.RenewDeadline, sidecartest.RetryPeriod)
 
 	begin := time.Now()
 	for range 3 {
 		c.add()
 	}
-	leader, token := awaitLeader(t, c.live(), 15*time.Second)
+	leader, token := sidecartest.AwaitLeader(t, c.live(), 15*time.Second)
 	phaseStart := time.Now()
 	var results []faultResult
 	for i, f := range faults {
 		if time.Since(begin) > runBound {
 			t.Fatalf("chaos run past its bound of %v before %s", runBound, f)
 		}
-		awaitSettled(t, c.live(), leader)
+		sidecartest.AwaitSettled(t, c.live(), leader)
 		time.Sleep(quiet[i])
 		var r faultResult
 		prev := token
@@ -202,11 +203,11 @@ func (c *chaos) run(faults []string) {
 		phaseStart = end
 	}
 	if c.k != nil {
-		leaseShows(t, c.k, c.ns, c.name, identityOf(t, leader), token)
+		c.k.LeaseShows(t, c.ns, c.name, sidecartest.IdentityOf(t, leader), token)
 	}
 	// The final leader's writer has had the settled period to write.
-	final := fence.TermID{Token: token, Holder: identityOf(t, leader)}
-	waitTrue(t, "the guard holds the final term", 2*time.Second, func() bool {
+	final := fence.TermID{Token: token, Holder: sidecartest.IdentityOf(t, leader)}
+	sidecartest.WaitTrue(t, "the guard holds the final term", 2*time.Second, func() bool {
 		accepted, ok := c.guard.Accepted("chaos")
 		return ok && accepted == final
 	})
@@ -225,11 +226,11 @@ func (c *chaos) final(t *testing.T, results []faultResult, token int64, took tim
 	last := map[int]int64{}
 	terms := map[int64]int{}
 	for _, a := range claims {
-		tok := *a.st.Token
-		if tok < last[a.who] {
-			t.Fatalf("sidecar %d claimed token %d after %d", a.who, tok, last[a.who])
+		tok := *a.State.Token
+		if tok < last[a.Who] {
+			t.Fatalf("sidecar %d claimed token %d after %d", a.Who, tok, last[a.Who])
 		}
-		last[a.who] = tok
+		last[a.Who] = tok
 		terms[tok]++
 	}
 
@@ -255,19 +256,19 @@ func (c *chaos) final(t *testing.T, results []faultResult, token int64, took tim
 	// No sidecar crashed; the killed ones died of SIGKILL.
 	killed := 0
 	for _, m := range c.members {
-		if strings.Contains(m.s.logs.String(), "panic") {
-			t.Fatalf("%s logged a panic:\n%s", m.pod, m.s.logs.String())
+		if strings.Contains(m.s.Logs(), "panic") {
+			t.Fatalf("%s logged a panic:\n%s", m.pod, m.s.Logs())
 		}
 		if !m.killed.Load() {
-			if !m.s.alive() {
-				t.Fatalf("%s exited: %v\n%s", m.pod, m.s.exitErr, m.s.logs.String())
+			if !m.s.Alive() {
+				t.Fatalf("%s exited: %v\n%s", m.pod, m.s.ExitErr(), m.s.Logs())
 			}
 			continue
 		}
 		killed++
-		ws, ok := m.s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		ws, ok := m.s.ProcessState().Sys().(syscall.WaitStatus)
 		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("%s, killed on purpose, ended with %v", m.pod, m.s.cmd.ProcessState)
+			t.Fatalf("%s, killed on purpose, ended with %v", m.pod, m.s.ProcessState())
 		}
 	}
 

@@ -1,10 +1,12 @@
-package e2e
+package apiserver
 
 import (
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // healthFor is how long TestHealthWithDefaultTimings probes: several
@@ -23,32 +25,34 @@ var healthArgs = []string{"--lease-duration", "15s", "--renew-deadline", "10s", 
 // every answer must be 200 (a quiet standby is healthy and ready).
 func TestHealthWithDefaultTimings(t *testing.T) {
 	t.Parallel()
-	backends := map[string]func(t *testing.T) func(pod string) *sidecar{
-		"lease": func(t *testing.T) func(string) *sidecar {
-			k := kube(t)
-			ns, kc := k.namespace(t), k.kubeconfig(t, "")
-			return func(pod string) *sidecar { return leaseSidecar(t, kc, ns, "health", pod, healthArgs...) }
+	backends := map[string]func(t *testing.T) func(pod string) *sidecartest.Sidecar{
+		"lease": func(t *testing.T) func(string) *sidecartest.Sidecar {
+			k := sidecartest.Kube(t)
+			ns, kc := k.Namespace(t), k.Kubeconfig(t, "")
+			return func(pod string) *sidecartest.Sidecar {
+				return sidecartest.LeaseSidecar(t, kc, ns, "health", pod, healthArgs...)
+			}
 		},
-		"sqlite": func(t *testing.T) func(string) *sidecar {
-			db := dbPath(t)
-			return func(string) *sidecar { return start(t, db, healthArgs...) }
+		"sqlite": func(t *testing.T) func(string) *sidecartest.Sidecar {
+			db := sidecartest.DBPath(t)
+			return func(string) *sidecartest.Sidecar { return sidecartest.Start(t, db, healthArgs...) }
 		},
 	}
 	for name, election := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			newSidecar := election(t)
-			var all []*sidecar
+			var all []*sidecartest.Sidecar
 			for i := range 3 {
 				all = append(all, newSidecar(fmt.Sprintf("app-%d", i)))
 			}
-			awaitLeader(t, all, 20*time.Second)
+			sidecartest.AwaitLeader(t, all, 20*time.Second)
 			awaitReady(t, all, 20*time.Second)
 			probeHealth(t, all)
-			if ls, _ := leaders(t, all); len(ls) != 1 {
+			if ls, _ := sidecartest.Leaders(t, all); len(ls) != 1 {
 				t.Fatalf("%d leaders after probing, want one", len(ls))
 			}
-			allAlive(t, all)
+			sidecartest.AllAlive(t, all)
 		})
 	}
 }
@@ -56,12 +60,12 @@ func TestHealthWithDefaultTimings(t *testing.T) {
 // awaitReady waits until /readyz answers 200 on every sidecar: each has
 // reached the store once (until then 503 is the right answer, as for a
 // readiness probe during start-up).
-func awaitReady(t *testing.T, all []*sidecar, within time.Duration) {
+func awaitReady(t *testing.T, all []*sidecartest.Sidecar, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for _, s := range all {
 		for {
-			resp, err := client.Get("http://" + s.addr + "/readyz")
+			resp, err := sidecartest.Client.Get("http://" + s.Addr() + "/readyz")
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
@@ -69,7 +73,7 @@ func awaitReady(t *testing.T, all []*sidecar, within time.Duration) {
 				}
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s not ready within %v (%v)", s.addr, within, err)
+				t.Fatalf("%s not ready within %v (%v)", s.Addr(), within, err)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -78,18 +82,18 @@ func awaitReady(t *testing.T, all []*sidecar, within time.Duration) {
 
 // probeHealth asks every probe of every sidecar every 500ms for healthFor
 // and fails t on any answer but 200.
-func probeHealth(t *testing.T, all []*sidecar) {
+func probeHealth(t *testing.T, all []*sidecartest.Sidecar) {
 	t.Helper()
 	var urls []string
 	for _, s := range all {
-		for _, addr := range []string{s.addr, s.listener("ops")} {
+		for _, addr := range []string{s.Addr(), s.Listener("ops")} {
 			urls = append(urls, "http://"+addr+"/healthz", "http://"+addr+"/readyz")
 		}
 	}
 	asked, begin := 0, time.Now()
 	for time.Since(begin) < healthFor {
 		for _, u := range urls {
-			resp, err := client.Get(u)
+			resp, err := sidecartest.Client.Get(u)
 			if err != nil {
 				t.Fatalf("GET %s %v into the run: %v", u, time.Since(begin).Round(time.Second), err)
 			}

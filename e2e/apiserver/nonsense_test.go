@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // editLease applies edit to the live Lease (Get, edit the spec, Update,
 // again on a conflict with a renewal) and returns the instants just before
 // the Update that went through and just after it.
-func editLease(k *kubeEnv, ns, name string, edit func(*coordinationv1.LeaseSpec)) (before, after time.Time, err error) {
-	leases := k.client.CoordinationV1().Leases(ns)
+func editLease(k *sidecartest.KubeEnv, ns, name string, edit func(*coordinationv1.LeaseSpec)) (before, after time.Time, err error) {
+	leases := k.Client.CoordinationV1().Leases(ns)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -31,84 +33,50 @@ func editLease(k *kubeEnv, ns, name string, edit func(*coordinationv1.LeaseSpec)
 }
 
 // lastClaim is when the last claim of token tok was sent.
-func lastClaim(claims []answer, tok int64) time.Time {
+func lastClaim(claims []sidecartest.Answer, tok int64) time.Time {
 	var last time.Time
 	for _, c := range claims {
-		if *c.st.Token == tok && c.sent.After(last) {
-			last = c.sent
+		if *c.State.Token == tok && c.Sent.After(last) {
+			last = c.Sent
 		}
 	}
 	return last
 }
 
-// awaitToken polls until exactly one live sidecar claims leadership, with
-// token want. Unlike awaitLeader it tolerates two claims in one sweep (the
-// recorder judges overlaps).
-func awaitToken(t *testing.T, all []*sidecar, want int64, within time.Duration) *sidecar {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		var ls []*sidecar
-		var tok int64
-		for _, s := range all {
-			if st, err := s.leader(); err == nil && st.Leader {
-				ls, tok = append(ls, s), *st.Token
-			}
-		}
-		if len(ls) == 1 && tok == want {
-			return ls[0]
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no single leader with token %d within %v", want, within)
-	return nil
-}
-
-// steady fails t unless every sweep for d shows exactly s leading with tok.
-func steady(t *testing.T, all []*sidecar, s *sidecar, tok int64, d time.Duration) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		ls, sts := leaders(t, all)
-		if len(ls) != 1 || ls[0] != s || *sts[0].Token != tok {
-			t.Fatalf("%d leaders in a sweep (want the same one with token %d): %+v", len(ls), tok, sts)
-		}
-	}
-}
-
 func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
-	k := kube(t)
-	ns, name := k.namespace(t), "deleted"
+	k := sidecartest.Kube(t)
+	ns, name := k.Namespace(t), "deleted"
 	all := leaseSidecars(t, k, ns, name)
-	old, token := awaitLeader(t, all, 15*time.Second)
-	awaitSettled(t, all, old)
-	rec := record(t, all)
+	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
+	sidecartest.AwaitSettled(t, all, old)
+	rec := sidecartest.Record(t, all)
 
 	deleted := time.Now()
-	if err := k.client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	if err := k.Client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Lease: %v", err)
 	}
 	// The leader, still inside its claim, recreates the Lease at its next
 	// renewal, a retry period on; the standbys, which saw a holder, would
 	// wait a lease duration from the deletion.
-	leader := awaitToken(t, all, token+1, retryPeriod+time.Second)
+	leader := sidecartest.AwaitToken(t, all, token+1, sidecartest.RetryPeriod+time.Second)
 	took := time.Since(deleted)
 	if leader != old {
 		t.Fatalf("a standby recreated the Lease %v after the deletion; the leader, still claiming, should have", took)
 	}
-	steady(t, all, leader, token+1, leaseDuration+retryPeriod)
-	leaseShows(t, k, ns, name, identityOf(t, leader), token+1)
+	sidecartest.Steady(t, all, leader, token+1, sidecartest.LeaseDuration+sidecartest.RetryPeriod)
+	k.LeaseShows(t, ns, name, sidecartest.IdentityOf(t, leader), token+1)
 
 	// No overlap, and no gap: the leader claims token t, then t+1.
-	claims, _, _ := rec.check(t, token, 0)
+	claims, _, _ := rec.Check(t, token, 0)
 	last := lastClaim(claims, token)
-	for _, a := range rec.answers {
-		if all[a.who] == old && !a.st.Leader {
-			t.Fatalf("the leader answered leader:false %v after the deletion", a.sent.Sub(deleted))
+	for _, a := range rec.Answers() {
+		if all[a.Who] == old && !a.State.Leader {
+			t.Fatalf("the leader answered leader:false %v after the deletion", a.Sent.Sub(deleted))
 		}
 	}
 	t.Logf("Lease recreated by the leader with token %d %v after the deletion (token %d last claimed %v after it); no overlap, no leader:false answer",
 		token+1, took.Round(time.Millisecond), token, last.Sub(deleted).Round(time.Millisecond))
-	allAlive(t, all)
+	sidecartest.AllAlive(t, all)
 }
 
 // TestLeaseHandEditedToNonsense edits the leader's live Lease by hand, as
@@ -134,7 +102,7 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 // claim at one instant, and exactly one leader remains for a whole lease
 // duration after recovery.
 func TestLeaseHandEditedToNonsense(t *testing.T) {
-	k := kube(t)
+	k := sidecartest.Kube(t)
 	margin := 500 * time.Millisecond
 	cases := []struct {
 		name      string
@@ -148,18 +116,18 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 	}{
 		{name: "no-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = nil },
 			same: true, within: margin, repaired: func(s coordinationv1.LeaseSpec) bool {
-				return s.LeaseDurationSeconds != nil && *s.LeaseDurationSeconds == int32(leaseDuration/time.Second)
+				return s.LeaseDurationSeconds != nil && *s.LeaseDurationSeconds == int32(sidecartest.LeaseDuration/time.Second)
 			}},
 		{name: "no-renew-time", edit: func(s *coordinationv1.LeaseSpec) { s.RenewTime = nil },
 			same: true, within: margin, repaired: func(s coordinationv1.LeaseSpec) bool { return s.RenewTime != nil }},
 		// The lower bound allows for a standby whose Get that first saw
 		// the edit was sent a moment before the edit landed.
 		{name: "ghost-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("ghost") },
-			bump: 1, notBefore: leaseDuration - 200*time.Millisecond, within: leaseDuration + 3*retryPeriod},
+			bump: 1, notBefore: sidecartest.LeaseDuration - 200*time.Millisecond, within: sidecartest.LeaseDuration + 3*sidecartest.RetryPeriod},
 		{name: "no-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = nil },
-			same: true, bump: 1, within: retryPeriod + margin},
+			same: true, bump: 1, within: sidecartest.RetryPeriod + margin},
 		{name: "no-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = nil },
-			same: true, bump: 1, within: retryPeriod + margin},
+			same: true, bump: 1, within: sidecartest.RetryPeriod + margin},
 		{name: "zero-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = ptr.To[int32](0) },
 			rejected: true, same: true, within: margin},
 		{name: "negative-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) },
@@ -167,42 +135,42 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns, name := k.namespace(t), "edited"
+			ns, name := k.Namespace(t), "edited"
 			all := leaseSidecars(t, k, ns, name)
-			old, token := awaitLeader(t, all, 15*time.Second)
-			awaitSettled(t, all, old)
+			old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
+			sidecartest.AwaitSettled(t, all, old)
 			oldIdx := 0
 			for i, s := range all {
 				if s == old {
 					oldIdx = i
 				}
 			}
-			rec := record(t, all)
+			rec := sidecartest.Record(t, all)
 
 			before, after, err := editLease(k, ns, name, c.edit)
 			if c.rejected != (err != nil) || (c.rejected && !apierrors.IsInvalid(err)) {
 				t.Fatalf("edit: err %v, want it rejected as invalid: %v", err, c.rejected)
 			}
 			want := token + c.bump
-			leader := awaitToken(t, all, want, c.within)
+			leader := sidecartest.AwaitToken(t, all, want, c.within)
 			settled := time.Since(after)
 			if c.same && leader != old {
 				t.Fatal("another candidate leads; the edit should have left the leader in place")
 			}
 			if c.repaired != nil {
-				waitTrue(t, "the leader's renewal repairs the Lease", retryPeriod+margin, func() bool { return c.repaired(k.lease(t, ns, name).Spec) })
+				sidecartest.WaitTrue(t, "the leader's renewal repairs the Lease", sidecartest.RetryPeriod+margin, func() bool { return c.repaired(k.Lease(t, ns, name).Spec) })
 			}
 			repairedAfter := time.Since(after)
 			// A whole lease duration: a standby that misjudged the edited
 			// record as expired would take over within it.
-			steady(t, all, leader, want, leaseDuration+retryPeriod)
-			leaseShows(t, k, ns, name, identityOf(t, leader), want)
-			claims, first, overlap := rec.check(t, token, 0)
-			allAlive(t, all)
+			sidecartest.Steady(t, all, leader, want, sidecartest.LeaseDuration+sidecartest.RetryPeriod)
+			k.LeaseShows(t, ns, name, sidecartest.IdentityOf(t, leader), want)
+			claims, first, overlap := rec.Check(t, token, 0)
+			sidecartest.AllAlive(t, all)
 
-			for _, a := range rec.answers {
-				if c.same && a.who == oldIdx && !a.st.Leader {
-					t.Fatalf("the leader answered leader:false %v after the edit", a.sent.Sub(after))
+			for _, a := range rec.Answers() {
+				if c.same && a.Who == oldIdx && !a.State.Leader {
+					t.Fatalf("the leader answered leader:false %v after the edit", a.Sent.Sub(after))
 				}
 			}
 			if c.rejected {
@@ -213,7 +181,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 				t.Logf("token %d kept; Lease repaired %v after the edit", token, repairedAfter.Round(time.Millisecond))
 				return
 			}
-			if last := lastClaim(claims, token); last.Sub(after) > retryPeriod+300*time.Millisecond {
+			if last := lastClaim(claims, token); last.Sub(after) > sidecartest.RetryPeriod+300*time.Millisecond {
 				t.Fatalf("token %d still claimed %v after the edit", token, last.Sub(after))
 			}
 			if began := first[want].Sub(before); began < c.notBefore {

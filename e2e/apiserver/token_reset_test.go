@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	_ "modernc.org/sqlite"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
@@ -22,25 +23,25 @@ func TestOperatorRaisesTheTokenAboveWhatResourcesAccepted(t *testing.T) {
 	const accepted = 41 // the highest token a resource accepted before the reset
 	for _, c := range []struct {
 		name  string
-		start func(t *testing.T) (all []*sidecar, raise func(token int64))
+		start func(t *testing.T) (all []*sidecartest.Sidecar, raise func(token int64))
 	}{
-		{"lease", func(t *testing.T) ([]*sidecar, func(int64)) {
-			k := kube(t)
-			ns, name := k.namespace(t), "billing"
-			kc := k.kubeconfig(t, "")
-			all := []*sidecar{leaseSidecar(t, kc, ns, name, "app-0"), leaseSidecar(t, kc, ns, name, "app-1")}
+		{"lease", func(t *testing.T) ([]*sidecartest.Sidecar, func(int64)) {
+			k := sidecartest.Kube(t)
+			ns, name := k.Namespace(t), "billing"
+			kc := k.Kubeconfig(t, "")
+			all := []*sidecartest.Sidecar{sidecartest.LeaseSidecar(t, kc, ns, name, "app-0"), sidecartest.LeaseSidecar(t, kc, ns, name, "app-1")}
 			return all, func(token int64) {
 				// kubectl patch lease billing --type merge -p '{"spec":{"leaseTransitions":41}}'
 				patch := fmt.Sprintf(`{"spec":{"leaseTransitions":%d}}`, token)
-				if _, err := k.client.CoordinationV1().Leases(ns).Patch(context.Background(), name,
+				if _, err := k.Client.CoordinationV1().Leases(ns).Patch(context.Background(), name,
 					types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}},
-		{"sqlite", func(t *testing.T) ([]*sidecar, func(int64)) {
-			db := dbPath(t)
-			all := startMany(t, db, 2)
+		{"sqlite", func(t *testing.T) ([]*sidecartest.Sidecar, func(int64)) {
+			db := sidecartest.DBPath(t)
+			all := sidecartest.StartMany(t, db, 2)
 			return all, func(token int64) {
 				// sqlite3 election.db "UPDATE leader_records SET transitions = 41,
 				//   version = version + 1 WHERE name = 'leader-sidecar'"
@@ -58,7 +59,7 @@ func TestOperatorRaisesTheTokenAboveWhatResourcesAccepted(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			all, raise := c.start(t)
-			leader, token := awaitLeader(t, all, 3*leaseDuration)
+			leader, token := sidecartest.AwaitLeader(t, all, 3*sidecartest.LeaseDuration)
 			if token >= accepted {
 				t.Fatalf("token %d already past the resource's %d", token, accepted)
 			}
@@ -67,20 +68,20 @@ func TestOperatorRaisesTheTokenAboveWhatResourcesAccepted(t *testing.T) {
 			if err := guard.Do("billing", fence.TermID{Token: accepted, Holder: "before-the-reset"}, write); err != nil {
 				t.Fatal(err)
 			}
-			id := identityOf(t, leader)
+			id := sidecartest.IdentityOf(t, leader)
 			if err := guard.Do("billing", fence.TermID{Token: token, Holder: id}, write); !errors.Is(err, fence.ErrStaleToken) {
 				t.Fatalf("the reset leader's write with token %d: %v, want ErrStaleToken", token, err)
 			}
 
 			raised := time.Now()
 			raise(accepted)
-			var st state
+			var st sidecartest.State
 			for {
 				var err error
-				if st, err = leader.leader(); err == nil && st.Leader && st.Token != nil && *st.Token == accepted+1 {
+				if st, err = leader.Leader(); err == nil && st.Leader && st.Token != nil && *st.Token == accepted+1 {
 					break
 				}
-				if time.Since(raised) > leaseDuration {
+				if time.Since(raised) > sidecartest.LeaseDuration {
 					t.Fatalf("leader's state %+v (%v) %v after the token was raised to %d, want token %d",
 						st, err, time.Since(raised), accepted, accepted+1)
 				}

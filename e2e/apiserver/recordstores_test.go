@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+
 	_ "modernc.org/sqlite"
 )
 
 // recordStore is one election's store as an operator reaches it: start a
 // sidecar in it, and change its record by hand.
 type recordStore struct {
-	start func(pod string) *sidecar
+	start func(pod string) *sidecartest.Sidecar
 	// remove deletes the record.
 	remove func() error
 	// empty sets the holder to "" and keeps the rest: lease duration,
@@ -33,16 +35,16 @@ type recordStore struct {
 // leaseStore is a Lease on the shared API server; the record is changed
 // with the API, as kubectl does.
 func leaseStore(t *testing.T) recordStore {
-	k := kube(t)
-	ns, name, kc := k.namespace(t), "edited", k.kubeconfig(t, "")
+	k := sidecartest.Kube(t)
+	ns, name, kc := k.Namespace(t), "edited", k.Kubeconfig(t, "")
 	edit := func(f func(*coordinationv1.LeaseSpec)) error {
 		_, _, err := editLease(k, ns, name, f)
 		return err
 	}
 	return recordStore{
-		start: func(pod string) *sidecar { return leaseSidecar(t, kc, ns, name, pod) },
+		start: func(pod string) *sidecartest.Sidecar { return sidecartest.LeaseSidecar(t, kc, ns, name, pod) },
 		remove: func() error {
-			return k.client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+			return k.Client.CoordinationV1().Leases(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 		},
 		empty: func() error { return edit(func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("") }) },
 		release: func() error {
@@ -52,7 +54,7 @@ func leaseStore(t *testing.T) recordStore {
 				s.AcquireTime, s.RenewTime = &now, &now
 			})
 		},
-		shows: func(t *testing.T, holder string, token int64) { leaseShows(t, k, ns, name, holder, token) },
+		shows: func(t *testing.T, holder string, token int64) { k.LeaseShows(t, ns, name, holder, token) },
 	}
 }
 
@@ -61,7 +63,7 @@ func leaseStore(t *testing.T) recordStore {
 // own writes do, so that the candidates see a changed record (a Lease edit
 // changes its resourceVersion the same way).
 func sqliteStore(t *testing.T) recordStore {
-	path := dbPath(t)
+	path := sidecartest.DBPath(t)
 	// exec runs stmt in one write transaction; with next, after taking the
 	// file's next version, passed as the first argument.
 	exec := func(next bool, stmt string, args ...any) error {
@@ -88,7 +90,7 @@ func sqliteStore(t *testing.T) recordStore {
 		return tx.Commit()
 	}
 	return recordStore{
-		start:  func(string) *sidecar { return start(t, path) },
+		start:  func(string) *sidecartest.Sidecar { return sidecartest.Start(t, path) },
 		remove: func() error { return exec(false, `DELETE FROM leader_records`) },
 		empty:  func() error { return exec(true, `UPDATE leader_records SET version = ?, holder = ''`) },
 		release: func() error {

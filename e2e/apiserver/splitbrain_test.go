@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"database/sql"
@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // TestSplitBrain reproduces the story fencing tokens exist for, with real
@@ -33,16 +34,16 @@ func TestSplitBrain(t *testing.T) {
 		name string
 		// election prepares one election and returns how to start a
 		// sidecar in it as the Pod pod.
-		election func(t *testing.T) func(pod string) *sidecar
+		election func(t *testing.T) func(pod string) *sidecartest.Sidecar
 	}{
-		{"sqlite", func(t *testing.T) func(string) *sidecar {
-			db := dbPath(t)
-			return func(string) *sidecar { return start(t, db) }
+		{"sqlite", func(t *testing.T) func(string) *sidecartest.Sidecar {
+			db := sidecartest.DBPath(t)
+			return func(string) *sidecartest.Sidecar { return sidecartest.Start(t, db) }
 		}},
-		{"lease", func(t *testing.T) func(string) *sidecar {
-			k := kube(t)
-			ns, kc := k.namespace(t), k.kubeconfig(t, "")
-			return func(pod string) *sidecar { return leaseSidecar(t, kc, ns, "billing", pod) }
+		{"lease", func(t *testing.T) func(string) *sidecartest.Sidecar {
+			k := sidecartest.Kube(t)
+			ns, kc := k.Namespace(t), k.Kubeconfig(t, "")
+			return func(pod string) *sidecartest.Sidecar { return sidecartest.LeaseSidecar(t, kc, ns, "billing", pod) }
 		}},
 	}
 	for _, b := range backends {
@@ -55,7 +56,7 @@ func TestSplitBrain(t *testing.T) {
 	}
 }
 
-func splitBrain(t *testing.T, newSidecar func(pod string) *sidecar, guarded bool) {
+func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, guarded bool) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "results.db")
 	release := filepath.Join(dir, "a-may-write")
@@ -66,27 +67,27 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecar, guarded bool
 
 	// A leads alone; its first job takes the token and is held before writing.
 	a := replica(t, "a", newSidecar, results, append(mode, "--hold-file", release)...)
-	_, token := awaitLeader(t, []*sidecar{a.sidecar}, 15*time.Second)
+	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{a.sidecar}, 15*time.Second)
 	pending := a.worker.await(t, "A's job to take its token", 10*time.Second, func(e workerEvent) bool {
 		return e.Event == "about-to-write" && e.Token == token
 	})
 	b := replica(t, "b", newSidecar, results, mode...)
-	if leader, _ := awaitLeader(t, []*sidecar{a.sidecar, b.sidecar}, 5*time.Second); leader != a.sidecar {
+	if leader, _ := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{a.sidecar, b.sidecar}, 5*time.Second); leader != a.sidecar {
 		t.Fatal("B leads before A was frozen")
 	}
 
 	// Freeze A mid-write, past the lease: B takes over and writes.
 	a.worker.signal(t, syscall.SIGSTOP)
-	a.sidecar.signal(syscall.SIGSTOP)
+	a.sidecar.Signal(syscall.SIGSTOP)
 	frozen := time.Now()
-	_, next := awaitLeader(t, []*sidecar{b.sidecar}, 3*leaseDuration)
+	_, next := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{b.sidecar}, 3*sidecartest.LeaseDuration)
 	takeover := time.Since(frozen)
 	if next != token+1 {
 		t.Fatalf("B leads with token %d, want %d", next, token+1)
 	}
 	// A's last renewal was at most a retry period (plus jitter) before the
 	// freeze; a release would have been taken over in milliseconds.
-	if takeover < leaseDuration-2*retryPeriod {
+	if takeover < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
 		t.Fatalf("B took over %v after A froze, before A's lease could have run out", takeover)
 	}
 	bWrite := b.worker.await(t, "B's write", 10*time.Second, func(e workerEvent) bool {
@@ -107,7 +108,7 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecar, guarded bool
 
 	// A wakes: first its worker, while its sidecar is still frozen (nothing
 	// the sidecar could say reaches a job that is past its check).
-	answer := queueLeaderRequest(t, a.sidecar.addr)
+	answer := queueLeaderRequest(t, a.sidecar.Addr())
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -136,16 +137,16 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecar, guarded bool
 	}
 
 	// A's sidecar wakes: its first answer disowns the term.
-	a.sidecar.signal(syscall.SIGCONT)
+	a.sidecar.Signal(syscall.SIGCONT)
 	if reply := answer(); !strings.Contains(reply, `"leader":false`) || !strings.Contains(reply, `"token":null`) {
 		t.Fatalf("A's sidecar, first answer after waking:\n%s\nwant leader:false with a null token", reply)
 	}
-	if leader, tok := awaitLeader(t, []*sidecar{a.sidecar, b.sidecar}, 5*time.Second); leader != b.sidecar || tok != next {
+	if leader, tok := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{a.sidecar, b.sidecar}, 5*time.Second); leader != b.sidecar || tok != next {
 		t.Fatalf("after A woke the leader has token %d, want B with %d", tok, next)
 	}
 
 	t.Logf("A led with token %d and froze mid-write; B took over %v later with token %d (lease %v)",
-		token, takeover.Round(time.Millisecond), next, leaseDuration)
+		token, takeover.Round(time.Millisecond), next, sidecartest.LeaseDuration)
 	t.Logf("B wrote %q with token %d; A's late write %q with token %d: accepted=%v; final row %+v",
 		bWrite.Value, next, aWrite.Value, token, aWrite.Accepted, final)
 }
@@ -153,25 +154,19 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecar, guarded bool
 // replicaProcs is one Pod of the scenario: a sidecar and the worker next
 // to it.
 type replicaProcs struct {
-	sidecar *sidecar
+	sidecar *sidecartest.Sidecar
 	worker  *workerProc
 }
 
 // replica starts the sidecar of the Pod name, then examples/worker on it,
 // writing to the SQLite file results with the extra worker flags.
-func replica(t *testing.T, name string, newSidecar func(pod string) *sidecar, results string, extra ...string) *replicaProcs {
+func replica(t *testing.T, name string, newSidecar func(pod string) *sidecartest.Sidecar, results string, extra ...string) *replicaProcs {
 	t.Helper()
 	s := newSidecar(name)
-	args := append([]string{"--sidecar", "http://" + s.addr, "--db", results, "--name", name,
+	args := append([]string{"--sidecar", "http://" + s.Addr(), "--db", results, "--name", name,
 		"--resource", "billing", "--interval", "200ms"}, extra...)
 	return &replicaProcs{sidecar: s, worker: startWorker(t, args...)}
 }
-
-var (
-	workerOnce  sync.Once
-	workerBin   string
-	workerBuild error
-)
 
 // resultRow is the workers' results row of the resource billing.
 type resultRow struct {

@@ -1,10 +1,7 @@
-package e2e
+package apiserver
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,110 +9,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// The library chart inside someone else's chart: a chart made by
-// `helm create mychart`, changed exactly as charts/leader-sidecar-lib/README.md
-// says, with the README's own code blocks.
-
-const tokenMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-// libReadmeBlocks returns the fenced yaml blocks of the library's README.
-func libReadmeBlocks(t *testing.T) []string {
-	t.Helper()
-	raw, err := os.ReadFile("../charts/leader-sidecar-lib/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []string
-	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
-		blocks = append(blocks, m[1])
-	}
-	return blocks
-}
-
-// readmeBlock is the one README block that contains every marker.
-func readmeBlock(t *testing.T, markers ...string) string {
-	t.Helper()
-	var found []string
-	for _, b := range libReadmeBlocks(t) {
-		if !slices.ContainsFunc(markers, func(m string) bool { return !strings.Contains(b, m) }) {
-			found = append(found, b)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("the library README has %d yaml blocks with %q, want 1", len(found), markers)
-	}
-	return found[0]
-}
-
-// helmCreateWithLibrary makes mychart with helm create in the copy of
-// charts/ and adds the library as its README says.
-func helmCreateWithLibrary(t *testing.T) string {
-	t.Helper()
-	dir := charts(t)
-	if _, err := runHelm(t, "create", filepath.Join(dir, "mychart")); err != nil {
-		t.Fatal(err)
-	}
-	chart := filepath.Join(dir, "mychart")
-	f, err := os.OpenFile(filepath.Join(chart, "Chart.yaml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("\n" + readmeBlock(t, "dependencies:", "leader-sidecar-lib"))
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(chart, "templates", name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("rbac.yaml", readmeBlock(t, `include "leader-sidecar-lib.rbac"`))
-
-	// helm create's Deployment with the README's strategy and Pod spec:
-	// its header, selector and Pod metadata are kept.
-	created, err := os.ReadFile(filepath.Join(chart, "templates", "deployment.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := readmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers")
-	header, rest := mustCut(t, string(created), "  template:\n")
-	podMeta, _ := mustCut(t, rest, "    spec:\n")
-	strategy, podSpec := mustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")
-	_, podSpec = mustCut(t, podSpec, "    spec:\n")
-	write("deployment.yaml", header+strategy+"  template:\n"+podMeta+"    spec:\n"+podSpec)
-	if _, err := runHelm(t, "dependency", "build", chart); err != nil {
-		t.Fatal(err)
-	}
-	return chart
-}
-
-func mustCut(t *testing.T, s, sep string) (string, string) {
-	t.Helper()
-	before, after, ok := strings.Cut(s, sep)
-	if !ok {
-		t.Fatalf("%q not found in:\n%s", sep, s)
-	}
-	return before, after
-}
-
-func templateMyChart(t *testing.T, chart string, set ...string) (*rendered, error) {
-	t.Helper()
-	args := []string{"template", "shop", chart, "--namespace", "apps"}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	out, err := runHelm(t, args...)
-	if err != nil {
-		return nil, err
-	}
-	return decodeManifests(t, out), nil
-}
-
+// TestChartLibraryInHelmCreateChart: the library chart inside someone
+// else's chart, a chart made by `helm create mychart` and changed exactly as
+// charts/leader-sidecar-lib/README.md says, with the README's own code
+// blocks; rendered with several values, linted, and taken by the API server.
 func TestChartLibraryInHelmCreateChart(t *testing.T) {
-	chart := helmCreateWithLibrary(t)
+	chart := sidecartest.HelmCreateWithLibrary(t)
 	cases := []struct {
 		name     string
 		set      []string
@@ -134,28 +37,28 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := templateMyChart(t, chart, c.set...)
+			r, err := sidecartest.TemplateMyChart(t, chart, c.set...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			seen := map[string]bool{}
-			for _, o := range r.raw {
+			for _, o := range r.Raw {
 				key := o.GetKind() + "/" + o.GetName()
 				if seen[key] {
 					t.Fatalf("%s rendered twice", key)
 				}
 				seen[key] = true
 			}
-			if sas := find[*corev1.ServiceAccount](t, r); len(sas) != c.accounts || (c.accounts == 1 && sas[0].Name != c.account) {
+			if sas := sidecartest.Find[*corev1.ServiceAccount](t, r); len(sas) != c.accounts || (c.accounts == 1 && sas[0].Name != c.account) {
 				t.Fatalf("ServiceAccounts %v, want %d named %s", sas, c.accounts, c.account)
 			}
-			pod := one[*appsv1.Deployment](t, r).Spec.Template.Spec
+			pod := sidecartest.One[*appsv1.Deployment](t, r).Spec.Template.Spec
 			if pod.ServiceAccountName != c.account {
 				t.Fatalf("the Pod runs as %q, want %q", pod.ServiceAccountName, c.account)
 			}
-			bindings := find[*rbacv1.RoleBinding](t, r)
+			bindings := sidecartest.Find[*rbacv1.RoleBinding](t, r)
 			if !c.needsAPI {
-				if len(bindings) != 0 || len(find[*rbacv1.Role](t, r)) != 0 {
+				if len(bindings) != 0 || len(sidecartest.Find[*rbacv1.Role](t, r)) != 0 {
 					t.Fatal("a Role for a sidecar that does not talk to the API server")
 				}
 			} else if len(bindings) != 1 || len(bindings[0].Subjects) != 1 ||
@@ -168,8 +71,8 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 				t.Fatalf("automountServiceAccountToken %v, want false", pod.AutomountServiceAccountToken)
 			}
 			all := append(slices.Clone(pod.InitContainers), pod.Containers...)
-			sc := containerNamed(all, "leader-sidecar")
-			app := containerNamed(pod.Containers, "app")
+			sc := sidecartest.ContainerNamed(all, "leader-sidecar")
+			app := sidecartest.ContainerNamed(pod.Containers, "app")
 			if sc == nil || app == nil {
 				t.Fatalf("containers %+v %+v", pod.InitContainers, pod.Containers)
 			}
@@ -190,14 +93,14 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 				if len(projected) != 1 {
 					t.Fatalf("projected volumes %+v, want the sidecar's token", projected)
 				}
-				checkTokenVolume(t, projected[0])
+				sidecartest.CheckTokenVolume(t, projected[0])
 				i := slices.IndexFunc(sc.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == projected[0].Name })
-				if i < 0 || sc.VolumeMounts[i].MountPath != tokenMountPath || !sc.VolumeMounts[i].ReadOnly {
-					t.Fatalf("the sidecar mounts %+v, want %s read-only at %s", sc.VolumeMounts, projected[0].Name, tokenMountPath)
+				if i < 0 || sc.VolumeMounts[i].MountPath != sidecartest.TokenMountPath || !sc.VolumeMounts[i].ReadOnly {
+					t.Fatalf("the sidecar mounts %+v, want %s read-only at %s", sc.VolumeMounts, projected[0].Name, sidecartest.TokenMountPath)
 				}
 			}
 			for _, m := range app.VolumeMounts {
-				if m.MountPath == tokenMountPath || slices.ContainsFunc(projected, func(v corev1.Volume) bool { return v.Name == m.Name }) {
+				if m.MountPath == sidecartest.TokenMountPath || slices.ContainsFunc(projected, func(v corev1.Volume) bool { return v.Name == m.Name }) {
 					t.Fatalf("the app container mounts the token: %+v", m)
 				}
 			}
@@ -224,7 +127,7 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 		{"serviceAccount.create=false"},
 		{"serviceAccount.create=false", "sidecar.readiness.mode=label", "sidecar.backend=sqlite"},
 	} {
-		_, err := templateMyChart(t, chart, set...)
+		_, err := sidecartest.TemplateMyChart(t, chart, set...)
 		if err == nil || !strings.Contains(err.Error(), "serviceAccount.name") || !strings.Contains(err.Error(), `"default"`) {
 			t.Fatalf("%v: rendered, or the error does not name serviceAccount.name: %v", set, err)
 		}
@@ -236,43 +139,22 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 		for _, v := range set {
 			args = append(args, "--set", v)
 		}
-		if out, err := runHelm(t, args...); err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+		if out, err := sidecartest.RunHelm(t, args...); err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
 			t.Fatalf("helm lint --strict %v: %v\n%s", set, err, out)
 		}
 	}
 
 	// The API server takes every object.
-	r, err := templateMyChart(t, chart)
+	r, err := sidecartest.TemplateMyChart(t, chart)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := kube(t)
-	ns := k.namespace(t)
+	k := sidecartest.Kube(t)
+	ns := k.Namespace(t)
 	d := newDryRunner(t, k.Config)
-	for _, o := range r.raw {
+	for _, o := range r.Raw {
 		if err := d.create(context.Background(), o, ns, true); err != nil {
 			t.Fatalf("the API server refused %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
-	}
-}
-
-// checkTokenVolume: what the kubelet would mount for an automounted token
-// (token, ca.crt, namespace), so the sidecar's in-cluster client works.
-func checkTokenVolume(t *testing.T, v corev1.Volume) {
-	t.Helper()
-	var token, ca, namespace bool
-	for _, s := range v.Projected.Sources {
-		switch {
-		case s.ServiceAccountToken != nil:
-			token = s.ServiceAccountToken.Path == "token" && s.ServiceAccountToken.Audience == ""
-		case s.ConfigMap != nil:
-			ca = s.ConfigMap.Name == "kube-root-ca.crt" && len(s.ConfigMap.Items) == 1 && s.ConfigMap.Items[0].Path == "ca.crt"
-		case s.DownwardAPI != nil:
-			namespace = len(s.DownwardAPI.Items) == 1 && s.DownwardAPI.Items[0].Path == "namespace" &&
-				s.DownwardAPI.Items[0].FieldRef != nil && s.DownwardAPI.Items[0].FieldRef.FieldPath == "metadata.namespace"
-		}
-	}
-	if !token || !ca || !namespace {
-		t.Fatalf("token volume %+v: token %v, ca.crt %v, namespace %v", v.Projected, token, ca, namespace)
 	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -7,17 +7,19 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-func (c *chaos) label(s *sidecar, tok int64) string {
+func (c *chaos) label(s *sidecartest.Sidecar, tok int64) string {
 	return fmt.Sprintf("%s:%d", c.member(s).pod, tok)
 }
 
 // expectNext waits for exactly one leader with token want among live and
 // fails t unless it is not old (when old is non-nil).
-func (c *chaos) expectNext(old *sidecar, want int64, from time.Time) (*sidecar, time.Duration) {
+func (c *chaos) expectNext(old *sidecartest.Sidecar, want int64, from time.Time) (*sidecartest.Sidecar, time.Duration) {
 	c.t.Helper()
-	s := awaitToken(c.t, c.live(), want, recoveryBound-time.Since(from))
+	s := sidecartest.AwaitToken(c.t, c.live(), want, recoveryBound-time.Since(from))
 	took := time.Since(from)
 	if old != nil && s == old {
 		c.t.Fatalf("the old leader %s leads again with token %d", c.member(old).pod, want)
@@ -25,52 +27,52 @@ func (c *chaos) expectNext(old *sidecar, want int64, from time.Time) (*sidecar, 
 	return s, took
 }
 
-func (c *chaos) kill(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) kill(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
 	m := c.member(old)
 	m.killed.Store(true)
 	at := time.Now()
-	old.signal(syscall.SIGKILL)
-	old.waitExit(5 * time.Second)
+	old.Signal(syscall.SIGKILL)
+	old.WaitExit(5 * time.Second)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < leaseDuration-2*retryPeriod {
+	if took < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
 		t.Fatalf("taken over %v after the kill, before the lease could have run out", took)
 	}
-	steady(t, c.live(), s, tok+1, settledFor)
+	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
 	n := c.add()
-	steady(t, c.live(), s, tok+1, retryPeriod)
+	sidecartest.Steady(t, c.live(), s, tok+1, sidecartest.RetryPeriod)
 	return faultResult{fault: "kill", before: c.label(old, tok), after: c.label(s, tok+1), demoted: -1, recovered: took,
 		note: "replacement " + n.pod + " joined"}, s, tok + 1
 }
 
-func (c *chaos) pause(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) pause(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
 	m := c.member(old)
 	m.paused.Store(true)
 	at := time.Now()
-	old.signal(syscall.SIGSTOP)
+	old.Signal(syscall.SIGSTOP)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < leaseDuration-2*retryPeriod {
+	if took < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
 		t.Fatalf("taken over %v after the pause, before the lease could have run out", took)
 	}
-	if d := leaseDuration + 500*time.Millisecond - time.Since(at); d > 0 {
+	if d := sidecartest.LeaseDuration + 500*time.Millisecond - time.Since(at); d > 0 {
 		time.Sleep(d)
 	}
 	cont := time.Now()
-	old.signal(syscall.SIGCONT)
+	old.Signal(syscall.SIGCONT)
 	m.paused.Store(false)
-	steady(t, c.live(), s, tok+1, settledFor)
+	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
 	// Requests the sampler sent while the leader was frozen were answered
 	// after it woke: each must disown the term.
 	woke := 0
 	for _, a := range c.window(at, time.Now()) {
-		if a.who == m.i && a.at.After(cont) && a.sent.Before(cont) {
+		if a.Who == m.i && a.At.After(cont) && a.Sent.Before(cont) {
 			woke++
-			if a.st.Leader {
+			if a.State.Leader {
 				t.Fatalf("%s answered leader:true (token %v) on waking from a %v pause",
-					m.pod, deref(a.st.Token), cont.Sub(at).Round(time.Millisecond))
+					m.pod, sidecartest.Deref(a.State.Token), cont.Sub(at).Round(time.Millisecond))
 			}
 		}
 	}
@@ -78,19 +80,19 @@ func (c *chaos) pause(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
 		note: fmt.Sprintf("paused %v; %d answers on waking, all leader:false", cont.Sub(at).Round(time.Millisecond), woke)}, s, tok + 1
 }
 
-func (c *chaos) partition(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) partition(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
 	m := c.member(old)
 	at := time.Now()
 	m.px.cut()
 	s, took := c.expectNext(old, tok+1, at)
-	if d := renewDeadline + 500*time.Millisecond - time.Since(at); d > 0 {
+	if d := sidecartest.RenewDeadline + 500*time.Millisecond - time.Since(at); d > 0 {
 		time.Sleep(d)
 	}
 	healed := time.Now()
 	m.px.heal()
-	steady(t, c.live(), s, tok+1, settledFor)
+	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
 	demoted := lastClaimBy(c.window(at, time.Now()), m.i, tok, at).Sub(at)
 	if demoted > demoteBound {
 		t.Fatalf("%s, cut off from the API server, claimed token %d %v after the cut (bound %v)", m.pod, tok, demoted, demoteBound)
@@ -103,25 +105,25 @@ func (c *chaos) partition(old *sidecar, tok int64) (faultResult, *sidecar, int64
 // inside its claim, recreates it with t+1 at its next renewal (a retry
 // period on) and claims throughout; a standby, having seen a holder, waits
 // a lease duration from the deletion before it may create the record.
-func (c *chaos) deleteLease(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) deleteLease(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
 	m := c.member(old)
 	at := time.Now()
-	if err := c.k.client.CoordinationV1().Leases(c.ns).Delete(context.Background(), c.name, metav1.DeleteOptions{}); err != nil {
+	if err := c.k.Client.CoordinationV1().Leases(c.ns).Delete(context.Background(), c.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the Lease: %v", err)
 	}
-	s := awaitToken(t, c.live(), tok+1, retryPeriod+time.Second)
+	s := sidecartest.AwaitToken(t, c.live(), tok+1, sidecartest.RetryPeriod+time.Second)
 	took := time.Since(at)
 	if s != old {
 		t.Fatalf("%s recreated the Lease %v after the deletion; the leader, still claiming, should have", c.member(s).pod, took)
 	}
-	steady(t, c.live(), s, tok+1, settledFor)
+	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
 	answers := c.window(at, time.Now())
 	demoted := lastClaimBy(answers, m.i, tok, at).Sub(at)
 	gaps := 0
 	for _, a := range answers {
-		if a.who == m.i && !a.st.Leader && a.sent.Before(at.Add(took)) {
+		if a.Who == m.i && !a.State.Leader && a.Sent.Before(at.Add(took)) {
 			gaps++
 		}
 	}
@@ -144,7 +146,7 @@ func (c *chaos) deleteLease(old *sidecar, tok int64) (faultResult, *sidecar, int
 // its next renewal. That is the self-demotion rule at work, not a second
 // leader (the recorder checks overlaps); the first such claim is reported
 // as firstSeen.
-func (c *chaos) awaitAgain(old *sidecar, tok int64, up time.Time) (s *sidecar, next int64, took, firstSeen time.Duration) {
+func (c *chaos) awaitAgain(old *sidecartest.Sidecar, tok int64, up time.Time) (s *sidecartest.Sidecar, next int64, took, firstSeen time.Duration) {
 	t := c.t
 	t.Helper()
 	firstSeen = -1
@@ -153,11 +155,11 @@ func (c *chaos) awaitAgain(old *sidecar, tok int64, up time.Time) (s *sidecar, n
 		if time.Now().After(deadline) {
 			t.Fatalf("no leader %v after the store was back", recoveryBound)
 		}
-		if ls, sts := leaders(t, c.live()); len(ls) == 1 {
+		if ls, sts := sidecartest.Leaders(t, c.live()); len(ls) == 1 {
 			if firstSeen < 0 {
 				firstSeen = time.Since(up)
 			}
-			if sts[0].ValidUntil != nil && time.Until(*sts[0].ValidUntil) > retryPeriod {
+			if sts[0].ValidUntil != nil && time.Until(*sts[0].ValidUntil) > sidecartest.RetryPeriod {
 				s, next = ls[0], *sts[0].Token
 			}
 		}
@@ -167,15 +169,15 @@ func (c *chaos) awaitAgain(old *sidecar, tok int64, up time.Time) (s *sidecar, n
 	if (s == old && next != tok) || (s != old && next != tok+1) {
 		t.Fatalf("after the outage: same holder %v with token %d, previous token %d", s == old, next, tok)
 	}
-	steady(t, c.live(), s, next, settledFor)
+	sidecartest.Steady(t, c.live(), s, next, settledFor)
 	return s, next, took, firstSeen
 }
 
 // noLeaderWhileDown fails t if anyone but old (with tok, within
 // demoteBound of at) leads now.
-func (c *chaos) noLeaderWhileDown(old *sidecar, tok int64, at time.Time) {
+func (c *chaos) noLeaderWhileDown(old *sidecartest.Sidecar, tok int64, at time.Time) {
 	c.t.Helper()
-	if ls, sts := leaders(c.t, c.live()); len(ls) > 0 && (ls[0] != old || *sts[0].Token != tok || time.Since(at) > demoteBound) {
+	if ls, sts := sidecartest.Leaders(c.t, c.live()); len(ls) > 0 && (ls[0] != old || *sts[0].Token != tok || time.Since(at) > demoteBound) {
 		c.t.Fatalf("%s leads with token %d %v after the store went away", c.member(ls[0]).pod, *sts[0].Token, time.Since(at))
 	}
 }
@@ -183,18 +185,18 @@ func (c *chaos) noLeaderWhileDown(old *sidecar, tok int64, at time.Time) {
 // storeLock holds SQLite's write lock from another process for a lease
 // duration and a second: the leader cannot renew and demotes itself,
 // nobody can be elected; after the lock is released one leader again.
-func (c *chaos) storeLock(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) storeLock(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
 	at := time.Now()
-	unlock := holdWriteLock(t, c.db)
+	unlock := sidecartest.HoldWriteLock(t, c.db)
 	held := true
 	t.Cleanup(func() {
 		if held {
 			unlock()
 		}
 	})
-	for time.Since(at) < leaseDuration+time.Second {
+	for time.Since(at) < sidecartest.LeaseDuration+time.Second {
 		c.noLeaderWhileDown(old, tok, at)
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -210,10 +212,10 @@ func (c *chaos) storeLock(old *sidecar, tok int64) (faultResult, *sidecar, int64
 		note: fmt.Sprintf("write lock held %v; first claim after %v", unlockAt.Sub(at).Round(time.Millisecond), first.Round(time.Millisecond))}, s, next
 }
 
-func (c *chaos) apiserver(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
+func (c *chaos) apiserver(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecartest.Sidecar, int64) {
 	t := c.t
 	t.Helper()
-	api := c.k.env.ControlPlane.APIServer
+	api := c.k.Env.ControlPlane.APIServer
 	stopped := make(chan error, 1)
 	down := true
 	t.Cleanup(func() { // the API server is shared: start it again, whatever happens

@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // electorRules is the least a sidecar needs: get, watch and update its one
@@ -45,15 +47,15 @@ func dropVerb(rules []rbacv1.PolicyRule, verb string) []rbacv1.PolicyRule {
 
 // serviceAccount creates a ServiceAccount bound to a Role with rules and
 // returns a kubeconfig that impersonates it.
-func serviceAccount(t *testing.T, k *kubeEnv, ns string, rules []rbacv1.PolicyRule) string {
+func serviceAccount(t *testing.T, k *sidecartest.KubeEnv, ns string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx := context.Background()
 	const name = "elector"
 	meta := metav1.ObjectMeta{Name: name, Namespace: ns}
-	if _, err := k.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
+	if _, err := k.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err != nil {
+	if _, err := k.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.RoleBinding{
@@ -61,36 +63,36 @@ func serviceAccount(t *testing.T, k *kubeEnv, ns string, rules []rbacv1.PolicyRu
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
 	}
-	if _, err := k.client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := k.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return k.kubeconfig(t, "system:serviceaccount:"+ns+":"+name)
+	return k.Kubeconfig(t, "system:serviceaccount:"+ns+":"+name)
 }
 
 func TestLeaseWorksWithLeastPrivilege(t *testing.T) {
-	k := kube(t)
-	ns, name := k.namespace(t), "least"
+	k := sidecartest.Kube(t)
+	ns, name := k.Namespace(t), "least"
 	kc := serviceAccount(t, k, ns, electorRules(name))
-	all := []*sidecar{leaseSidecar(t, kc, ns, name, "app-0"), leaseSidecar(t, kc, ns, name, "app-1")}
-	leader, token := awaitLeader(t, all, 15*time.Second)
-	leaseShows(t, k, ns, name, identityOf(t, leader), token)
+	all := []*sidecartest.Sidecar{sidecartest.LeaseSidecar(t, kc, ns, name, "app-0"), sidecartest.LeaseSidecar(t, kc, ns, name, "app-1")}
+	leader, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
+	k.LeaseShows(t, ns, name, sidecartest.IdentityOf(t, leader), token)
 
 	// Renewals keep working (update), and a release reaches the standby at
 	// once (watch).
-	time.Sleep(2 * renewDeadline)
-	if _, again := awaitLeader(t, all, time.Second); again != token {
+	time.Sleep(2 * sidecartest.RenewDeadline)
+	if _, again := sidecartest.AwaitLeader(t, all, time.Second); again != token {
 		t.Fatalf("token moved from %d to %d without a fault", token, again)
 	}
-	resp, err := client.Post("http://"+leader.addr+"/leader/release", "", nil)
+	resp, err := sidecartest.Client.Post("http://"+leader.Addr()+"/leader/release", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, next := awaitLeader(t, without(all, leader), time.Second); next != token+1 {
+	if _, next := sidecartest.AwaitLeader(t, sidecartest.Without(all, leader), time.Second); next != token+1 {
 		t.Fatalf("token after release %d, want %d", next, token+1)
 	}
 	for _, s := range all {
-		if logs := s.logs.String(); strings.Contains(logs, "forbidden") {
+		if logs := s.Logs(); strings.Contains(logs, "forbidden") {
 			t.Fatalf("a request was forbidden with the least-privilege Role:\n%s", logs)
 		}
 	}
@@ -110,18 +112,18 @@ func TestLeaseMissingPermissionIsNamed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.verb, func(t *testing.T) {
-			k := kube(t)
-			ns, name := k.namespace(t), "lacking"
+			k := sidecartest.Kube(t)
+			ns, name := k.Namespace(t), "lacking"
 			kc := serviceAccount(t, k, ns, dropVerb(electorRules(name), c.verb))
-			s := leaseSidecar(t, kc, ns, name, "app-0")
+			s := sidecartest.LeaseSidecar(t, kc, ns, name, "app-0")
 			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(s.logs.String(), c.mention) {
+			for !strings.Contains(s.Logs(), c.mention) {
 				if time.Now().After(deadline) {
 					t.Fatalf("no log line saying %s within 20s", c.mention)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if !s.alive() {
+			if !s.Alive() {
 				t.Fatal("a missing permission crashed the sidecar")
 			}
 		})
@@ -129,13 +131,13 @@ func TestLeaseMissingPermissionIsNamed(t *testing.T) {
 }
 
 func TestLeaseElectionDoesNotNeedEvents(t *testing.T) {
-	k := kube(t)
-	ns, name := k.namespace(t), "no-events"
+	k := sidecartest.Kube(t)
+	ns, name := k.Namespace(t), "no-events"
 	kc := serviceAccount(t, k, ns, electorRules(name)[:2])
-	s := leaseSidecar(t, kc, ns, name, "app-0")
-	_, token := awaitLeader(t, []*sidecar{s}, 15*time.Second)
-	time.Sleep(2 * renewDeadline)
-	if _, again := awaitLeader(t, []*sidecar{s}, time.Second); again != token {
+	s := sidecartest.LeaseSidecar(t, kc, ns, name, "app-0")
+	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 15*time.Second)
+	time.Sleep(2 * sidecartest.RenewDeadline)
+	if _, again := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, time.Second); again != token {
 		t.Fatalf("token moved from %d to %d", token, again)
 	}
 }

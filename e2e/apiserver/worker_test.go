@@ -1,38 +1,18 @@
-package e2e
+package apiserver
 
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// buildWorker builds examples/worker once, next to the sidecar binary (the
-// directory TestMain removes).
-func buildWorker(t *testing.T) string {
-	t.Helper()
-	workerOnce.Do(func() {
-		bin := filepath.Join(filepath.Dir(sidecarBin), "worker")
-		cmd := exec.Command(goTool(), "build", "-trimpath", "-o", bin, "../examples/worker")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			workerBuild = fmt.Errorf("building examples/worker: %v\n%s", err, out)
-			return
-		}
-		workerBin = bin
-	})
-	if workerBuild != nil {
-		t.Fatal(workerBuild)
-	}
-	return workerBin
-}
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
 
 // workerEvent is one JSON line of the worker's stdout.
 type workerEvent struct {
@@ -44,7 +24,7 @@ type workerEvent struct {
 // workerProc is one running examples/worker.
 type workerProc struct {
 	cmd    *exec.Cmd
-	output *lockedBuffer // stdout and stderr, for failures
+	output *sidecartest.LockedBuffer // stdout and stderr, for failures
 	mu     sync.Mutex
 	events []workerEvent
 	done   chan struct{} // closed when the process has exited
@@ -52,8 +32,8 @@ type workerProc struct {
 
 func startWorker(t *testing.T, args ...string) *workerProc {
 	t.Helper()
-	w := &workerProc{output: &lockedBuffer{}, done: make(chan struct{})}
-	w.cmd = exec.Command(buildWorker(t), args...)
+	w := &workerProc{output: &sidecartest.LockedBuffer{}, done: make(chan struct{})}
+	w.cmd = exec.Command(sidecartest.Build(t, "examples/worker"), args...)
 	w.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	w.cmd.Stderr = w.output
 	stdout, err := w.cmd.StdoutPipe()

@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // clientGoCandidate is a candidate built on client-go's leaderelection, as
@@ -23,23 +25,23 @@ type clientGoCandidate struct {
 	done     chan struct{}
 }
 
-func startClientGo(t *testing.T, k *kubeEnv, ns, name, identity string) *clientGoCandidate {
+func startClientGo(t *testing.T, k *sidecartest.KubeEnv, ns, name, identity string) *clientGoCandidate {
 	t.Helper()
 	c := &clientGoCandidate{identity: identity, done: make(chan struct{})}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: name},
-		Client:     k.client.CoordinationV1(),
+		Client:     k.Client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   leaseDuration,
-		RenewDeadline:   renewDeadline,
-		RetryPeriod:     retryPeriod,
+		LeaseDuration:   sidecartest.LeaseDuration,
+		RenewDeadline:   sidecartest.RenewDeadline,
+		RetryPeriod:     sidecartest.RetryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				l := k.lease(t, ns, name)
+				l := k.Lease(t, ns, name)
 				c.token.Store(int64(*l.Spec.LeaseTransitions))
 				c.leading.Store(true)
 				<-ctx.Done()
@@ -70,15 +72,15 @@ func (c *clientGoCandidate) stop() {
 }
 
 func TestLeaseInteropWithClientGo(t *testing.T) {
-	k := kube(t)
-	ns, name := k.namespace(t), "shared"
-	kc := k.kubeconfig(t, "")
+	k := sidecartest.Kube(t)
+	ns, name := k.Namespace(t), "shared"
+	kc := k.Kubeconfig(t, "")
 
 	cg1 := startClientGo(t, k, ns, name, "client-go-1")
-	waitTrue(t, "client-go-1 leads", 15*time.Second, cg1.leading.Load)
-	sidecars := []*sidecar{leaseSidecar(t, kc, ns, name, "app-0"), leaseSidecar(t, kc, ns, name, "app-1")}
+	sidecartest.WaitTrue(t, "client-go-1 leads", 15*time.Second, cg1.leading.Load)
+	sidecars := []*sidecartest.Sidecar{sidecartest.LeaseSidecar(t, kc, ns, name, "app-0"), sidecartest.LeaseSidecar(t, kc, ns, name, "app-1")}
 
-	var log claimLog
+	var log sidecartest.ClaimLog
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	sample := func(c *clientGoCandidate) {
@@ -91,32 +93,32 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 				}
 				now := time.Now()
 				if c.leading.Load() {
-					log.add(claim{c.identity, term{0, c.token.Load()}, -1, now, now})
+					log.Add(sidecartest.Claim{Who: c.identity, Term: sidecartest.Term{Epoch: 0, Token: c.token.Load()}, Sweep: -1, Sent: now, Answer: now})
 				}
 			}
 		})
 	}
 	for _, s := range sidecars {
 		// A frozen sidecar times out: keep sampling.
-		log.sample(&wg, stop, s, func(error) bool { return true })
+		log.Sample(&wg, stop, s, func(error) bool { return true })
 	}
 	sample(cg1)
 	time.Sleep(time.Second)
-	if ls, _ := leaders(t, sidecars); len(ls) != 0 {
+	if ls, _ := sidecartest.Leaders(t, sidecars); len(ls) != 0 {
 		t.Fatal("a sidecar leads while the client-go candidate holds a live Lease")
 	}
 
 	// client-go -> sidecar: the client-go candidate releases on cancel.
 	released := time.Now()
 	cg1.stop()
-	leader, token := awaitLeader(t, sidecars, leaseDuration)
+	leader, token := sidecartest.AwaitLeader(t, sidecars, sidecartest.LeaseDuration)
 	if token != cg1.token.Load()+1 {
 		t.Fatalf("sidecar took over with token %d after client-go's %d", token, cg1.token.Load())
 	}
 	// client-go's release has the release shape, so it is taken at once,
 	// not waited out like a Lease emptied by hand.
 	if took := time.Since(released); took > time.Second {
-		t.Fatalf("sidecar took over %v after client-go released, want well under the %v lease", took, leaseDuration)
+		t.Fatalf("sidecar took over %v after client-go released, want well under the %v lease", took, sidecartest.LeaseDuration)
 	} else {
 		t.Logf("client-go -> sidecar hand-off on release: %v", took.Round(time.Millisecond))
 	}
@@ -124,41 +126,30 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 	// sidecar -> client-go: freeze the other sidecar, release the leader.
 	cg2 := startClientGo(t, k, ns, name, "client-go-2")
 	sample(cg2)
-	other := without(sidecars, leader)[0]
-	other.signal(syscall.SIGSTOP)
-	resp, err := client.Post("http://"+leader.addr+"/leader/release", "", nil)
+	other := sidecartest.Without(sidecars, leader)[0]
+	other.Signal(syscall.SIGSTOP)
+	resp, err := sidecartest.Client.Post("http://"+leader.Addr()+"/leader/release", "", nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("POST /leader/release: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	waitTrue(t, "client-go-2 leads", 2*leaseDuration, cg2.leading.Load)
+	sidecartest.WaitTrue(t, "client-go-2 leads", 2*sidecartest.LeaseDuration, cg2.leading.Load)
 	if cg2.token.Load() != token+1 {
 		t.Fatalf("client-go took over with token %d after the sidecar's %d", cg2.token.Load(), token)
 	}
-	other.signal(syscall.SIGCONT)
+	other.Signal(syscall.SIGCONT)
 	time.Sleep(time.Second)
 
 	// And back to a sidecar.
 	cg2.stop()
-	_, last := awaitLeader(t, sidecars, 2*leaseDuration)
+	_, last := sidecartest.AwaitLeader(t, sidecars, 2*sidecartest.LeaseDuration)
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 
-	terms := log.check(t)
+	terms := log.Check(t)
 	if last != cg2.token.Load()+1 || len(terms) != 4 {
 		t.Fatalf("terms sampled %v, last token %d: want four terms, each one above the last", terms, last)
 	}
 	t.Logf("claims sampled per term: %v", terms)
-}
-
-func waitTrue(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

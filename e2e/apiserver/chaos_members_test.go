@@ -1,4 +1,4 @@
-package e2e
+package apiserver
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
@@ -43,10 +44,10 @@ func (c *chaos) add() *chaosMember {
 	c.mu.Unlock()
 	m := &chaosMember{i: i, pod: fmt.Sprintf("app-%d", i)}
 	if c.db != "" {
-		m.s = start(c.t, c.db)
+		m.s = sidecartest.Start(c.t, c.db)
 	} else {
 		m.px = newProxy(c.t, c.upstream)
-		m.s = leaseSidecar(c.t, c.kubeconfigVia(m.px), c.ns, c.name, m.pod)
+		m.s = sidecartest.LeaseSidecar(c.t, c.kubeconfigVia(m.px), c.ns, c.name, m.pod)
 	}
 	c.mu.Lock()
 	c.members = append(c.members, m)
@@ -69,16 +70,16 @@ func (c *chaos) stopped(d time.Duration) bool {
 // sample asks m's sidecar GET /leader every 5ms and keeps every answer.
 func (c *chaos) sample(m *chaosMember) {
 	for !c.stopped(5 * time.Millisecond) {
-		if m.killed.Load() && !m.s.alive() {
+		if m.killed.Load() && !m.s.Alive() {
 			return
 		}
 		sent := time.Now()
-		st, err := m.s.leader()
+		st, err := m.s.Leader()
 		c.mu.Lock()
 		c.samples++
 		if err == nil {
-			c.answers = append(c.answers, answer{m.i, st, sent, time.Now()})
-		} else if m.s.alive() && !m.killed.Load() && !m.paused.Load() {
+			c.answers = append(c.answers, sidecartest.Answer{Who: m.i, State: st, Sent: sent, At: time.Now()})
+		} else if m.s.Alive() && !m.killed.Load() && !m.paused.Load() {
 			c.failed = append(c.failed, fmt.Errorf("%s at %v: %w", m.pod, sent.Format(time.StampMilli), err))
 		}
 		c.mu.Unlock()
@@ -90,10 +91,10 @@ func (c *chaos) sample(m *chaosMember) {
 // writes the resource "chaos" through the shared guard with T.
 func (c *chaos) write(m *chaosMember, rng *rand.Rand) {
 	for !c.stopped(15 * time.Millisecond) {
-		if m.killed.Load() && !m.s.alive() {
+		if m.killed.Load() && !m.s.Alive() {
 			return
 		}
-		st, err := m.s.leader()
+		st, err := m.s.Leader()
 		if err != nil || !st.Leader || st.Token == nil {
 			continue
 		}
@@ -128,10 +129,10 @@ func (c *chaos) halt() {
 }
 
 // live is every sidecar that was neither killed nor is paused.
-func (c *chaos) live() []*sidecar {
+func (c *chaos) live() []*sidecartest.Sidecar {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*sidecar
+	var out []*sidecartest.Sidecar
 	for _, m := range c.members {
 		if !m.killed.Load() && !m.paused.Load() {
 			out = append(out, m.s)
@@ -140,7 +141,7 @@ func (c *chaos) live() []*sidecar {
 	return out
 }
 
-func (c *chaos) member(s *sidecar) *chaosMember {
+func (c *chaos) member(s *sidecartest.Sidecar) *chaosMember {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.members {
@@ -148,44 +149,44 @@ func (c *chaos) member(s *sidecar) *chaosMember {
 			return m
 		}
 	}
-	c.t.Fatalf("no member for sidecar %d", s.cmd.Process.Pid)
+	c.t.Fatalf("no member for sidecar %d", s.Pid())
 	return nil
 }
 
 // window is every answer sent in [from, to).
-func (c *chaos) window(from, to time.Time) []answer {
+func (c *chaos) window(from, to time.Time) []sidecartest.Answer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []answer
+	var out []sidecartest.Answer
 	for _, a := range c.answers {
-		if !a.sent.Before(from) && a.sent.Before(to) {
+		if !a.Sent.Before(from) && a.Sent.Before(to) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// checkWindow runs the recorder's overlap check on the answers sent in
-// [from, to): no token below floor, no token claimed by two sidecars, and
-// no older term claimed more than overlap after a newer term's first claim
-// arrived. It returns the claims and the longest overlap.
-func (c *chaos) checkWindow(from, to time.Time, floor int64, overlap time.Duration) ([]answer, time.Duration) {
+// checkWindow runs the recorder's overlap check (sidecartest.CheckAnswers)
+// on the answers sent in [from, to): no token below floor, no token claimed
+// by two sidecars, and no older term claimed more than overlap after a
+// newer term's first claim arrived. It returns the claims and the longest
+// overlap.
+func (c *chaos) checkWindow(from, to time.Time, floor int64, overlap time.Duration) ([]sidecartest.Answer, time.Duration) {
 	c.t.Helper()
 	c.mu.Lock()
 	failed := append([]error(nil), c.failed...)
 	c.mu.Unlock()
-	r := &recorder{answers: c.window(from, to), failed: failed, stop: make(chan struct{})}
-	claims, _, longest := r.check(c.t, floor, overlap)
+	claims, _, longest := sidecartest.CheckAnswers(c.t, c.window(from, to), failed, floor, overlap)
 	return claims, longest
 }
 
 // lastClaimBy is when the last claim of tok by member who (among answers) was sent, after
 // from; zero if none.
-func lastClaimBy(claims []answer, who int, tok int64, from time.Time) time.Time {
+func lastClaimBy(claims []sidecartest.Answer, who int, tok int64, from time.Time) time.Time {
 	var last time.Time
 	for _, c := range claims {
-		if c.st.Leader && c.st.Token != nil && c.who == who && *c.st.Token == tok && c.sent.After(from) && c.sent.After(last) {
-			last = c.sent
+		if c.State.Leader && c.State.Token != nil && c.Who == who && *c.State.Token == tok && c.Sent.After(from) && c.Sent.After(last) {
+			last = c.Sent
 		}
 	}
 	return last
