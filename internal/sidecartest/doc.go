@@ -14,7 +14,8 @@
 //     the short test timings ([LeaseDuration], [RenewDeadline],
 //     [RetryPeriod]), a free loopback port and JSON logs; a [Sidecar] is
 //     killed when its test ends, and its logs are printed if the test
-//     failed.
+//     failed. Its core, a [Proc] from [StartProc], needs no test: the
+//     benchmarks (hack/bench) start their sidecars with it.
 //   - Answers: [Sidecar.Leader] reads GET /leader; [Leaders],
 //     [AwaitLeader], [AwaitToken], [Steady] and [AwaitSettled] sample
 //     every sidecar of a set and fail the test on a sweep with two

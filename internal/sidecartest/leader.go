@@ -29,8 +29,8 @@ func ParseState(data []byte) (State, error) {
 var Client = &http.Client{Timeout: 5 * time.Second}
 
 // Leader asks the sidecar GET /leader.
-func (s *Sidecar) Leader() (State, error) {
-	resp, err := Client.Get("http://" + s.addr + "/leader")
+func (p *Proc) Leader() (State, error) {
+	resp, err := Client.Get("http://" + p.addr + "/leader")
 	if err != nil {
 		return State{}, err
 	}

@@ -1,13 +1,9 @@
 package sidecartest
 
 import (
-	"bufio"
-	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,16 +17,12 @@ const (
 	RetryPeriod   = 500 * time.Millisecond
 )
 
-// Sidecar is one running sidecar process of a test. The test it was
-// started in kills it when it ends, and prints its logs if it failed.
+// Sidecar is one running sidecar process of a test: a Proc whose test it
+// fails. The test it was started in kills it when it ends, and prints its
+// logs if it failed.
 type Sidecar struct {
-	t       testing.TB
-	cmd     *exec.Cmd
-	logs    *LockedBuffer
-	ready   chan struct{} // closed once addr is known or the process ended
-	addr    string
-	done    chan struct{} // closed when the process has exited
-	exitErr error
+	*Proc
+	t testing.TB
 }
 
 // TimingArgs are the flags of the test timings.
@@ -86,54 +78,19 @@ func Spawn(t testing.TB, env []string, args ...string) *Sidecar {
 // Track starts cmd, a sidecar that logs JSON, and follows its logs and exit.
 func Track(t testing.TB, cmd *exec.Cmd) *Sidecar {
 	t.Helper()
-	stderr, err := cmd.StderrPipe()
+	p, err := StartProc(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &Sidecar{t: t, cmd: cmd, logs: &LockedBuffer{}, ready: make(chan struct{}), done: make(chan struct{})}
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		s.readLogs(stderr)
-	}()
-	go func() {
-		<-logsDone // Wait closes the pipe: read it to the end first
-		s.exitErr = cmd.Wait()
-		close(s.done)
-	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
-		<-s.done
+		<-p.done
 		if t.Failed() {
-			t.Logf("sidecar %d logs:\n%s", cmd.Process.Pid, s.logs.String())
+			t.Logf("sidecar %d logs:\n%s", cmd.Process.Pid, p.logs.String())
 		}
 	})
-	return s
-}
-
-// readLogs keeps the process's logs and notes the app listener's address.
-func (s *Sidecar) readLogs(r io.Reader) {
-	defer func() {
-		select {
-		case <-s.ready:
-		default:
-			close(s.ready)
-		}
-	}()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		_, _ = s.logs.Write([]byte(line + "\n"))
-		var entry struct{ Msg, Listener, Address string }
-		if s.addr == "" && json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" && entry.Listener == "app" {
-			s.addr = entry.Address
-			close(s.ready)
-		}
-	}
+	return &Sidecar{Proc: p, t: t}
 }
 
 // WaitServing waits until the sidecar serves its app listener, failing the
@@ -143,40 +100,11 @@ func (s *Sidecar) WaitServing() {
 	select {
 	case <-s.ready:
 	case <-time.After(30 * time.Second):
-		s.t.Fatalf("sidecar %d did not start serving", s.cmd.Process.Pid)
+		s.t.Fatalf("sidecar %d did not start serving", s.Pid())
 	}
 	if s.addr == "" {
 		<-s.done
-		s.t.Fatalf("sidecar %d exited before serving: %v\n%s", s.cmd.Process.Pid, s.exitErr, s.logs.String())
-	}
-}
-
-// Addr is the app listener's host:port, known once WaitServing returned.
-func (s *Sidecar) Addr() string { return s.addr }
-
-// Pid is the process id.
-func (s *Sidecar) Pid() int { return s.cmd.Process.Pid }
-
-// Logs is everything the process has logged so far.
-func (s *Sidecar) Logs() string { return s.logs.String() }
-
-// Done is closed once the process has exited.
-func (s *Sidecar) Done() <-chan struct{} { return s.done }
-
-// ExitErr is what waiting for the process returned; valid once Done is
-// closed.
-func (s *Sidecar) ExitErr() error { return s.exitErr }
-
-// ProcessState is the exited process's state; valid once Done is closed.
-func (s *Sidecar) ProcessState() *os.ProcessState { return s.cmd.ProcessState }
-
-// Alive reports whether the process is still running.
-func (s *Sidecar) Alive() bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
+		s.t.Fatalf("sidecar %d exited before serving: %v\n%s", s.Pid(), s.exitErr, s.logs.String())
 	}
 }
 
@@ -184,7 +112,7 @@ func (s *Sidecar) Alive() bool {
 func (s *Sidecar) Signal(sig syscall.Signal) {
 	s.t.Helper()
 	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("signal %v to %d: %v", sig, s.cmd.Process.Pid, err)
+		s.t.Fatalf("signal %v to %d: %v", sig, s.Pid(), err)
 	}
 }
 
@@ -194,7 +122,7 @@ func (s *Sidecar) WaitExit(within time.Duration) int {
 	select {
 	case <-s.done:
 	case <-time.After(within):
-		s.t.Fatalf("sidecar %d still running %v later", s.cmd.Process.Pid, within)
+		s.t.Fatalf("sidecar %d still running %v later", s.Pid(), within)
 	}
 	return s.cmd.ProcessState.ExitCode()
 }
@@ -204,14 +132,11 @@ func (s *Sidecar) WaitExit(within time.Duration) int {
 func (s *Sidecar) Listener(name string) string {
 	s.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, line := range strings.Split(s.logs.String(), "\n") {
-			var entry struct{ Msg, Listener, Address string }
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" && entry.Listener == name {
-				return entry.Address
-			}
+		if addr, ok := s.listener(name); ok {
+			return addr
 		}
 	}
-	s.t.Fatalf("sidecar %d never served the %s listener", s.cmd.Process.Pid, name)
+	s.t.Fatalf("sidecar %d never served the %s listener", s.Pid(), name)
 	return ""
 }
 
