@@ -1,4 +1,31 @@
-// Package e2e holds end-to-end tests: the real sidecar binary, built once,
-// run as separate OS processes that contend through one real SQLite file,
-// and driven with real signals (SIGKILL, SIGTERM, SIGSTOP/SIGCONT).
+// Package e2e holds no code: it is the map of the end-to-end tests, which
+// run the real sidecar binary as OS processes and are grouped by what they
+// need.
+//
+//	e2e/process/    processes only: the sidecar on a real SQLite file,
+//	                real signals (SIGKILL, SIGTERM, SIGINT, SIGSTOP and
+//	                SIGCONT), bad input and abusive clients, the binary
+//	                built as the Dockerfile builds it, and the charts
+//	                rendered and linted with helm. Needs Go and helm (built
+//	                by hack/helm.sh on first use); the image test needs root.
+//	e2e/apiserver/  a real kube-apiserver and etcd (envtest): the Lease
+//	                backend, interop with client-go, RBAC, Pod readiness,
+//	                the charts on the API server, chaos; and the tests that
+//	                cover both backends with the API server for one of them.
+//	                Needs KUBEBUILDER_ASSETS (hack/envtest-binaries.sh).
+//	e2e/cluster/    build tag cluster: the product as Pods on a one-node
+//	                cluster (hack/cluster.sh); make test-cluster runs them.
+//
+// Commands:
+//
+//	go test -race -count=1 ./e2e/process/
+//	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
+//	go test -race -count=1 -timeout 20m ./e2e/...    # process and apiserver
+//	make test-cluster                                 # e2e/cluster
+//
+// A new test goes in the folder of the most it needs, in a file named after
+// what it tests. The harness they share, building the sidecar once per
+// package (TestMain calls sidecartest.Main), starting sidecars, reading
+// /leader, the overlap sweeps, the shared API server and helm, is
+// internal/sidecartest.
 package e2e

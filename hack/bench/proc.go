@@ -2,8 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // Systems under test.
@@ -38,17 +39,17 @@ type cand struct {
 	cmd     *exec.Cmd
 	started time.Time
 	proxy   *countingProxy
+	sidecar *sidecartest.Proc        // sidecar: the process, its logs and its app listener
+	logs    sidecartest.LockedBuffer // client-go: its stdout and stderr
+	ready   chan struct{}            // sidecar: serving; client-go: "started" printed
+	leading chan struct{}            // closed once it reports leadership
+	done    <-chan struct{}          // closed once the process has exited
 
-	mu      sync.Mutex
-	addr    string // sidecar: the app listener
-	logs    bytes.Buffer
-	ready   chan struct{} // sidecar: serving; client-go: "started" printed
-	leading chan struct{} // closed once it reports leadership
-	leadAt  time.Time
-	holder  string // sidecar: holder as last reported by /leader/watch
-	ident   string // sidecar: its own identity
-	done    chan struct{}
-	once    sync.Once
+	mu     sync.Mutex
+	leadAt time.Time
+	holder string // sidecar: holder as last reported by /leader/watch
+	ident  string // sidecar: its own identity
+	once   sync.Once
 }
 
 var (
@@ -94,9 +95,10 @@ func (c *cand) leadTime() time.Time {
 
 // tail is the end of the process's logs, for error messages.
 func (c *cand) tail() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.logs.String()
+	if c.sidecar != nil {
+		s = c.sidecar.Logs()
+	}
 	if len(s) > 2000 {
 		s = s[len(s)-2000:]
 	}
@@ -118,7 +120,7 @@ type candSpec struct {
 }
 
 func (b *bench) startCand(s candSpec) (*cand, error) {
-	c := &cand{sys: s.sys, ready: make(chan struct{}), leading: make(chan struct{}), done: make(chan struct{})}
+	c := &cand{sys: s.sys, ready: make(chan struct{}), leading: make(chan struct{})}
 	timings := []string{"--lease-duration", s.prof.Lease.String(), "--renew-deadline", s.prof.Renew.String(), "--retry-period", s.prof.Retry.String()}
 	switch s.sys {
 	case sysSidecar:
@@ -138,96 +140,83 @@ func (b *bench) startCand(s candSpec) (*cand, error) {
 		c.cmd = exec.Command(b.clientGoBin, args...)
 	}
 	c.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
 	c.started = time.Now()
-	if err := c.cmd.Start(); err != nil {
+	start := c.startClientGo
+	if s.sys == sysSidecar {
+		start = func() error { return c.startSidecar(s.follow) }
+	}
+	if err := start(); err != nil {
 		return nil, err
 	}
 	allMu.Lock()
 	all = append(all, c)
 	allMu.Unlock()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); c.readStdout(stdout) }()
-	go func() { defer wg.Done(); c.readStderr(stderr, s.follow) }()
-	go func() {
-		wg.Wait()
-		_ = c.cmd.Wait()
-		close(c.done)
-	}()
 	return c, nil
+}
+
+// startSidecar starts the sidecar through the test harness, which follows
+// its logs for the app listener; with follow, it then follows
+// /leader/watch to see the sidecar lead.
+func (c *cand) startSidecar(follow bool) error {
+	p, err := sidecartest.StartProc(c.cmd)
+	if err != nil {
+		return err
+	}
+	c.sidecar, c.done = p, p.Done()
+	go func() {
+		if <-p.Ready(); p.Addr() == "" {
+			return // it ended before serving
+		}
+		close(c.ready)
+		if follow {
+			c.watch()
+		}
+	}()
+	return nil
+}
+
+// startClientGo starts the client-go candidate, which prints "started"
+// and "leading" on stdout.
+func (c *cand) startClientGo() error {
+	c.cmd.Stderr = &c.logs
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	c.done = done
+	go func() {
+		c.readStdout(stdout)
+		_ = c.cmd.Wait() // after the pipe is read to its end
+		close(done)
+	}()
+	return nil
 }
 
 func (c *cand) readStdout(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
-		if c.sys == sysClientGo {
-			switch line {
-			case "leading":
-				c.markLeading()
-			case "started":
-				close(c.ready)
-			}
-		}
-		c.mu.Lock()
-		c.logs.WriteString(line + "\n")
-		c.mu.Unlock()
-	}
-}
-
-func (c *cand) readStderr(r io.Reader, follow bool) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		c.mu.Lock()
-		c.logs.WriteString(line + "\n")
-		c.mu.Unlock()
-		if c.sys != sysSidecar || c.addr != "" {
-			continue
-		}
-		var e struct{ Msg, Listener, Address string }
-		if json.Unmarshal([]byte(line), &e) == nil && e.Msg == "serving" && e.Listener == "app" {
-			c.mu.Lock()
-			c.addr = e.Address
-			c.mu.Unlock()
+		switch line {
+		case "leading":
+			c.markLeading()
+		case "started":
 			close(c.ready)
-			if follow {
-				go c.watch()
-			}
 		}
+		_, _ = c.logs.Write([]byte(line + "\n"))
 	}
 }
 
 // watch follows the sidecar's /leader/watch and notes the moment it first
 // reports leader: true.
 func (c *cand) watch() {
-	resp, err := http.Get("http://" + c.addr + "/leader/watch")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var st struct {
-			Leader   bool
-			Identity string
-			Holder   string
-		}
-		if json.Unmarshal([]byte(data), &st) != nil {
-			continue
+	_, _ = sidecartest.OpenWatch(context.Background(), http.DefaultClient, "http://"+c.sidecar.Addr(), func(_ int, data string) {
+		st, err := sidecartest.ParseState([]byte(data))
+		if err != nil {
+			return
 		}
 		c.mu.Lock()
 		c.holder, c.ident = st.Holder, st.Identity
@@ -235,7 +224,7 @@ func (c *cand) watch() {
 		if st.Leader {
 			c.markLeading()
 		}
-	}
+	})
 }
 
 // holderSeen is the holder the sidecar last reported.

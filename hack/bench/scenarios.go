@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -182,12 +181,9 @@ func (b *bench) startup(sys string, prof profile) (firstAnswer, lead time.Durati
 
 // holderNow asks the sidecar's GET /leader which holder it has seen.
 func (c *cand) holderNow() (holder, self string) {
-	resp, err := http.Get("http://" + c.addr + "/leader")
+	st, err := c.sidecar.Leader()
 	if err != nil {
 		return "", ""
 	}
-	defer resp.Body.Close()
-	var st struct{ Identity, Holder string }
-	_ = json.NewDecoder(resp.Body).Decode(&st)
 	return st.Holder, st.Identity
 }

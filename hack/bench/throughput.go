@@ -39,7 +39,7 @@ func (b *bench) throughput(res *results) error {
 	var trivial, side []loadResult
 	for i := 0; i < 2; i++ {
 		trivial = append(trivial, load("http://"+trivialAddr+"/", b.cfg.Concurrency, half))
-		side = append(side, load("http://"+sc.addr+"/leader", b.cfg.Concurrency, half))
+		side = append(side, load("http://"+sc.sidecar.Addr()+"/leader", b.cfg.Concurrency, half))
 	}
 	res.Load["trivial"], res.Load["sidecar"] = merge(trivial), merge(side)
 	b.logf("  trivial %.0f req/s, /leader %.0f req/s", res.Load["trivial"].RPS, res.Load["sidecar"].RPS)

@@ -1,0 +1,193 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+)
+
+// kubeconfigVia writes a kubeconfig whose server is the proxy p; the
+// server name stays the API server's, so its certificate still verifies.
+func (c *chaos) kubeconfigVia(p *tcpProxy) string {
+	c.t.Helper()
+	cfg := c.k.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{
+		Server:                   "https://" + p.addr(),
+		CertificateAuthorityData: cfg.CAData,
+		TLSServerName:            c.tlsName,
+	}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(c.t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// add starts a sidecar behind a proxy of its own, its sampler and its
+// writer.
+func (c *chaos) add() *chaosMember {
+	c.t.Helper()
+	c.mu.Lock()
+	i := len(c.members)
+	c.mu.Unlock()
+	m := &chaosMember{i: i, pod: fmt.Sprintf("app-%d", i)}
+	if c.db != "" {
+		m.s = sidecartest.Start(c.t, c.db)
+	} else {
+		m.px = newProxy(c.t, c.upstream)
+		m.s = sidecartest.LeaseSidecar(c.t, c.kubeconfigVia(m.px), c.ns, c.name, m.pod)
+	}
+	c.mu.Lock()
+	c.members = append(c.members, m)
+	c.mu.Unlock()
+	c.wg.Go(func() { c.sample(m) })
+	rng := rand.New(rand.NewPCG(c.seed, uint64(i)))
+	c.wg.Go(func() { c.write(m, rng) })
+	return m
+}
+
+func (c *chaos) stopped(d time.Duration) bool {
+	select {
+	case <-c.stop:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// sample asks m's sidecar GET /leader every 5ms and keeps every answer.
+func (c *chaos) sample(m *chaosMember) {
+	for !c.stopped(5 * time.Millisecond) {
+		if m.killed.Load() && !m.s.Alive() {
+			return
+		}
+		sent := time.Now()
+		st, err := m.s.Leader()
+		c.mu.Lock()
+		c.samples++
+		if err == nil {
+			c.answers = append(c.answers, sidecartest.Answer{Who: m.i, State: st, Sent: sent, At: time.Now()})
+		} else if m.s.Alive() && !m.killed.Load() && !m.paused.Load() {
+			c.failed = append(c.failed, fmt.Errorf("%s at %v: %w", m.pod, sent.Format(time.StampMilli), err))
+		}
+		c.mu.Unlock()
+	}
+}
+
+// write is the application next to m's sidecar: whenever the sidecar says
+// it leads with token T, it works a little (0-40ms, holding T) and then
+// writes the resource "chaos" through the shared guard with T.
+func (c *chaos) write(m *chaosMember, rng *rand.Rand) {
+	for !c.stopped(15 * time.Millisecond) {
+		if m.killed.Load() && !m.s.Alive() {
+			return
+		}
+		st, err := m.s.Leader()
+		if err != nil || !st.Leader || st.Token == nil {
+			continue
+		}
+		tok := *st.Token
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		err = c.guard.Do("chaos", fence.TermID{Token: tok, Holder: st.Identity}, func() error {
+			// Under the guard's lock: the order of this slice is the order
+			// in which the guard accepted the writes.
+			c.mu.Lock()
+			c.accepted = append(c.accepted, chaosWrite{m.i, tok, time.Now()})
+			c.mu.Unlock()
+			return nil
+		})
+		c.mu.Lock()
+		switch {
+		case errors.Is(err, fence.ErrStaleToken):
+			c.rejected++
+		case err != nil:
+			c.writeErr = append(c.writeErr, err)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *chaos) halt() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+}
+
+// live is every sidecar that was neither killed nor is paused.
+func (c *chaos) live() []*sidecartest.Sidecar {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*sidecartest.Sidecar
+	for _, m := range c.members {
+		if !m.killed.Load() && !m.paused.Load() {
+			out = append(out, m.s)
+		}
+	}
+	return out
+}
+
+func (c *chaos) member(s *sidecartest.Sidecar) *chaosMember {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.s == s {
+			return m
+		}
+	}
+	c.t.Fatalf("no member for sidecar %d", s.Pid())
+	return nil
+}
+
+// window is every answer sent in [from, to).
+func (c *chaos) window(from, to time.Time) []sidecartest.Answer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []sidecartest.Answer
+	for _, a := range c.answers {
+		if !a.Sent.Before(from) && a.Sent.Before(to) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkWindow runs the recorder's overlap check (sidecartest.CheckAnswers)
+// on the answers sent in [from, to): no token below floor, no token claimed
+// by two sidecars, and no older term claimed more than overlap after a
+// newer term's first claim arrived. It returns the claims and the longest
+// overlap.
+func (c *chaos) checkWindow(from, to time.Time, floor int64, overlap time.Duration) ([]sidecartest.Answer, time.Duration) {
+	c.t.Helper()
+	c.mu.Lock()
+	failed := append([]error(nil), c.failed...)
+	c.mu.Unlock()
+	claims, _, longest := sidecartest.CheckAnswers(c.t, c.window(from, to), failed, floor, overlap)
+	return claims, longest
+}
+
+// lastClaimBy is when the last claim of tok by member who (among answers) was sent, after
+// from; zero if none.
+func lastClaimBy(claims []sidecartest.Answer, who int, tok int64, from time.Time) time.Time {
+	var last time.Time
+	for _, c := range claims {
+		if c.State.Leader && c.State.Token != nil && c.Who == who && *c.State.Token == tok && c.Sent.After(from) && c.Sent.After(last) {
+			last = c.Sent
+		}
+	}
+	return last
+}

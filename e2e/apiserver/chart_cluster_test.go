@@ -1,0 +1,243 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// dryRunner creates objects with server-side dry-run through a dynamic
+// client.
+type dryRunner struct {
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newDryRunner(t *testing.T, cfg *rest.Config) *dryRunner {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dryRunner{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+// create sends o to the API server into ns; dryRun only validates and
+// admits it. Unknown or duplicate fields are errors (Strict).
+func (d *dryRunner) create(ctx context.Context, o *unstructured.Unstructured, ns string, dryRun bool) error {
+	gvk := o.GroupVersionKind()
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", gvk, err)
+	}
+	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var ri dynamic.ResourceInterface = d.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = d.dyn.Resource(m.Resource).Namespace(ns)
+	}
+	_, err = ri.Create(ctx, o, opts)
+	return err
+}
+
+func TestChartServerSideDryRun(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	d := newDryRunner(t, k.Config)
+	ctx := context.Background()
+	cases := append(sidecartest.ChartMatrix(), sidecartest.ChartCase{Mode: "pod-condition", Native: true, Backend: "lease", Extra: "lease:\n  create: true"})
+	for _, c := range cases {
+		t.Run(c.Name(), func(t *testing.T) {
+			ns := k.Namespace(t)
+			r := sidecartest.RenderChart(t, dir, ns, c.Values())
+			for _, o := range r.Raw {
+				if err := d.create(ctx, o, ns, true); err != nil {
+					t.Fatalf("the API server refused %s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+			// Nothing was stored.
+			if sas, err := k.Client.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			} else if slices.ContainsFunc(sas.Items, func(sa corev1.ServiceAccount) bool { return sa.Name != "default" }) {
+				t.Fatalf("dry-run stored ServiceAccounts: %v", sas.Items)
+			}
+		})
+	}
+}
+
+// TestChartPodSecurityRestricted admits the Deployment's Pod template as a
+// Pod (dry-run) in a namespace that enforces Pod Security "restricted": the
+// lease backend passes; the sqlite backend's hostPath volume is refused, as
+// the chart documents.
+func TestChartPodSecurityRestricted(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	ctx := context.Background()
+	for _, c := range []sidecartest.ChartCase{
+		{Mode: "pod-condition", Native: true, Backend: "lease"},
+		{Mode: "label", Native: false, Backend: "lease"},
+		{Mode: "none", Native: true, Backend: "sqlite"},
+	} {
+		t.Run(c.Name(), func(t *testing.T) {
+			ns := k.Namespace(t)
+			nsObj, err := k.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+			nsObj.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
+			if _, err := k.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, ns, c.Values()))
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "probe-pod", Namespace: ns, Labels: dep.Spec.Template.Labels},
+				Spec:       dep.Spec.Template.Spec,
+			}
+			_, err = k.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if c.Backend == "sqlite" {
+				if err == nil || !strings.Contains(err.Error(), "hostPath") {
+					t.Fatalf("a hostPath volume passed Pod Security restricted: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Pod Security restricted refused the Pod: %v", err)
+			}
+		})
+	}
+}
+
+// TestChartRBACForReal applies the chart's ServiceAccount, Role and
+// RoleBinding (and Lease) to the API server and runs the real sidecar as
+// that ServiceAccount: it leads, marks its Pod in the matching mode, logs
+// nothing forbidden, and cannot touch another Lease, another namespace, or
+// Pods beyond what its mode needs.
+func TestChartRBACForReal(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	for _, c := range []sidecartest.ChartCase{
+		{Mode: "none", Native: true, Backend: "lease"},
+		{Mode: "pod-condition", Native: true, Backend: "lease"},
+		{Mode: "label", Native: false, Backend: "lease"},
+		{Mode: "probe", Native: true, Backend: "lease", Extra: "lease:\n  create: true\nevents: false"},
+	} {
+		t.Run(c.Name(), func(t *testing.T) {
+			k := sidecartest.Kube(t)
+			ctx := context.Background()
+			ns := k.Namespace(t)
+			r := sidecartest.RenderChart(t, dir, ns, c.Values())
+			d := newDryRunner(t, k.Config)
+			for _, o := range r.Raw {
+				switch o.GetKind() {
+				case "ServiceAccount", "Role", "RoleBinding", "Lease":
+					if err := d.create(ctx, o, ns, false); err != nil {
+						t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+					}
+				}
+			}
+			dep := sidecartest.One[*appsv1.Deployment](t, r)
+			sa := dep.Spec.Template.Spec.ServiceAccountName
+			user := "system:serviceaccount:" + ns + ":" + sa
+			all := append(slices.Clone(dep.Spec.Template.Spec.InitContainers), dep.Spec.Template.Spec.Containers...)
+			sc := sidecartest.ContainerNamed(all, "leader-sidecar")
+			leaseName := sidecartest.EnvOf(sc)["LEADER_SIDECAR_LEASE_NAME"].Value
+
+			// The rendered container's environment, with the Downward API
+			// filled in for a Pod object of our own; the test's timings and
+			// loopback addresses given as flags (which win over variables).
+			podName := "demo-0"
+			uid := createPod(t, k, ns, podName)
+			var env []string
+			for _, e := range sc.Env {
+				value := e.Value
+				if e.ValueFrom != nil {
+					value = map[string]string{"metadata.name": podName, "metadata.namespace": ns, "metadata.uid": uid}[e.ValueFrom.FieldRef.FieldPath]
+				}
+				env = append(env, e.Name+"="+value)
+			}
+			kc := k.Kubeconfig(t, user)
+			s := sidecartest.Spawn(t, env, "--kubeconfig", kc, "--ops-address", "127.0.0.1:0")
+			s.WaitServing()
+			_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 15*time.Second)
+			k.LeaseShows(t, ns, leaseName, sidecartest.IdentityOf(t, s), token)
+			if c.Mode == "pod-condition" || c.Mode == "label" {
+				awaitMarked(t, k, ns, c.Mode, podName)
+			}
+			time.Sleep(2 * sidecartest.RenewDeadline) // renewals and events go through
+			if _, again := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, time.Second); again != token {
+				t.Fatalf("token moved from %d to %d", token, again)
+			}
+			if logs := s.Logs(); strings.Contains(logs, "forbidden") {
+				t.Fatalf("the chart's Role lacks a permission the sidecar used:\n%s", logs)
+			}
+
+			// What the account must not do.
+			cfg := rest.CopyConfig(k.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+			as, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}}
+			if _, err := k.Client.CoordinationV1().Leases(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			otherNS := k.Namespace(t)
+			forbidden := map[string]error{}
+			_, forbidden["get another Lease"] = as.CoordinationV1().Leases(ns).Get(ctx, "other", metav1.GetOptions{})
+			_, forbidden["update another Lease"] = as.CoordinationV1().Leases(ns).Update(ctx, other, metav1.UpdateOptions{})
+			forbidden["delete its own Lease"] = as.CoordinationV1().Leases(ns).Delete(ctx, leaseName, metav1.DeleteOptions{})
+			_, forbidden["list Leases"] = as.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+			_, forbidden["get its Lease in another namespace"] = as.CoordinationV1().Leases(otherNS).Get(ctx, leaseName, metav1.GetOptions{})
+			_, forbidden["create a Lease in another namespace"] = as.CoordinationV1().Leases(otherNS).Create(ctx,
+				&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName}}, metav1.CreateOptions{})
+			_, forbidden["list Pods"] = as.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			_, forbidden["read Secrets"] = as.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			patch := []byte(`{"metadata":{"labels":{"x":"y"}}}`)
+			if c.Mode != "label" {
+				_, forbidden["patch a Pod"] = as.CoreV1().Pods(ns).Patch(ctx, podName, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+			if c.Mode != "pod-condition" {
+				_, forbidden["patch a Pod's status"] = as.CoreV1().Pods(ns).Patch(ctx, podName, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+			}
+			if c.Mode != "pod-condition" && c.Mode != "label" {
+				_, forbidden["get a Pod"] = as.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+			}
+			if strings.Contains(c.Extra, "create: true") {
+				_, forbidden["create a Lease"] = as.CoordinationV1().Leases(ns).Create(ctx,
+					&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+			}
+			for what, err := range forbidden {
+				if !apierrors.IsForbidden(err) {
+					t.Errorf("%s as %s: %v, want Forbidden", what, user, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,28 @@
+// Package apiserver holds the end-to-end tests that need a real
+// kube-apiserver and etcd (controller-runtime's envtest): the real sidecar
+// binary, built once by TestMain, run as OS processes on a Lease (fail-over,
+// hand-off, Events, interop with a client-go candidate, the API server
+// stopped, the Lease deleted or edited by hand, least-privilege RBAC,
+// leadership shown on Pods, a bounded chaos schedule), and the charts sent
+// to the API server (server-side dry-run, Pod Security, their RBAC applied
+// for real, helm install and uninstall). A test that covers both backends
+// and needs the API server for one of them (TestSplitBrain,
+// TestRecordDeletedOrEmptied, TestHealthWithDefaultTimings, TestChaos,
+// TestOperatorRaisesTheTokenAboveWhatResourcesAccepted) is here whole, its
+// SQLite half included.
+//
+// One API server is started the first time a test needs it and shared by
+// the package; each test works in a namespace of its own. Without the
+// envtest binaries the tests fail, never skip. Besides Go they need helm
+// (as e2e/process does) and, for TestSplitBrain, examples/worker, which
+// the harness builds.
+//
+// Run them (the binaries are built once into ~/.cache, minutes when cold):
+//
+//	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
+//	go test -race -count=1 -timeout 20m ./e2e/apiserver/
+//	go test -race -count=1 -run 'TestLeaseInteropWithClientGo' ./e2e/apiserver/
+//
+// TestChaos replays a schedule with CHAOS_SEED=<seed>, the seed it logs.
+// The harness the tests share with e2e/process is internal/sidecartest.
+package apiserver

@@ -1,0 +1,84 @@
+package process
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+func TestSIGINTReleasesAndExitsZero(t *testing.T) {
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	old.Signal(syscall.SIGINT)
+	if code := old.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("SIGINT: exit status %d, want 0", code)
+	}
+	if _, next := sidecartest.AwaitLeader(t, sidecartest.Without(all, old), time.Second); next != token+1 {
+		t.Fatalf("token after SIGINT hand-off %d, want %d", next, token+1)
+	}
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	db := sidecartest.DBPath(t)
+	s := sidecartest.Start(t, db, "--sqlite-busy-timeout", "1m")
+	sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second)
+	unlock := sidecartest.HoldWriteLock(t, db)
+	defer unlock()
+
+	s.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.Logs(), "shutting down") {
+		if time.Now().After(deadline) {
+			t.Fatal("no shutdown logged after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !s.Alive() || strings.Contains(s.Logs(), `"msg":"stopped"`) {
+		t.Fatal("the sidecar finished its shutdown although its release could not be written")
+	}
+	s.Signal(syscall.SIGTERM)
+	if code := s.WaitExit(time.Second); code != 1 {
+		t.Fatalf("second signal: exit status %d, want 1", code)
+	}
+}
+
+func TestBadStartsExitWithTheirStatus(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		mention string
+	}{
+		{"invalid flag value", []string{"--retry-period", "0s"}, 2, "--retry-period: must be greater than 0"},
+		{"missing directory", []string{"--sqlite-path", filepath.Join(dir, "nope", "x.db")}, 1, "--sqlite-path: sqlite: open"},
+		{"not a database", []string{"--sqlite-path", writeFile(t, dir, "notes.txt", "hello")}, 1, "is not an SQLite database"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(sidecartest.Binary(t), append([]string{"--http-address", "127.0.0.1:0"}, c.args...)...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != c.code || !strings.Contains(string(out), c.mention) {
+				t.Fatalf("exit %d, output %q; want %d mentioning %q", code, out, c.code, c.mention)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,85 @@
+package sidecartest
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitTrue polls cond every 10ms and fails t if it is not true within.
+func WaitTrue(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// AwaitToken polls until exactly one live sidecar claims leadership, with
+// token want. Unlike AwaitLeader it tolerates two claims in one sweep (a
+// Recorder or ClaimLog judges overlaps).
+func AwaitToken(t testing.TB, all []*Sidecar, want int64, within time.Duration) *Sidecar {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var ls []*Sidecar
+		var tok int64
+		for _, s := range all {
+			if st, err := s.Leader(); err == nil && st.Leader {
+				ls, tok = append(ls, s), *st.Token
+			}
+		}
+		if len(ls) == 1 && tok == want {
+			return ls[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no single leader with token %d within %v", want, within)
+	return nil
+}
+
+// Steady fails t unless every sweep for d shows exactly s leading with tok.
+func Steady(t testing.TB, all []*Sidecar, s *Sidecar, tok int64, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		ls, sts := Leaders(t, all)
+		if len(ls) != 1 || ls[0] != s || *sts[0].Token != tok {
+			t.Fatalf("%d leaders in a sweep (want the same one with token %d): %+v", len(ls), tok, sts)
+		}
+	}
+}
+
+// AwaitSettled waits until every sidecar names leader as the holder (all
+// have read the record and its token) and the leader has renewed twice
+// since, so that a fault meets a running election rather than one still
+// starting up (a standby's watch takes tens of milliseconds to start).
+func AwaitSettled(t testing.TB, all []*Sidecar, leader *Sidecar) {
+	t.Helper()
+	id := IdentityOf(t, leader)
+	for _, s := range all {
+		WaitTrue(t, "every sidecar has seen the record", 10*time.Second, func() bool {
+			st, err := s.Leader()
+			return err == nil && st.Holder == id
+		})
+	}
+	var last time.Time
+	renewals := -1
+	WaitTrue(t, "the leader renews twice", 3*RetryPeriod+time.Second, func() bool {
+		if st, err := leader.Leader(); err == nil && st.Leader && st.ValidUntil.After(last) {
+			last, renewals = *st.ValidUntil, renewals+1
+		}
+		return renewals >= 2
+	})
+}
+
+// AllAlive fails t if any sidecar has exited, with its logs.
+func AllAlive(t testing.TB, all []*Sidecar) {
+	t.Helper()
+	for _, s := range all {
+		if !s.Alive() {
+			t.Fatalf("sidecar %d exited: %v\n%s", s.Pid(), s.exitErr, s.logs.String())
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package sidecartest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// ChartRelease is the release name the chart tests render and install.
+const ChartRelease = "demo"
+
+// ChartCase is one combination of the example chart's values.
+type ChartCase struct {
+	Mode    string // readiness mode
+	Native  bool
+	Backend string
+	Extra   string // more values, YAML under sidecar:
+}
+
+// Name is the case as mode/placement/backend.
+func (c ChartCase) Name() string {
+	placement := "native"
+	if !c.Native {
+		placement = "plain"
+	}
+	return c.Mode + "/" + placement + "/" + c.Backend
+}
+
+// Values is the case as a values file.
+func (c ChartCase) Values() string {
+	v := fmt.Sprintf("sidecar:\n  native: %t\n  backend: %s\n  readiness:\n    mode: %s\n", c.Native, c.Backend, c.Mode)
+	if c.Extra != "" {
+		v += "  " + strings.ReplaceAll(strings.TrimSpace(c.Extra), "\n", "\n  ") + "\n"
+	}
+	return v
+}
+
+// LeaderOnly reports whether only the leader's Pod is ready in the mode.
+func (c ChartCase) LeaderOnly() bool { return c.Mode == "probe" || c.Mode == "pod-condition" }
+
+// ChartMatrix is every readiness mode x native or plain x lease or sqlite.
+func ChartMatrix() []ChartCase {
+	var cases []ChartCase
+	for _, mode := range []string{"none", "probe", "pod-condition", "label"} {
+		for _, native := range []bool{true, false} {
+			for _, backend := range []string{"lease", "sqlite"} {
+				cases = append(cases, ChartCase{Mode: mode, Native: native, Backend: backend})
+			}
+		}
+	}
+	return cases
+}
+
+// Rendered is the output of helm template: every object typed, and as
+// unstructured for the API server.
+type Rendered struct {
+	Objects []runtime.Object
+	Raw     []*unstructured.Unstructured
+}
+
+// RenderChart runs helm template on the example chart in dir with values
+// (YAML) in namespace ns and decodes every manifest.
+func RenderChart(t testing.TB, dir, ns, values string) *Rendered {
+	t.Helper()
+	out, err := TemplateChart(t, dir, ns, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return DecodeManifests(t, out)
+}
+
+// TemplateChart runs helm template on the example chart in dir with values
+// (YAML) in namespace ns and returns its output or its error.
+func TemplateChart(t testing.TB, dir, ns, values string) (string, error) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return RunHelm(t, "template", ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns, "--values", file)
+}
+
+// DecodeManifests decodes a stream of YAML manifests strictly: a field the
+// typed API does not know, or a duplicate field, fails t, and so does a
+// stream with no object.
+func DecodeManifests(t testing.TB, stream string) *Rendered {
+	t.Helper()
+	r := &Rendered{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonDoc, err := utilyaml.ToJSON(doc)
+		if err != nil {
+			t.Fatalf("manifest is not YAML: %v\n%s", err, doc)
+		}
+		if string(jsonDoc) == "null" || len(bytes.TrimSpace(jsonDoc)) == 0 {
+			continue
+		}
+		obj, _, err := strictDecoder.Decode(jsonDoc, nil, nil)
+		if err != nil {
+			t.Fatalf("decoding a manifest: %v\n%s", err, doc)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(jsonDoc); err != nil {
+			t.Fatal(err)
+		}
+		r.Objects = append(r.Objects, obj)
+		r.Raw = append(r.Raw, u)
+	}
+	if len(r.Objects) == 0 {
+		t.Fatal("helm template rendered nothing")
+	}
+	return r
+}
+
+var strictDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	kjson.SerializerOptions{Strict: true})
+
+// Find is every rendered object of type T.
+func Find[T runtime.Object](t testing.TB, r *Rendered) []T {
+	t.Helper()
+	var out []T
+	for _, o := range r.Objects {
+		if v, ok := o.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// One is the one rendered object of type T; another count fails t.
+func One[T runtime.Object](t testing.TB, r *Rendered) T {
+	t.Helper()
+	all := Find[T](t, r)
+	if len(all) != 1 {
+		var zero T
+		t.Fatalf("rendered %d objects of type %T, want 1", len(all), zero)
+	}
+	return all[0]
+}
+
+// EnvOf is a container's environment by name.
+func EnvOf(c *corev1.Container) map[string]corev1.EnvVar {
+	m := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		m[e.Name] = e
+	}
+	return m
+}
+
+// ContainerNamed is the container called name, or nil.
+func ContainerNamed(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}

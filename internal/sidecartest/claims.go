@@ -1,0 +1,152 @@
+package sidecartest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Term orders leadership terms. Tokens order the terms of one store; a
+// store made anew (Epoch + 1) starts its tokens at 1 again, and each of
+// its terms is newer than every term of the stores before it.
+type Term struct {
+	Epoch int
+	Token int64
+}
+
+func (a Term) older(b Term) bool {
+	return a.Epoch < b.Epoch || (a.Epoch == b.Epoch && a.Token < b.Token)
+}
+
+func (a Term) String() string {
+	if a.Epoch == 0 {
+		return fmt.Sprint(a.Token)
+	}
+	return fmt.Sprintf("%d/%d", a.Epoch, a.Token)
+}
+
+// Claim is one leader:true answer and the window it was given in.
+type Claim struct {
+	Who          string
+	Term         Term
+	Sweep        int // the sweep that asked, or -1
+	Sent, Answer time.Time
+}
+
+// ClaimLog collects every leader claim the samplers see. Its zero value is
+// ready to use.
+type ClaimLog struct {
+	mu     sync.Mutex
+	claims []Claim
+	sweeps []time.Time      // when each sweep began
+	asked  int              // requests answered
+	errs   map[string]error // per member, the last error of a live process
+}
+
+// Add logs c.
+func (l *ClaimLog) Add(c Claim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claims = append(l.claims, c)
+}
+
+// Claims is a copy of every claim logged so far.
+func (l *ClaimLog) Claims() []Claim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Claim(nil), l.claims...)
+}
+
+// overlaps counts the claims of an older term sent after a claim of a
+// newer term had arrived (at that instant both terms claimed leadership),
+// and the longest such lag.
+func (l *ClaimLog) overlaps() (n int, longest time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := map[Term]time.Time{}
+	for _, c := range l.claims {
+		if f, ok := first[c.Term]; !ok || c.Answer.Before(f) {
+			first[c.Term] = c.Answer
+		}
+	}
+	for _, c := range l.claims {
+		for tm, f := range first {
+			if c.Term.older(tm) && c.Sent.After(f) {
+				n++
+				longest = max(longest, c.Sent.Sub(f))
+				break
+			}
+		}
+	}
+	return n, longest
+}
+
+// doubles counts the sweeps in which two members answered leader:true.
+func (l *ClaimLog) doubles() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	who := map[int]string{}
+	n := 0
+	for _, c := range l.claims {
+		if c.Sweep < 0 {
+			continue
+		}
+		if w, ok := who[c.Sweep]; ok && w != c.Who {
+			n++
+			who[c.Sweep] = "" // count each sweep once
+			continue
+		}
+		if _, ok := who[c.Sweep]; !ok {
+			who[c.Sweep] = c.Who
+		}
+	}
+	return n
+}
+
+// Check fails t if two terms ever claimed at one instant (a claim of an
+// older term sent after a newer term's first claim arrived, or two
+// members answering leader:true in one sweep), and returns the claims seen
+// per term.
+func (l *ClaimLog) Check(t testing.TB) map[Term]int {
+	t.Helper()
+	if n, longest := l.overlaps(); n > 0 {
+		t.Fatalf("%d claims of an older term were sent after a newer term had claimed (longest %v after)", n, longest)
+	}
+	if n := l.doubles(); n > 0 {
+		t.Fatalf("%d sweeps had two leader:true answers", n)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	terms := map[Term]int{}
+	for _, c := range l.claims {
+		terms[c.Term]++
+	}
+	return terms
+}
+
+// Sample polls s's /leader as fast as it answers until stop is closed,
+// logging every leader:true answer (who: its pid). On an error it calls
+// onErr and stops if onErr returns false.
+func (l *ClaimLog) Sample(wg *sync.WaitGroup, stop <-chan struct{}, s *Sidecar, onErr func(error) bool) {
+	who := fmt.Sprint(s.Pid())
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			sent := time.Now()
+			st, err := s.Leader()
+			switch {
+			case err != nil:
+				if !onErr(err) {
+					return
+				}
+			case st.Leader:
+				l.Add(Claim{who, Term{0, *st.Token}, -1, sent, time.Now()})
+			}
+		}
+	})
+}

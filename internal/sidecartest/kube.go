@@ -1,0 +1,117 @@
+package sidecartest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
+)
+
+// KubeEnv is a real kube-apiserver and etcd (envtest) with an admin
+// client.
+type KubeEnv struct {
+	// Env is the envtest environment: Env.ControlPlane.APIServer stops and
+	// starts the API server (clients trust it again after a restart).
+	Env    *envtest.Environment
+	Config *rest.Config
+	Client kubernetes.Interface
+	kt     *kubetest.Env
+}
+
+var (
+	kubeOnce    sync.Once
+	kubeShared  *KubeEnv
+	kubeStartup error
+)
+
+// Kube returns the API server shared by the test binary, started the first
+// time a test needs it and stopped by Main. It fails t (never skips) if
+// the API server cannot start: the tests that need it are part of the
+// suite.
+func Kube(t testing.TB) *KubeEnv {
+	t.Helper()
+	kubeOnce.Do(func() {
+		var e *kubetest.Env
+		if e, kubeStartup = kubetest.Start(); kubeStartup == nil {
+			kubeShared = &KubeEnv{Env: e.Env, Config: e.Config, Client: e.Client, kt: e}
+		}
+	})
+	if kubeStartup != nil {
+		t.Fatalf("starting kube-apiserver and etcd: %v", kubeStartup)
+	}
+	return kubeShared
+}
+
+func stopKube() {
+	if kubeShared != nil {
+		_ = kubeShared.kt.Stop()
+	}
+}
+
+// Kubeconfig writes a kubeconfig for the API server's admin; with a
+// non-empty impersonate, every request is made as that user.
+func (k *KubeEnv) Kubeconfig(t testing.TB, impersonate string) string {
+	t.Helper()
+	path, err := k.kt.WriteKubeconfig(t.TempDir(), impersonate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Namespace creates a namespace of the test's own.
+func (k *KubeEnv) Namespace(t testing.TB) string {
+	t.Helper()
+	ns, err := k.kt.Namespace(context.Background(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// Lease reads the Lease as the API server has it.
+func (k *KubeEnv) Lease(t testing.TB, ns, name string) *coordinationv1.Lease {
+	t.Helper()
+	l, err := k.Client.CoordinationV1().Leases(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get Lease %s/%s: %v", ns, name, err)
+	}
+	return l
+}
+
+// LeaseShows fails t unless the Lease in the API server names holder and
+// carries token as leaseTransitions.
+func (k *KubeEnv) LeaseShows(t testing.TB, ns, name, holder string, token int64) {
+	t.Helper()
+	spec := k.Lease(t, ns, name).Spec
+	if spec.HolderIdentity == nil || *spec.HolderIdentity != holder ||
+		spec.LeaseTransitions == nil || int64(*spec.LeaseTransitions) != token {
+		t.Fatalf("Lease spec holder=%v transitions=%v, want %q and %d",
+			Deref(spec.HolderIdentity), Deref(spec.LeaseTransitions), holder, token)
+	}
+}
+
+// Deref is *p, or "<nil>", for messages.
+func Deref[T any](p *T) any {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
+
+// LeaseSidecar starts a sidecar on the Lease ns/name through kubeconfig,
+// as the Pod pod (for Events), and waits until it serves.
+func LeaseSidecar(t testing.TB, kubeconfig, ns, name, pod string, extra ...string) *Sidecar {
+	t.Helper()
+	s := Spawn(t, []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns},
+		append([]string{"--backend", "lease", "--kubeconfig", kubeconfig, "--namespace", ns, "--lease-name", name}, extra...)...)
+	s.WaitServing()
+	return s
+}

@@ -1,0 +1,28 @@
+package sidecartest
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// HoldWriteLock takes SQLite's write lock on the election file db from
+// this process, as a stuck writer would, until the returned function is
+// called.
+func HoldWriteLock(t testing.TB, db string) func() {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE leader_records SET name = name WHERE 0"); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = tx.Rollback(); _ = conn.Close() }
+}
