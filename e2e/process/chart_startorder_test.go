@@ -1,4 +1,4 @@
-package e2e
+package process
 
 import (
 	"slices"
@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // TestChartWaitForLeadership renders sidecar.waitForLeadership: the native
@@ -14,10 +16,10 @@ import (
 // Deployment is recreated, never rolled (a new Pod could not become
 // available while an old one leads). Off, the startup probe asks /healthz.
 func TestChartWaitForLeadership(t *testing.T) {
-	dir := charts(t)
+	dir := sidecartest.Charts(t)
 	probe := func(values string) (*corev1.Probe, appsv1.DeploymentStrategyType) {
-		dep := one[*appsv1.Deployment](t, renderChart(t, dir, "apps", values))
-		c := containerNamed(dep.Spec.Template.Spec.InitContainers, "leader-sidecar")
+		dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, "apps", values))
+		c := sidecartest.ContainerNamed(dep.Spec.Template.Spec.InitContainers, "leader-sidecar")
 		if c == nil || c.StartupProbe == nil || c.StartupProbe.HTTPGet == nil {
 			t.Fatalf("no native sidecar with an HTTP startup probe in %+v", dep.Spec.Template.Spec.InitContainers)
 		}
@@ -40,7 +42,7 @@ func TestChartWaitForLeadership(t *testing.T) {
 		t.Errorf("default strategy %s, want RollingUpdate", strategy)
 	}
 
-	_, err := templateChart(t, dir, "apps", "sidecar:\n  waitForLeadership: true\n  native: false\n")
+	_, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar:\n  waitForLeadership: true\n  native: false\n")
 	if want := "sidecar.waitForLeadership needs sidecar.native true"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("waitForLeadership without a native sidecar: want an error with %q, got %v", want, err)
 	}
@@ -49,9 +51,9 @@ func TestChartWaitForLeadership(t *testing.T) {
 // TestChartAppDataVolume renders app.dataVolume: an emptyDir by default,
 // or the one volume source given (here a claim every replica mounts).
 func TestChartAppDataVolume(t *testing.T) {
-	dir := charts(t)
+	dir := sidecartest.Charts(t)
 	volume := func(values string) corev1.Volume {
-		pod := one[*appsv1.Deployment](t, renderChart(t, dir, "apps", values)).Spec.Template.Spec
+		pod := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, "apps", values)).Spec.Template.Spec
 		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "app-data" })
 		if i < 0 {
 			t.Fatalf("no volume app-data in %+v", pod.Volumes)
@@ -65,7 +67,7 @@ func TestChartAppDataVolume(t *testing.T) {
 	if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "shared" || v.EmptyDir != nil {
 		t.Errorf("app-data %+v, want only the claim shared", v.VolumeSource)
 	}
-	if _, err := templateChart(t, dir, "apps", "app:\n  dataVolume:\n    emptyDir: {}\n    hostPath: {path: /srv}\n"); err == nil {
+	if _, err := sidecartest.TemplateChart(t, dir, "apps", "app:\n  dataVolume:\n    emptyDir: {}\n    hostPath: {path: /srv}\n"); err == nil {
 		t.Errorf("an app.dataVolume with two sources rendered; the schema should refuse it")
 	}
 }
