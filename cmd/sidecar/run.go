@@ -171,7 +171,7 @@ func unmarkThenRelease(o *options, elector *election.Elector, waitPublisher func
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.renewDeadline)
 	defer cancel()
-	if _, err := elector.Release(ctx); err != nil {
+	if _, err := elector.Release(ctx); err != nil && !errors.Is(err, election.ErrNotLeader) {
 		log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
 	}
 }

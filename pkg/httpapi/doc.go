@@ -6,7 +6,8 @@
 //	GET  /leader          the state as JSON
 //	GET  /leader/watch    Server-Sent Events: the state at once, then on every change
 //	GET  /leader/ready    200 while leading, 503 otherwise
-//	POST /leader/release  step down now and hold off; returns the new state
+//	POST /leader/release  leader only: step down now and hold off; returns the
+//	                      new state (409 Conflict on a standby, which changes nothing)
 //	GET  /healthz         200 while the election loop is not wedged
 //	GET  /readyz          200 once the store has been reached and the loop is healthy
 //	GET  /metrics         Prometheus text format

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 // Options configure the handlers. Zero values take defaults.
@@ -112,10 +115,14 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	s, err := a.e.Release(ctx)
 	st := newState(s, a.info)
-	if err != nil {
+	switch {
+	case errors.Is(err, election.ErrNotLeader):
+		st.Error = err.Error()
+		writeJSON(w, http.StatusConflict, st)
+	case err != nil:
 		st.Error = err.Error()
 		writeJSON(w, http.StatusServiceUnavailable, st)
-		return
+	default:
+		writeJSON(w, http.StatusOK, st)
 	}
-	writeJSON(w, http.StatusOK, st)
 }
