@@ -3,6 +3,7 @@
 // The app API (loopback by default) tells the application whether it leads
 // and which fencing token to use:
 //
+//	GET  /                {"name": "<the holder's Pod name>"}, as the contrib leader-elector
 //	GET  /leader          the state as JSON
 //	GET  /leader/watch    Server-Sent Events: the state at once, then on every change
 //	GET  /leader/ready    200 while leading, 503 otherwise

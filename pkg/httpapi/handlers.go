@@ -55,6 +55,7 @@ type api struct {
 func NewAppHandler(e Elector, info Info, opts Options) http.Handler {
 	a := &api{e: e, info: info, opts: opts.withDefaults()}
 	mux := a.readOnly()
+	mux.HandleFunc("GET /{$}", a.leaderName)
 	mux.HandleFunc("GET /leader", a.leader)
 	mux.HandleFunc("GET /leader/watch", a.watch)
 	mux.Handle("POST /leader/release", localOnly(http.HandlerFunc(a.release), a.opts.AnyHost))
