@@ -73,16 +73,16 @@ func TestRootNamesTheLeadersPod(t *testing.T) {
 	first, _ := awaitLeader(t, all, 10*time.Second)
 	everyoneNames(t, all, pods[first], 5*time.Second)
 
-	if code, m := first.release(); code != http.StatusOK {
-		t.Fatalf("releasing the leader: %d %v", code, m)
+	if code, st := first.release(); code != http.StatusOK {
+		t.Fatalf("releasing the leader: %d %+v", code, st)
 	}
 	second, _ := awaitLeader(t, without(all, first), leaseDuration)
 	everyoneNames(t, all, pods[second], 5*time.Second)
 
 	// The first is still held off by its release (a lease duration): once
 	// the second releases too, nobody holds the lease.
-	if code, m := second.release(); code != http.StatusOK {
-		t.Fatalf("releasing the second leader: %d %v", code, m)
+	if code, st := second.release(); code != http.StatusOK {
+		t.Fatalf("releasing the second leader: %d %+v", code, st)
 	}
 	everyoneNames(t, all, "", time.Second)
 }

@@ -7,16 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // state is the JSON of GET /leader.
-type state struct {
-	Leader     bool
-	Identity   string
-	Holder     string
-	Token      *int64
-	ValidUntil *time.Time
-}
+type state = fence.LeaderJSON
 
 var client = &http.Client{Timeout: 5 * time.Second}
 

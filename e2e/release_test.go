@@ -9,19 +9,19 @@ import (
 )
 
 // release sends POST /leader/release to s and returns the status and the
-// JSON answer.
-func (s *sidecar) release() (int, map[string]any) {
+// answer.
+func (s *sidecar) release() (int, state) {
 	s.t.Helper()
 	resp, err := client.Post("http://"+s.addr+"/leader/release", "", nil)
 	if err != nil {
 		s.t.Fatalf("POST /leader/release: %v", err)
 	}
 	defer resp.Body.Close()
-	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+	var st state
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		s.t.Fatalf("POST /leader/release answered %s with a body that is not JSON: %v", resp.Status, err)
 	}
-	return resp.StatusCode, m
+	return resp.StatusCode, st
 }
 
 // Releasing a standby is refused with 409 and changes nothing: when the
@@ -46,10 +46,9 @@ func TestReleaseOnAStandbyIsRefusedAndChangesNothing(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the sweeps see the first term
 
 	for _, s := range standbys {
-		code, m := s.release()
-		if msg, _ := m["error"].(string); code != http.StatusConflict || !strings.Contains(msg, "not the leader") ||
-			m["leader"] != false || m["holder"] != holder {
-			t.Fatalf("POST /leader/release on a standby: %d %v, want 409 naming the holder %s", code, m, holder)
+		code, st := s.release()
+		if code != http.StatusConflict || !strings.Contains(st.Error, "not the leader") || st.Leader || st.Holder != holder {
+			t.Fatalf("POST /leader/release on a standby: %d %+v, want 409 naming the holder %s", code, st, holder)
 		}
 	}
 	if st, err := old.leader(); err != nil || !st.Leader || *st.Token != token {
@@ -57,8 +56,8 @@ func TestReleaseOnAStandbyIsRefusedAndChangesNothing(t *testing.T) {
 	}
 
 	released := time.Now()
-	if code, m := old.release(); code != http.StatusOK || m["leader"] != false || m["error"] != nil {
-		t.Fatalf("POST /leader/release on the leader: %d %v", code, m)
+	if code, st := old.release(); code != http.StatusOK || st.Leader || st.Error != "" {
+		t.Fatalf("POST /leader/release on the leader: %d %+v", code, st)
 	}
 	// A standby held off by its own release would wait a whole hold-off
 	// (the lease duration, 3s); one that was not takes over within the

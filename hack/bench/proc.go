@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // Systems under test.
@@ -221,11 +223,7 @@ func (c *cand) watch() {
 		if !ok {
 			continue
 		}
-		var st struct {
-			Leader   bool
-			Identity string
-			Holder   string
-		}
+		var st fence.LeaderJSON
 		if json.Unmarshal([]byte(data), &st) != nil {
 			continue
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // spawn starts a candidate of sys on the Lease ns/name (or SQLite file)
@@ -187,7 +189,7 @@ func (c *cand) holderNow() (holder, self string) {
 		return "", ""
 	}
 	defer resp.Body.Close()
-	var st struct{ Identity, Holder string }
+	var st fence.LeaderJSON
 	_ = json.NewDecoder(resp.Body).Decode(&st)
 	return st.Holder, st.Identity
 }

@@ -13,6 +13,10 @@
 //	GET  /readyz          200 once the store has been reached and the loop is healthy
 //	GET  /metrics         Prometheus text format
 //
+// The JSON of GET /leader, of each /leader/watch event and of a release's
+// answer is fence.LeaderJSON, the one definition that the fence client,
+// tests and tools read too.
+//
 // The ops API (for kubelet probes on the pod IP) serves only the read-only
 // /healthz, /readyz, /leader/ready and /metrics.
 //

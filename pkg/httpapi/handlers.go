@@ -81,7 +81,7 @@ func (a *api) readOnly() *http.ServeMux {
 }
 
 func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info))
+	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info, time.Now()))
 }
 
 func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
@@ -115,7 +115,7 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReleaseTimeout)
 	defer cancel()
 	s, err := a.e.Release(ctx)
-	st := newState(s, a.info)
+	st := newState(s, a.info, time.Now())
 	switch {
 	case errors.Is(err, election.ErrNotLeader):
 		st.Error = err.Error()
