@@ -14,6 +14,7 @@ ARG TARGETARCH=amd64
 ARG VERSION=devel
 WORKDIR /src
 COPY go.mod go.sum ./
+COPY pkg/fence/go.mod ./pkg/fence/
 RUN go mod download
 COPY cmd ./cmd
 COPY pkg ./pkg

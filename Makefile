@@ -22,16 +22,26 @@ build:
 run:
 	$(GO) run ./cmd/sidecar
 
+# pkg/fence is a Go module of its own (standard library only, so that
+# applications importing it pull nothing else): ./... at the top does not
+# enter it, so each step runs there too.
+FENCE := pkg/fence
+
 vet:
-	@unformatted=$$(gofmt -l cmd pkg e2e internal examples); \
+	@unformatted=$$(gofmt -l cmd pkg e2e internal examples hack); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
+	cd $(FENCE) && $(GO) vet ./... && CGO_ENABLED=0 $(GO) build ./...
+	@deps=$$(cd $(FENCE) && $(GO) list -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | \
+	  grep -v '^github.com/leader-sidecar/leader-sidecar/pkg/fence'); \
+	  if [ -n "$$deps" ]; then echo "$(FENCE) must import the standard library only, not:"; echo "$$deps"; exit 1; fi
 
 deps:
 	@hack/test-deps.sh
 
 test: vet deps
+	cd $(FENCE) && $(GO) test -race -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) sim
 

@@ -71,7 +71,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 	kind := resolveBackend(o, environ)
 	identity := election.NewIdentity(identityPrefix(o, environ))
 	log.Info("starting", "version", currentVersion(), "backend", kind, "lease", o.leaseName, "identity", identity)
-	m := metrics.New(metrics.BuildInfo{Version: currentVersion(), Backend: kind})
+	m := metrics.New(metrics.Info{Lease: o.leaseName, Version: currentVersion(), Backend: kind})
 	s := newSetup(o, environ, identity, log)
 	publisher, err := s.podPublisher()
 	if err != nil {
@@ -171,7 +171,7 @@ func unmarkThenRelease(o *options, elector *election.Elector, waitPublisher func
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.renewDeadline)
 	defer cancel()
-	if _, err := elector.Release(ctx); err != nil {
+	if _, err := elector.Release(ctx); err != nil && !errors.Is(err, election.ErrNotLeader) {
 		log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 const (
@@ -67,7 +67,7 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 	// The lease duration is 15 s: a takeover well before it is a release.
 	deadline, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
-	var next httpapi.State
+	var next fence.LeaderJSON
 	eventually(t, deadline, "another Pod leads after the leader's Pod was deleted", func() (bool, string) {
 		var reason string
 		next, _, reason = oneLeader(ctx, ns, rest)
@@ -85,7 +85,7 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 // container ready.
 // installExampleWithLeader installs the example chart with 3 replicas and
 // waits until exactly one Pod leads, the Lease's holder.
-func installExampleWithLeader(t *testing.T, ctx context.Context, ns string) (pods []corev1.Pod, leader httpapi.State, leaderPod string) {
+func installExampleWithLeader(t *testing.T, ctx context.Context, ns string) (pods []corev1.Pod, leader fence.LeaderJSON, leaderPod string) {
 	t.Helper()
 	pods = installExample(t, ctx, ns, 3)
 	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
@@ -144,22 +144,22 @@ func runningPods(t *testing.T, ctx context.Context, ns string, replicas int, rea
 // oneLeader asks every Pod's sidecar for /leader and returns the one
 // leader's state and Pod, or why there is not exactly one leader that is
 // the Lease's holder with the Lease's token.
-func oneLeader(ctx context.Context, ns string, pods []corev1.Pod) (httpapi.State, string, string) {
+func oneLeader(ctx context.Context, ns string, pods []corev1.Pod) (fence.LeaderJSON, string, string) {
 	return oneLeaderOf(ctx, ns, fullName, pods)
 }
 
 // oneLeaderOf is oneLeader for the election of Lease leaseName.
-func oneLeaderOf(ctx context.Context, ns, leaseName string, pods []corev1.Pod) (httpapi.State, string, string) {
+func oneLeaderOf(ctx context.Context, ns, leaseName string, pods []corev1.Pod) (fence.LeaderJSON, string, string) {
 	lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
 	if err != nil {
-		return httpapi.State{}, "", err.Error()
+		return fence.LeaderJSON{}, "", err.Error()
 	}
-	var leaders []httpapi.State
+	var leaders []fence.LeaderJSON
 	var pod string
 	for _, p := range pods {
 		st, err := leaderState(ctx, ns, p.Name)
 		if err != nil {
-			return httpapi.State{}, "", err.Error()
+			return fence.LeaderJSON{}, "", err.Error()
 		}
 		if st.Leader {
 			leaders, pod = append(leaders, st), p.Name
@@ -167,12 +167,12 @@ func oneLeaderOf(ctx context.Context, ns, leaseName string, pods []corev1.Pod) (
 	}
 	switch {
 	case len(leaders) != 1:
-		return httpapi.State{}, "", fmt.Sprintf("%d sidecars answer leader: true", len(leaders))
+		return fence.LeaderJSON{}, "", fmt.Sprintf("%d sidecars answer leader: true", len(leaders))
 	case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leaders[0].Identity:
-		return httpapi.State{}, "", fmt.Sprintf("the leader is %s, the Lease's holder %v", leaders[0].Identity, lease.Spec.HolderIdentity)
+		return fence.LeaderJSON{}, "", fmt.Sprintf("the leader is %s, the Lease's holder %v", leaders[0].Identity, lease.Spec.HolderIdentity)
 	case leaders[0].Token == nil || lease.Spec.LeaseTransitions == nil ||
 		*leaders[0].Token != int64(*lease.Spec.LeaseTransitions):
-		return httpapi.State{}, "", fmt.Sprintf("the leader's token %v, the Lease's transitions %v", leaders[0].Token, lease.Spec.LeaseTransitions)
+		return fence.LeaderJSON{}, "", fmt.Sprintf("the leader's token %v, the Lease's transitions %v", leaders[0].Token, lease.Spec.LeaseTransitions)
 	}
 	return leaders[0], pod, ""
 }
@@ -204,8 +204,8 @@ func notRunning(p corev1.Pod, ready bool) string {
 // leaderState asks the sidecar of a Pod for GET /leader on its loopback
 // listener, from inside its container (the image has no shell or curl:
 // the sidecar's own probe subcommand prints the status and the body).
-func leaderState(ctx context.Context, ns, pod string) (httpapi.State, error) {
-	var st httpapi.State
+func leaderState(ctx context.Context, ns, pod string) (fence.LeaderJSON, error) {
+	var st fence.LeaderJSON
 	out, err := cl.try(ctx, cl.kubectl, "exec", "--namespace", ns, pod, "--container", sidecarContainer, "--",
 		"/sidecar", "probe", "--address", "127.0.0.1:4040", "/leader")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // TestExampleChartTakeoverAfterKill kills the leader's sidecar with SIGKILL
@@ -49,7 +49,7 @@ func TestExampleChartTakeoverAfterKill(t *testing.T) {
 	}
 	deadline, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	var next httpapi.State
+	var next fence.LeaderJSON
 	eventually(t, deadline, "a new leader after the leader's sidecar was killed", func() (bool, string) {
 		st, _, reason := oneLeader(ctx, ns, pods)
 		if reason != "" {
@@ -106,7 +106,7 @@ func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
 		return true, ""
 	})
 	elapsed := time.Since(start)
-	var next httpapi.State
+	var next fence.LeaderJSON
 	var nextPod string
 	eventually(t, deadline, "exactly one leader among the Pods that run", func() (bool, string) {
 		current, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})

@@ -6,17 +6,12 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
-// State is the JSON of GET /leader, decoded here on its own rather than
-// with the product's type, so a changed field fails the tests.
-type State struct {
-	Leader     bool
-	Identity   string
-	Holder     string
-	Token      *int64
-	ValidUntil *time.Time
-}
+// State is the JSON of GET /leader: the product's one wire type.
+type State = fence.LeaderJSON
 
 // ParseState decodes one /leader answer or /leader/watch event.
 func ParseState(data []byte) (State, error) {

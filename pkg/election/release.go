@@ -8,15 +8,30 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
+// ErrNotLeader is returned by Release when this candidate neither leads
+// nor is named as holder by the record: it has nothing to release, and
+// nothing was changed.
+var ErrNotLeader = errors.New("not the leader: nothing to release")
+
 // Release steps down at once and keeps this candidate out of the election
 // for ReleaseHoldOff. If the record names this candidate, it is rewritten
 // with an empty holder (token kept) so a standby can take over without
 // waiting for expiry. The candidate stops claiming before the write, so
 // Status reports "not leader" even if the write fails. It returns the
 // status after the release.
+//
+// A candidate that does not lead and is not the record's holder (a
+// standby) is left as it is: Release returns its status and an error
+// wrapping ErrNotLeader that names the holder, and no hold-off begins, so
+// the standby still takes over at once when the leader releases.
 func (e *Elector) Release(ctx context.Context) (Status, error) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
+	if !e.leading && e.view.holder() != e.cfg.Identity {
+		holder := e.view.holder()
+		e.mu.Unlock()
+		return e.Status(), fmt.Errorf("%w (the record names %q)", ErrNotLeader, holder)
+	}
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
 	e.stepDownLocked("released on request")
 	e.notifyLocked()

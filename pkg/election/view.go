@@ -40,6 +40,7 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 	if v.known && v.present == present && (!present || v.version == version) {
 		return false
 	}
+	defer e.logLeaderChangeLocked(*v)
 	if present {
 		*v = view{known: true, present: true, sawRecord: true, rec: rec, version: version, since: at}
 		e.highestToken = max(e.highestToken, rec.Transitions)

@@ -168,20 +168,15 @@ func (c *Client) State(ctx context.Context) (State, error) {
 	return s, s.Err
 }
 
-// wireState is the JSON of GET /leader and of each /leader/watch event.
-type wireState struct {
-	Leader     *bool      `json:"leader"`
-	Identity   string     `json:"identity"`
-	Holder     string     `json:"holder"`
-	Token      *int64     `json:"token"`
-	ValidUntil *time.Time `json:"validUntil"`
-	Lease      string     `json:"lease"`
-	Backend    string     `json:"backend"`
-}
-
-// decodeState parses and checks one state; unknown fields are ignored.
+// decodeState parses and checks one LeaderJSON; unknown fields are
+// ignored, so that the sidecar can add fields.
 func decodeState(b []byte) (State, error) {
-	var w wireState
+	var w struct {
+		LeaderJSON
+		// Leader shadows LeaderJSON.Leader to tell a missing field from
+		// false.
+		Leader *bool `json:"leader"`
+	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return State{}, fmt.Errorf("%w: %v", ErrBadResponse, err)
 	}

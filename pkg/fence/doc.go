@@ -72,6 +72,18 @@
 //
 // The sidecar and the application share a host, so ValidUntil (the
 // sidecar's wall clock) is compared with this process's wall clock.
+//
+// # The module
+//
+// This package is a Go module of its own,
+// github.com/leader-sidecar/leader-sidecar/pkg/fence, that needs Go 1.22
+// and imports the standard library only, at run time and in its tests:
+// importing it adds no other module to an application (no client-go, no
+// database driver). [LeaderJSON] is the JSON the sidecar answers, the
+// one definition its server, this client, its tests and tools share; a
+// client in another language reads the same fields. Package fencetest
+// holds the rules every guard follows, as steps to replay against a guard
+// of an application's own.
 package fence
 
 import (

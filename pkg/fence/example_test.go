@@ -2,26 +2,19 @@ package fence_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
-	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
-// The examples run the sidecar's real app API (httpapi.NewAppHandler) on a
-// loopback port, with an elector they script. In a Pod, the sidecar is at
-// fence.DefaultBaseURL: fence.NewClient("").
+// The client examples run against a stand-in that answers as the sidecar
+// does. In a Pod, the sidecar is at fence.DefaultBaseURL: fence.NewClient("").
 
 func ExampleClient_State() {
-	elector := newElector(leading(3, time.Minute))
-	sidecar := httptest.NewServer(httpapi.NewAppHandler(elector, info, httpapi.Options{}))
+	sidecar := newStubSidecar(leaderJSON("app-0_1", 3, time.Minute))
 	defer sidecar.Close()
 
 	c, err := fence.NewClient(sidecar.URL)
@@ -41,15 +34,14 @@ func ExampleClient_State() {
 }
 
 func ExampleClient_WaitForLeadership() {
-	elector := newElector(following("app-1_2"))
-	sidecar := httptest.NewServer(httpapi.NewAppHandler(elector, info, httpapi.Options{}))
+	sidecar := newStubSidecar(followerJSON("app-0_1", "app-1_2"))
 	defer sidecar.Close()
 	c, err := fence.NewClient(sidecar.URL)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	go elector.Set(leading(4, time.Minute)) // meanwhile, this replica wins
+	go sidecar.Set(leaderJSON("app-0_1", 4, time.Minute)) // meanwhile, this replica wins
 
 	term, err := c.WaitForLeadership(context.Background())
 	if err != nil {
@@ -64,7 +56,7 @@ func ExampleClient_WaitForLeadership() {
 	fmt.Println("write with token 4:", err)
 
 	// The sidecar steps down (its renewals failed, say): the term ends at once.
-	elector.Set(following(""))
+	sidecar.Set(followerJSON("app-0_1", ""))
 	<-term.Done()
 	fmt.Println("term over:", errors.Is(term.Err(), fence.ErrLeadershipLost))
 
@@ -77,69 +69,6 @@ func ExampleClient_WaitForLeadership() {
 	// write with token 4: <nil>
 	// term over: true
 	// late write refused: true
-}
-
-// Replica A (token 1) was paused and woke up after B (token 2) took over and
-// wrote. A's write is checked in its own transaction and refused. C was
-// handed token 2 again by a store that was reset: refused too, since token 2
-// is B's here.
-func ExampleSQLGuard() {
-	dir, err := os.MkdirTemp("", "fence-example-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "app.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-
-	guard, err := fence.NewSQLGuard("") // table fence_tokens
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := guard.EnsureTable(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE reports (name TEXT PRIMARY KEY, value TEXT)`); err != nil {
-		log.Fatal(err)
-	}
-
-	write := func(term fence.TermID, value string) error {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback() // a no-op after Commit
-		if err := guard.Check(ctx, tx, "daily-report", term); err != nil {
-			return err // fence.ErrStaleToken: a newer leader has written
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO reports (name, value) VALUES ('daily', $1)
-			ON CONFLICT (name) DO UPDATE SET value = excluded.value`, value)
-		if err != nil {
-			return err
-		}
-		return tx.Commit()
-	}
-
-	fmt.Println("B, token 2:", write(fence.TermID{Token: 2, Holder: "B"}, "B's fresh value"))
-	err = write(fence.TermID{Token: 1, Holder: "A"}, "A's stale value")
-	fmt.Println("A, token 1, refused:", errors.Is(err, fence.ErrStaleToken))
-	err = write(fence.TermID{Token: 2, Holder: "C"}, "C's value")
-	fmt.Println("C, token 2 again, refused:", errors.Is(err, fence.ErrTokenReused))
-
-	var value string
-	if err := db.QueryRow(`SELECT value FROM reports WHERE name = 'daily'`).Scan(&value); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("report:", value)
-	// Output:
-	// B, token 2: <nil>
-	// A, token 1, refused: true
-	// C, token 2 again, refused: true
-	// report: B's fresh value
 }
 
 func ExampleMemoryGuard() {

@@ -156,6 +156,14 @@ func (t *Term) monitor(states <-chan State) {
 				t.mu.Lock()
 				t.validUntil = s.ValidUntil
 				t.mu.Unlock()
+				// Stop and drain first: a Go 1.22 timer that fired
+				// before Reset keeps its value in C.
+				if !lapse.Stop() {
+					select {
+					case <-lapse.C:
+					default:
+					}
+				}
 				lapse.Reset(time.Until(s.ValidUntil))
 			}
 		case <-lapse.C:

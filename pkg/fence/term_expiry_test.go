@@ -1,3 +1,11 @@
+// testing/synctest needs Go 1.25 and the timers of Go 1.23, while the
+// package itself builds with Go 1.22 (go.mod), whose timers are the default
+// here.
+
+//go:build go1.25
+
+//go:debug asynctimerchan=0
+
 package fence
 
 import (

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -67,26 +68,30 @@ func TestBadInputMalformedRequests(t *testing.T) {
 	}
 }
 
+// The answers are compared whole, so time stands still (synctest) and
+// validForMs is the same in each.
 func TestBadInputQueryStringsAreIgnored(t *testing.T) {
-	f := newFake(leading(7, time.Hour))
-	h := NewAppHandler(f, testInfo, Options{})
-	want := serve(h, "GET", "/leader").Body.String()
-	for _, q := range []string{"?leader=false&token=99", "?token", "?%zz", "?" + strings.Repeat("x=1&", 10000)} {
-		rec := serve(h, "GET", "/leader"+q)
-		var m map[string]any
-		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || rec.Code != 200 || m["leader"] != true || m["token"] != float64(7) {
-			t.Fatalf("GET /leader%.40s: %d %q", q, rec.Code, rec.Body)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(leading(7, time.Hour))
+		h := NewAppHandler(f, testInfo, Options{})
+		want := serve(h, "GET", "/leader").Body.String()
+		for _, q := range []string{"?leader=false&token=99", "?token", "?%zz", "?" + strings.Repeat("x=1&", 10000)} {
+			rec := serve(h, "GET", "/leader"+q)
+			var m map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || rec.Code != 200 || m["leader"] != true || m["token"] != float64(7) {
+				t.Fatalf("GET /leader%.40s: %d %q", q, rec.Code, rec.Body)
+			}
+			if rec.Body.String() != want {
+				t.Fatalf("GET /leader%.40s answered %q, GET /leader %q", q, rec.Body, want)
+			}
+			if rec := serve(h, "GET", "/leader/ready"+q); rec.Code != 200 {
+				t.Fatalf("GET /leader/ready%.40s: %d", q, rec.Code)
+			}
 		}
-		if rec.Body.String() != want {
-			t.Fatalf("GET /leader%.40s answered %q, GET /leader %q", q, rec.Body, want)
+		if rec := serve(h, "POST", "/leader/release?holdOff=0s&leader=true"); rec.Code != 200 || f.Releases() != 1 {
+			t.Fatalf("POST /leader/release with a query: %d after %d releases", rec.Code, f.Releases())
 		}
-		if rec := serve(h, "GET", "/leader/ready"+q); rec.Code != 200 {
-			t.Fatalf("GET /leader/ready%.40s: %d", q, rec.Code)
-		}
-	}
-	if rec := serve(h, "POST", "/leader/release?holdOff=0s&leader=true"); rec.Code != 200 || f.Releases() != 1 {
-		t.Fatalf("POST /leader/release with a query: %d after %d releases", rec.Code, f.Releases())
-	}
+	})
 }
 
 // A release with a huge body is answered at once, without reading the body:

@@ -3,13 +3,19 @@
 // The app API (loopback by default) tells the application whether it leads
 // and which fencing token to use:
 //
+//	GET  /                {"name": "<the holder's Pod name>"}, as the contrib leader-elector
 //	GET  /leader          the state as JSON
 //	GET  /leader/watch    Server-Sent Events: the state at once, then on every change
 //	GET  /leader/ready    200 while leading, 503 otherwise
-//	POST /leader/release  step down now and hold off; returns the new state
+//	POST /leader/release  leader only: step down now and hold off; returns the
+//	                      new state (409 Conflict on a standby, which changes nothing)
 //	GET  /healthz         200 while the election loop is not wedged
 //	GET  /readyz          200 once the store has been reached and the loop is healthy
 //	GET  /metrics         Prometheus text format
+//
+// The JSON of GET /leader, of each /leader/watch event and of a release's
+// answer is fence.LeaderJSON, the one definition that the fence client,
+// tests and tools read too.
 //
 // The ops API (for kubelet probes on the pod IP) serves only the read-only
 // /healthz, /readyz, /leader/ready and /metrics.

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 // Options configure the handlers. Zero values take defaults.
@@ -52,6 +55,7 @@ type api struct {
 func NewAppHandler(e Elector, info Info, opts Options) http.Handler {
 	a := &api{e: e, info: info, opts: opts.withDefaults()}
 	mux := a.readOnly()
+	mux.HandleFunc("GET /{$}", a.leaderName)
 	mux.HandleFunc("GET /leader", a.leader)
 	mux.HandleFunc("GET /leader/watch", a.watch)
 	mux.Handle("POST /leader/release", localOnly(http.HandlerFunc(a.release), a.opts.AnyHost))
@@ -77,7 +81,7 @@ func (a *api) readOnly() *http.ServeMux {
 }
 
 func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info))
+	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info, time.Now()))
 }
 
 func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
@@ -111,11 +115,15 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReleaseTimeout)
 	defer cancel()
 	s, err := a.e.Release(ctx)
-	st := newState(s, a.info)
-	if err != nil {
+	st := newState(s, a.info, time.Now())
+	switch {
+	case errors.Is(err, election.ErrNotLeader):
+		st.Error = err.Error()
+		writeJSON(w, http.StatusConflict, st)
+	case err != nil:
 		st.Error = err.Error()
 		writeJSON(w, http.StatusServiceUnavailable, st)
-		return
+	default:
+		writeJSON(w, http.StatusOK, st)
 	}
-	writeJSON(w, http.StatusOK, st)
 }

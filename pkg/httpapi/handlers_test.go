@@ -168,3 +168,34 @@ func TestWrongMethodAndUnknownPath(t *testing.T) {
 		t.Fatal("a rejected request released the lease")
 	}
 }
+
+// A standby's release is refused with 409 and a JSON error, and changes
+// nothing: it would otherwise keep the standby out of the election.
+func TestReleaseOnAStandbyConflicts(t *testing.T) {
+	for name, status := range map[string]election.Status{
+		"following a leader": following("other_2"),
+		"nobody leads":       following(""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(status)
+			changed := f.Changed()
+			rec := serve(NewAppHandler(f, testInfo, Options{}), "POST", "/leader/release")
+			m := decode(t, rec)
+			if rec.Code != http.StatusConflict || rec.Header().Get("Content-Type") != "application/json" {
+				t.Fatalf("%d %q, want 409 with JSON", rec.Code, rec.Header().Get("Content-Type"))
+			}
+			if msg, _ := m["error"].(string); !strings.Contains(msg, "not the leader") ||
+				m["leader"] != false || m["holder"] != status.Holder || m["token"] != nil {
+				t.Fatalf("body %v, want the unchanged state and an error saying it is not the leader", m)
+			}
+			if f.Releases() != 0 || f.Status() != status {
+				t.Fatalf("%d releases, status %+v: the refused release changed something", f.Releases(), f.Status())
+			}
+			select {
+			case <-changed:
+				t.Fatal("the refused release signalled a change")
+			default:
+			}
+		})
+	}
+}

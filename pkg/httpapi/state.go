@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // Elector is what the API reads and drives; *election.Elector implements it.
@@ -25,33 +26,17 @@ type Info struct {
 	Backend string
 }
 
-// State is the JSON body of GET /leader.
-type State struct {
-	Leader   bool   `json:"leader"`
-	Identity string `json:"identity"`
-	Holder   string `json:"holder"`
-	// Token is the fencing token, present only while Leader.
-	Token *int64 `json:"token"`
-	// ValidUntil is when the claim lapses unless renewed, only while Leader.
-	ValidUntil *time.Time `json:"validUntil"`
-	Lease      string     `json:"lease"`
-	Backend    string     `json:"backend"`
-	// Error is set only by POST /leader/release when the release could not
-	// be written; the candidate has stepped down regardless.
-	Error string `json:"error,omitempty"`
-}
-
-func newState(s election.Status, info Info) State {
-	st := State{
-		Leader:   s.Leader,
+// newState is the answer of GET /leader and of each /leader/watch event
+// for s, made at now.
+func newState(s election.Status, info Info, now time.Time) fence.LeaderJSON {
+	st := fence.LeaderJSON{
 		Identity: s.Identity,
 		Holder:   s.Holder,
 		Lease:    info.Lease,
 		Backend:  info.Backend,
 	}
 	if s.Leader {
-		token, until := s.Token, s.ValidUntil.UTC()
-		st.Token, st.ValidUntil = &token, &until
+		st = st.WithTerm(s.Token, s.ValidUntil, now)
 	}
 	return st
 }

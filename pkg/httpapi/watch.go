@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // writeTimeout bounds each SSE write, so a client that stops reading is
@@ -26,19 +28,19 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 	defer keepAlive.Stop()
 	lapse := time.NewTimer(0)
 	defer lapse.Stop()
-	var last []byte
+	var last []byte // the last event sent, without validForMs
 	for {
 		changed := a.e.Changed() // before Status, so no change is missed
 		s := a.e.Status()
-		body, err := json.Marshal(newState(s, a.info))
+		body, key, err := event(newState(s, a.info, time.Now()))
 		if err != nil {
 			return
 		}
-		if string(body) != string(last) {
+		if string(key) != string(last) {
 			if !send(rc, w, a.opts.writeTimeout, "data: %s\n\n", body) {
 				return
 			}
-			last = body
+			last = key
 		}
 		var lapsed <-chan time.Time
 		if s.Leader {
@@ -58,6 +60,18 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// event is the body of the event for st, and what tells it from the last
+// one sent: the body without validForMs, which shrinks with every moment
+// and is no change.
+func event(st fence.LeaderJSON) (body, key []byte, err error) {
+	if body, err = json.Marshal(st); err != nil {
+		return nil, nil, err
+	}
+	st.ValidForMs = nil
+	key, err = json.Marshal(st)
+	return body, key, err
 }
 
 func send(rc *http.ResponseController, w http.ResponseWriter, timeout time.Duration, format string, args ...any) bool {

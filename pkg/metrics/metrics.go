@@ -2,6 +2,14 @@
 // registry: leadership, token, transitions, renew failures, store request
 // latency and build information, plus the Go and process collectors.
 //
+// Every leader_sidecar_* metric carries the constant label lease (the
+// election's name, --lease-name), so that sidecars of several elections
+// can be told apart on one dashboard. client-go's
+// leader_election_master_status{name="<lease>"} gauge (1 on the leader, 0
+// elsewhere) is served as client-go serves it, so dashboards and alerts
+// written for client-go's leader election work unchanged. Durations are in
+// seconds, as the metric names say.
+//
 // Package election knows nothing of Prometheus: it reports through the
 // election.Observer this package implements, and the store latency comes
 // from wrapping the backend.Backend.
@@ -22,24 +30,34 @@ const namespace = "leader_sidecar"
 
 // Metrics holds the registry and the collectors the sidecar updates.
 type Metrics struct {
-	registry      *prometheus.Registry
+	registry *prometheus.Registry
+	// own registers the leader_sidecar_* metrics, each labelled lease.
+	own           prometheus.Registerer
+	lease         string
 	transitions   *prometheus.CounterVec
 	renewFailures prometheus.Counter
 	anomalies     *prometheus.CounterVec
 	storeLatency  *prometheus.HistogramVec
 }
 
-// BuildInfo labels the build_info metric.
-type BuildInfo struct {
+// Info describes the election and the build for the metrics' labels.
+type Info struct {
+	// Lease is the election's name: the lease label of every
+	// leader_sidecar_* metric and the name label of
+	// leader_election_master_status.
+	Lease string
+	// Version and Backend label build_info.
 	Version string
 	Backend string
 }
 
 // New registers every metric on a new private registry.
-func New(info BuildInfo) *Metrics {
+func New(info Info) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		registry: reg,
+		lease:    info.Lease,
+		own:      prometheus.WrapRegistererWith(prometheus.Labels{"lease": info.Lease}, reg),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "leadership_transitions_total",
@@ -76,9 +94,8 @@ func New(info BuildInfo) *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend},
 	})
 	buildInfo.Set(1)
-	reg.MustRegister(m.transitions, m.renewFailures, m.anomalies, m.storeLatency, buildInfo,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.own.MustRegister(m.transitions, m.renewFailures, m.anomalies, m.storeLatency, buildInfo)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -87,26 +104,36 @@ type Status interface {
 	Status() election.Status
 }
 
-// WatchStatus registers the is_leader and token gauges, evaluated from s on
-// every scrape so they follow self-demotion exactly.
+// WatchStatus registers the is_leader, token and client-go's
+// leader_election_master_status gauges, evaluated from s on every scrape so
+// they follow self-demotion exactly.
 func (m *Metrics) WatchStatus(s Status) {
-	m.registry.MustRegister(
+	leading := func() float64 {
+		if s.Status().Leader {
+			return 1
+		}
+		return 0
+	}
+	m.own.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "is_leader",
 			Help:      "1 while this candidate claims leadership, else 0.",
-		}, func() float64 {
-			if s.Status().Leader {
-				return 1
-			}
-			return 0
-		}),
+		}, leading),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace,
 			Name:      "token",
 			Help:      "Fencing token of the current term while leading, else 0.",
 		}, func() float64 { return float64(s.Status().Token) }),
 	)
+	// Named, labelled and explained as Kubernetes components register
+	// client-go's tools/leaderelection metric (component-base).
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "leader_election_master_status",
+		Help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. " +
+			"'name' is the string used to identify the lease. Please make sure to group by name.",
+		ConstLabels: prometheus.Labels{"name": m.lease},
+	}, leading))
 }
 
 // Handler serves the registry in the Prometheus text format.

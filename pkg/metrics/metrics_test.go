@@ -16,7 +16,7 @@ import (
 )
 
 func TestInstrumentedBackendKeepsTheContract(t *testing.T) {
-	m := New(BuildInfo{Version: "test", Backend: "memory"})
+	m := New(Info{Lease: "billing", Version: "test", Backend: "memory"})
 	store := memory.NewStore()
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
 		return m.InstrumentBackend(store.Open(name))
@@ -24,7 +24,7 @@ func TestInstrumentedBackendKeepsTheContract(t *testing.T) {
 }
 
 func TestStoreLatencyCountsByOperationAndResult(t *testing.T) {
-	m := New(BuildInfo{Version: "test", Backend: "memory"})
+	m := New(Info{Lease: "billing", Version: "test", Backend: "memory"})
 	b := m.InstrumentBackend(memory.NewStore().Open("x"))
 	ctx := context.Background()
 	_, _, _ = b.Get(ctx)
@@ -37,7 +37,7 @@ func TestStoreLatencyCountsByOperationAndResult(t *testing.T) {
 		`operation="update",result="ok"`,
 		`operation="update",result="conflict"`,
 	} {
-		if !strings.Contains(scrape(t, m), "leader_sidecar_store_request_duration_seconds_count{"+want+"} 1") {
+		if !strings.Contains(scrape(t, m), "leader_sidecar_store_request_duration_seconds_count{lease=\"billing\","+want+"} 1") {
 			t.Errorf("no single observation with %s in:\n%s", want, scrape(t, m))
 		}
 	}
@@ -48,7 +48,7 @@ type fixedStatus election.Status
 func (f *fixedStatus) Status() election.Status { return election.Status(*f) }
 
 func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
-	m := New(BuildInfo{Version: "v1.2.3", Backend: "sqlite"})
+	m := New(Info{Lease: "billing", Version: "v1.2.3", Backend: "sqlite"})
 	s := &fixedStatus{Leader: true, Token: 42}
 	m.WatchStatus(s)
 	m.LeadershipChanged(true, 42)
@@ -57,11 +57,12 @@ func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
 
 	out := scrape(t, m)
 	for _, want := range []string{
-		"leader_sidecar_is_leader 1",
-		"leader_sidecar_token 42",
-		`leader_sidecar_leadership_transitions_total{direction="acquired"} 1`,
-		`leader_sidecar_leadership_transitions_total{direction="lost"} 0`,
-		"leader_sidecar_renew_failures_total 2",
+		`leader_sidecar_is_leader{lease="billing"} 1`,
+		`leader_sidecar_token{lease="billing"} 42`,
+		`leader_election_master_status{name="billing"} 1`,
+		`leader_sidecar_leadership_transitions_total{direction="acquired",lease="billing"} 1`,
+		`leader_sidecar_leadership_transitions_total{direction="lost",lease="billing"} 0`,
+		`leader_sidecar_renew_failures_total{lease="billing"} 2`,
 		`leader_sidecar_build_info{backend="sqlite",goversion="go`,
 		"process_resident_memory_bytes",
 	} {
@@ -74,7 +75,8 @@ func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
 	if got := testutil.ToFloat64(m.transitions.WithLabelValues("acquired")); got != 1 {
 		t.Fatalf("acquired transitions %v, want 1", got)
 	}
-	if out := scrape(t, m); !strings.Contains(out, "leader_sidecar_is_leader 0") || !strings.Contains(out, "leader_sidecar_token 0") {
+	if out := scrape(t, m); !strings.Contains(out, `leader_sidecar_is_leader{lease="billing"} 0`) ||
+		!strings.Contains(out, `leader_sidecar_token{lease="billing"} 0`) || !strings.Contains(out, `leader_election_master_status{name="billing"} 0`) {
 		t.Fatalf("gauges did not follow the status:\n%s", out)
 	}
 }
@@ -96,7 +98,7 @@ func (snapshotting) Snapshot() (backend.Record, backend.Version, bool) {
 }
 
 func TestInstrumentingKeepsSnapshots(t *testing.T) {
-	m := New(BuildInfo{})
+	m := New(Info{})
 	plain := m.InstrumentBackend(memory.NewStore().Open("x"))
 	if _, ok := plain.(backend.Snapshotter); ok {
 		t.Fatal("a backend without snapshots gained one")

@@ -23,7 +23,7 @@ func (losableSnapshotting) Snapshot() (backend.Record, backend.Version, bool) {
 }
 
 func TestInstrumentingKeepsLossNotice(t *testing.T) {
-	m := New(BuildInfo{})
+	m := New(Info{})
 	if _, ok := m.InstrumentBackend(memory.NewStore().Open("x")).(backend.LossNotifier); ok {
 		t.Fatal("a backend that cannot lose its store gained a loss notice")
 	}
@@ -45,13 +45,13 @@ func TestInstrumentingKeepsLossNotice(t *testing.T) {
 }
 
 func TestTokenAnomaliesAreCountedByKind(t *testing.T) {
-	m := New(BuildInfo{})
+	m := New(Info{Lease: "billing"})
 	m.TokenAnomaly(election.TokenRegressed, 0, 5)
 	m.TokenAnomaly(election.TokenRegressed, 1, 5)
 	out := scrape(t, m)
 	for _, want := range []string{
-		`leader_sidecar_token_anomalies_total{anomaly="token-regressed"} 2`,
-		`leader_sidecar_token_anomalies_total{anomaly="token-exhausted"} 0`,
+		`leader_sidecar_token_anomalies_total{anomaly="token-regressed",lease="billing"} 2`,
+		`leader_sidecar_token_anomalies_total{anomaly="token-exhausted",lease="billing"} 0`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)

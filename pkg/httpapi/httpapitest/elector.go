@@ -4,6 +4,7 @@ package httpapitest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -65,10 +66,18 @@ func (e *Elector) Set(s election.Status) {
 	e.changed = make(chan struct{})
 }
 
-// Release implements httpapi.Elector: it counts the call, steps down to a
-// follower of no one, and returns the error set by SetReleaseError.
+// Release implements httpapi.Elector. Like the real one, it refuses a
+// candidate that neither leads nor holds the record: it returns an error
+// wrapping election.ErrNotLeader and changes nothing. Otherwise it counts
+// the release, steps down to a follower of no one, and returns the error
+// set by SetReleaseError.
 func (e *Elector) Release(context.Context) (election.Status, error) {
 	e.mu.Lock()
+	if !e.status.Leader && e.status.Holder != e.status.Identity {
+		holder := e.status.Holder
+		e.mu.Unlock()
+		return e.Status(), fmt.Errorf("%w (the record names %q)", election.ErrNotLeader, holder)
+	}
 	e.releases++
 	err, identity := e.releaseErr, e.status.Identity
 	e.mu.Unlock()
@@ -76,7 +85,7 @@ func (e *Elector) Release(context.Context) (election.Status, error) {
 	return e.Status(), err
 }
 
-// Releases is how many times Release was called.
+// Releases is how many releases Release made (refused ones do not count).
 func (e *Elector) Releases() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

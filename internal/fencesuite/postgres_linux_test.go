@@ -1,6 +1,6 @@
 //go:build linux
 
-package fence_test
+package fencesuite_test
 
 import (
 	"cmp"

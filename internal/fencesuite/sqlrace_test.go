@@ -1,10 +1,11 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"fmt"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 // Two terms write the same resource in concurrent transactions. Whichever
@@ -12,7 +13,7 @@ import (
 // then is checked against what the first committed: an old leader (token t)
 // against a new one (t+1), or two holders handed the same token.
 func TestSQLGuardConcurrentTransactions(t *testing.T) {
-	old, young := termOf(4), termOf(5)
+	old, young := fencetest.Term(4), fencetest.Term(5)
 	twin := fence.TermID{Token: 5, Holder: "app-5_2"} // token 5 again, another holder
 	cases := []struct {
 		name   string
@@ -36,7 +37,7 @@ func TestSQLGuardConcurrentTransactions(t *testing.T) {
 				f := newFixture(t, d)
 				ctx := t.Context()
 				if c.seeded {
-					f.mustWrite(t, "billing", termOf(3), "before")
+					f.mustWrite(t, "billing", fencetest.Term(3), "before")
 				}
 				value := func(term fence.TermID) string { return fmt.Sprint("written with ", term) }
 

@@ -1,4 +1,4 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 // oldTable creates the guard's table as versions without holders did, with
@@ -69,11 +70,11 @@ func TestSQLGuardEnsureTableMigratesATableWithoutHolders(t *testing.T) {
 					term fence.TermID
 					want error
 				}{
-					{termOf(6), fence.ErrStaleToken},
+					{fencetest.Term(6), fence.ErrStaleToken},
 					{a, nil}, // binds token 7 to a
 					{a, nil},
 					{b, fence.ErrTokenReused},
-					{termOf(8), nil},
+					{fencetest.Term(8), nil},
 				}
 				for _, s := range steps {
 					checkGuardAnswer(t, f.write(t.Context(), "billing", s.term, "v"), s.term, s.want)
@@ -102,6 +103,6 @@ func TestSQLGuardEnsureTableMigratesConcurrently(t *testing.T) {
 			t.Fatalf("concurrent migrations: %v", err)
 		}
 		f.guard = g
-		f.mustWrite(t, "billing", termOf(1), "after the migration")
+		f.mustWrite(t, "billing", fencetest.Term(1), "after the migration")
 	})
 }

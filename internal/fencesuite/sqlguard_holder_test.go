@@ -1,4 +1,4 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 // The SQL guard answers the same steps as the memory guard: an equal token
@@ -15,12 +16,12 @@ func TestSQLGuardHolderRule(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
 		var last fence.TermID
-		for _, s := range guardSteps {
-			t.Run(s.name, func(t *testing.T) {
-				err := f.write(t.Context(), "billing", s.term, fmt.Sprint("written by ", s.term))
-				checkGuardAnswer(t, err, s.term, s.want)
-				if s.want == nil {
-					last = s.term
+		for _, s := range fencetest.GuardSteps() {
+			t.Run(s.Name, func(t *testing.T) {
+				err := f.write(t.Context(), "billing", s.Term, fmt.Sprint("written by ", s.Term))
+				checkGuardAnswer(t, err, s.Term, s.Want)
+				if s.Want == nil {
+					last = s.Term
 				}
 				if value, accepted := f.state(t, "billing"); value != fmt.Sprint("written by ", last) || accepted != last {
 					t.Fatalf("value %q, accepted %v; want the write of %v", value, accepted, last)
@@ -46,7 +47,7 @@ func TestSQLGuardOneTokenManyHolders(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				f := newFixture(t, d)
 				if c.seeded {
-					f.mustWrite(t, "billing", termOf(4), "before")
+					f.mustWrite(t, "billing", fencetest.Term(4), "before")
 				}
 				errs := make([]error, writers)
 				start := make(chan struct{})

@@ -1,4 +1,4 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 // The guards and the client with bad input: odd resource names, extreme
@@ -37,23 +38,23 @@ func TestBadInputMemoryGuardResourcesAndTokens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
 			write := func() error { ran++; return nil }
-			if err := g.Do(resource, termOf(math.MaxInt64), write); err != nil || ran != 1 {
+			if err := g.Do(resource, fencetest.Term(math.MaxInt64), write); err != nil || ran != 1 {
 				t.Fatalf("token MaxInt64: %v (ran %d)", err, ran)
 			}
-			if err := g.Do(resource, termOf(math.MaxInt64), write); err != nil || ran != 2 {
+			if err := g.Do(resource, fencetest.Term(math.MaxInt64), write); err != nil || ran != 2 {
 				t.Fatalf("token MaxInt64 again: %v (ran %d)", err, ran)
 			}
-			err := g.Do(resource, termOf(math.MaxInt64-1), write)
+			err := g.Do(resource, fencetest.Term(math.MaxInt64-1), write)
 			if !errors.Is(err, fence.ErrStaleToken) || ran != 2 {
 				t.Fatalf("token MaxInt64-1 after MaxInt64: %.200v (ran %d), want ErrStaleToken", err, ran)
 			}
 			for _, tok := range []int64{-1, math.MinInt64} {
-				if err := g.Do(resource, termOf(tok), write); !errors.Is(err, fence.ErrInvalidToken) || ran != 2 {
+				if err := g.Do(resource, fencetest.Term(tok), write); !errors.Is(err, fence.ErrInvalidToken) || ran != 2 {
 					t.Fatalf("token %d: %v (ran %d), want ErrInvalidToken", tok, err, ran)
 				}
 			}
-			if a, ok := g.Accepted(resource); !ok || a != termOf(math.MaxInt64) {
-				t.Fatalf("Accepted = %v %v, want %v", a, ok, termOf(math.MaxInt64))
+			if a, ok := g.Accepted(resource); !ok || a != fencetest.Term(math.MaxInt64) {
+				t.Fatalf("Accepted = %v %v, want %v", a, ok, fencetest.Term(math.MaxInt64))
 			}
 		})
 	}
@@ -62,7 +63,7 @@ func TestBadInputMemoryGuardResourcesAndTokens(t *testing.T) {
 		if _, ok := g.Accepted(other); ok {
 			t.Fatalf("resource %q has a token it was never written with", other)
 		}
-		if err := g.Do(other, termOf(0), func() error { return nil }); err != nil {
+		if err := g.Do(other, fencetest.Term(0), func() error { return nil }); err != nil {
 			t.Fatalf("token 0 on the untouched resource %q: %v", other, err)
 		}
 	}
@@ -73,23 +74,23 @@ func TestBadInputMemoryGuardResourcesAndTokens(t *testing.T) {
 // records nothing and releases its lock, so the guard stays usable.
 func TestBadInputMemoryGuardPanickingWrite(t *testing.T) {
 	g := fence.NewMemoryGuard()
-	if err := g.Do("billing", termOf(3), func() error { return nil }); err != nil {
+	if err := g.Do("billing", fencetest.Term(3), func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
-		_ = g.Do("billing", termOf(8), func() error { panic(boom) })
+		_ = g.Do("billing", fencetest.Term(8), func() error { panic(boom) })
 		return nil
 	}()
 	if recovered != boom {
 		t.Fatalf("recovered %v, want the write's own panic value", recovered)
 	}
-	if a, _ := g.Accepted("billing"); a != termOf(3) {
-		t.Fatalf("a panicking write recorded its term: accepted %v, want %v", a, termOf(3))
+	if a, _ := g.Accepted("billing"); a != fencetest.Term(3) {
+		t.Fatalf("a panicking write recorded its term: accepted %v, want %v", a, fencetest.Term(3))
 	}
 	done := make(chan error, 1)
-	go func() { done <- g.Do("billing", termOf(5), func() error { return nil }) }()
+	go func() { done <- g.Do("billing", fencetest.Term(5), func() error { return nil }) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -98,8 +99,8 @@ func TestBadInputMemoryGuardPanickingWrite(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the guard is still locked after a write panicked")
 	}
-	if a, _ := g.Accepted("billing"); a != termOf(5) {
-		t.Fatalf("accepted %v, want %v", a, termOf(5))
+	if a, _ := g.Accepted("billing"); a != fencetest.Term(5) {
+		t.Fatalf("accepted %v, want %v", a, fencetest.Term(5))
 	}
 }
 
@@ -113,7 +114,7 @@ func TestBadInputSQLGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if err := f.guard.Check(ctx, tx, resource, termOf(token)); err != nil {
+			if err := f.guard.Check(ctx, tx, resource, fencetest.Term(token)); err != nil {
 				return err
 			}
 			return tx.Commit()
@@ -137,8 +138,8 @@ func TestBadInputSQLGuard(t *testing.T) {
 				if err := check(resource, math.MaxInt64-1); !errors.Is(err, fence.ErrStaleToken) {
 					t.Fatalf("token MaxInt64-1 after MaxInt64: %.300v, want ErrStaleToken", err)
 				}
-				if _, term := f.state(t, resource); term != termOf(math.MaxInt64) {
-					t.Fatalf("stored %v, want %v", term, termOf(math.MaxInt64))
+				if _, term := f.state(t, resource); term != fencetest.Term(math.MaxInt64) {
+					t.Fatalf("stored %v, want %v", term, fencetest.Term(math.MaxInt64))
 				}
 			})
 		}
@@ -155,7 +156,7 @@ func TestBadInputSQLGuard(t *testing.T) {
 				t.Fatalf("token %d: %v, want ErrInvalidToken", tok, err)
 			}
 		}
-		if err := f.guard.Check(ctx, nil, "billing", termOf(1)); err == nil || !strings.Contains(err.Error(), "transaction") {
+		if err := f.guard.Check(ctx, nil, "billing", fencetest.Term(1)); err == nil || !strings.Contains(err.Error(), "transaction") {
 			t.Fatalf("nil transaction: %v, want an error naming the transaction", err)
 		}
 		for _, end := range []string{"commit", "rollback"} {
@@ -171,14 +172,14 @@ func TestBadInputSQLGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := f.guard.Check(ctx, tx, "billing", termOf(1)); !errors.Is(err, sql.ErrTxDone) {
+			if err := f.guard.Check(ctx, tx, "billing", fencetest.Term(1)); !errors.Is(err, sql.ErrTxDone) {
 				t.Fatalf("Check in a transaction after %s: %v, want sql.ErrTxDone", end, err)
 			}
 		}
 		if _, term := f.state(t, "billing"); term != (fence.TermID{}) {
 			t.Fatalf("rejected checks recorded %v", term)
 		}
-		f.mustWrite(t, "billing", termOf(2), "still works")
+		f.mustWrite(t, "billing", fencetest.Term(2), "still works")
 	})
 }
 
@@ -257,10 +258,10 @@ func TestBadInputClientBoundsEndlessStreams(t *testing.T) {
 func TestErrorsDoNotRepeatAHugeResourceName(t *testing.T) {
 	huge := strings.Repeat("r", 1<<20)
 	var g fence.MemoryGuard
-	if err := g.Do(huge, termOf(5), func() error { return nil }); err != nil {
+	if err := g.Do(huge, fencetest.Term(5), func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	err := g.Do(huge, termOf(4), func() error { return nil })
+	err := g.Do(huge, fencetest.Term(4), func() error { return nil })
 	if !errors.Is(err, fence.ErrStaleToken) || len(err.Error()) > 512 || !strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("stale-token error of %d bytes: %.200q", len(err.Error()), err)
 	}

@@ -1,10 +1,11 @@
-package fence_test
+package fencesuite_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 func TestSQLGuardAcceptsFirstHigherAndEqualTokens(t *testing.T) {
@@ -20,11 +21,11 @@ func TestSQLGuardAcceptsFirstHigherAndEqualTokens(t *testing.T) {
 			{"equal token", 5, "same term again"},
 		}
 		for _, s := range steps {
-			if err := f.write(t.Context(), "billing", termOf(s.token), s.value); err != nil {
+			if err := f.write(t.Context(), "billing", fencetest.Term(s.token), s.value); err != nil {
 				t.Fatalf("%s (token %d): %v", s.name, s.token, err)
 			}
-			if value, term := f.state(t, "billing"); value != s.value || term != termOf(s.token) {
-				t.Fatalf("after %s: value %q, %v; want %q, %v", s.name, value, term, s.value, termOf(s.token))
+			if value, term := f.state(t, "billing"); value != s.value || term != fencetest.Term(s.token) {
+				t.Fatalf("after %s: value %q, %v; want %q, %v", s.name, value, term, s.value, fencetest.Term(s.token))
 			}
 		}
 	})
@@ -33,7 +34,7 @@ func TestSQLGuardAcceptsFirstHigherAndEqualTokens(t *testing.T) {
 func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		f.mustWrite(t, "billing", termOf(7), "new leader")
+		f.mustWrite(t, "billing", fencetest.Term(7), "new leader")
 
 		// The stale leader writes first and checks after, in one
 		// transaction: the check fails, so the write is rolled back.
@@ -45,18 +46,18 @@ func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 		if err := f.put(ctx, tx, "billing", "stale leader"); err != nil {
 			t.Fatal(err)
 		}
-		err = f.guard.Check(ctx, tx, "billing", termOf(6))
+		err = f.guard.Check(ctx, tx, "billing", fencetest.Term(6))
 		if !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("Check with token 6 after 7: %v, want ErrStaleToken", err)
 		}
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.write(ctx, "billing", termOf(1), "older still"); !errors.Is(err, fence.ErrStaleToken) {
+		if err := f.write(ctx, "billing", fencetest.Term(1), "older still"); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("write with token 1 after 7: %v, want ErrStaleToken", err)
 		}
-		if value, term := f.state(t, "billing"); value != "new leader" || term != termOf(7) {
-			t.Fatalf("value %q, %v; want %q, %v", value, term, "new leader", termOf(7))
+		if value, term := f.state(t, "billing"); value != "new leader" || term != fencetest.Term(7) {
+			t.Fatalf("value %q, %v; want %q, %v", value, term, "new leader", fencetest.Term(7))
 		}
 	})
 }
@@ -64,9 +65,9 @@ func TestSQLGuardRejectsLowerTokenAndCallerRollsBack(t *testing.T) {
 func TestSQLGuardResourcesAreIndependent(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		f.mustWrite(t, "billing", termOf(9), "billing at 9")
-		f.mustWrite(t, "reports", termOf(2), "reports at 2")
-		if err := f.write(t.Context(), "billing", termOf(2), "billing at 2"); !errors.Is(err, fence.ErrStaleToken) {
+		f.mustWrite(t, "billing", fencetest.Term(9), "billing at 9")
+		f.mustWrite(t, "reports", fencetest.Term(2), "reports at 2")
+		if err := f.write(t.Context(), "billing", fencetest.Term(2), "billing at 2"); !errors.Is(err, fence.ErrStaleToken) {
 			t.Fatalf("billing at 2 after 9: %v, want ErrStaleToken", err)
 		}
 		for resource, want := range map[string]string{"billing": "billing at 9", "reports": "reports at 2"} {
@@ -80,10 +81,10 @@ func TestSQLGuardResourcesAreIndependent(t *testing.T) {
 func TestSQLGuardRejectsNegativeToken(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		f := newFixture(t, d)
-		if err := f.write(t.Context(), "billing", termOf(-1), "negative"); !errors.Is(err, fence.ErrInvalidToken) {
+		if err := f.write(t.Context(), "billing", fencetest.Term(-1), "negative"); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Fatalf("token -1: %v, want ErrInvalidToken", err)
 		}
-		if err := f.write(t.Context(), "billing", termOf(0), "zero"); err != nil {
+		if err := f.write(t.Context(), "billing", fencetest.Term(0), "zero"); err != nil {
 			t.Fatalf("token 0: %v", err)
 		}
 		var rows int
@@ -110,7 +111,7 @@ func TestSQLGuardDefaultTableAndEnsureTableTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		if err := g.Check(t.Context(), tx, "billing", termOf(1)); err != nil {
+		if err := g.Check(t.Context(), tx, "billing", fencetest.Term(1)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -131,7 +132,7 @@ func TestNewSQLGuardRejectsUnsafeTableNames(t *testing.T) {
 
 func TestSQLGuardCheckNeedsTransaction(t *testing.T) {
 	g, _ := fence.NewSQLGuard("")
-	if err := g.Check(t.Context(), nil, "billing", termOf(1)); err == nil {
+	if err := g.Check(t.Context(), nil, "billing", fencetest.Term(1)); err == nil {
 		t.Fatal("Check with a nil transaction succeeded")
 	}
 }

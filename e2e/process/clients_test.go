@@ -1,0 +1,199 @@
+package process
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The copy-paste clients of examples/clients, run as an application runs
+// them, against real sidecars on one SQLite file.
+
+const clientsDir = "../examples/clients"
+
+// appClient is one way to run a copy-paste client.
+type appClient struct {
+	name string
+	argv []string
+	env  []string
+}
+
+// clients are the shell client with jq, the shell client with sed (jq
+// made unfindable), and the Python client. Each tool they need must be
+// installed: a missing one fails the test, naming it.
+func clients(t *testing.T) []appClient {
+	t.Helper()
+	for _, tool := range []string{"sh", "curl", "jq", "sed", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the client tests need %s on PATH (Debian: apt-get install -y curl jq python3): %v", tool, err)
+		}
+	}
+	sh, py := filepath.Join(clientsDir, "leader.sh"), filepath.Join(clientsDir, "leader.py")
+	return []appClient{
+		{"sh with jq", []string{"sh", sh}, nil},
+		{"sh with sed", []string{"sh", sh}, []string{"JQ=/nonexistent/jq"}},
+		{"python", []string{"python3", py}, nil},
+	}
+}
+
+// run runs c against the app API at url with extra arguments and returns
+// its stdout, stderr and exit status.
+func (c appClient) run(t *testing.T, url string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(c.argv[0], append(c.argv[1:], args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=" + url}, c.env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// checkTerm fails unless out is "<token> <identity> <validForMs>" of the
+// leader's term.
+func checkTerm(t *testing.T, who, out string, token int64, identity string) {
+	t.Helper()
+	f := strings.Fields(out)
+	if len(f) != 3 || f[0] != strconv.FormatInt(token, 10) || f[1] != identity {
+		t.Fatalf("%s printed %q, want %q and ms", who, out, fmt.Sprintf("%d %s", token, identity))
+	}
+	ms, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil || ms <= 0 || ms > sidecartest.RenewDeadline.Milliseconds() {
+		t.Fatalf("%s printed validForMs %q, want 1..%d", who, f[2], sidecartest.RenewDeadline.Milliseconds())
+	}
+}
+
+// closedPort is a loopback address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
+	cs := clients(t)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	sidecartest.AwaitSettled(t, all, leader)
+	standby := sidecartest.Without(all, leader)[0]
+	identity := sidecartest.IdentityOf(t, leader)
+
+	// Answers that are not the sidecar's, or not usable.
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"leader":true,"identity":"a_1","token":3,"validForMs":5}`, http.StatusServiceUnavailable)
+	}))
+	defer unavailable.Close()
+	bodies := map[string]string{
+		"HTML":                      "<html>proxy error</html>",
+		"no leader field":           `{"holder":"a_1"}`,
+		"leader without token":      `{"leader":true,"identity":"a_1","holder":"a_1","token":null,"validUntil":null,"validForMs":null}`,
+		"leader with token 0":       `{"leader":true,"identity":"a_1","holder":"a_1","token":0,"validForMs":5}`,
+		"leader without validForMs": `{"leader":true,"identity":"a_1","holder":"a_1","token":3}`,
+	}
+	fakes := map[string]string{}
+	for name, body := range bodies {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintln(w, body)
+		}))
+		defer srv.Close()
+		fakes[name] = srv.URL
+	}
+	fakes["503 with a leader's body"] = unavailable.URL
+	dead := "http://" + closedPort(t)
+
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := c.run(t, "http://"+leader.Addr())
+			if code != 0 {
+				t.Fatalf("on the leader: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			checkTerm(t, c.name, out, token, identity)
+
+			if out, errOut, code := c.run(t, "http://"+standby.Addr()); code != 1 || out != "" {
+				t.Fatalf("on the standby: exit %d, stdout %q, stderr %q; want 1 and nothing", code, out, errOut)
+			}
+			if out, errOut, code := c.run(t, dead); code != 2 || out != "" || errOut == "" {
+				t.Fatalf("with no sidecar: exit %d, stdout %q, stderr %q; want 2 and a message", code, out, errOut)
+			}
+			for name, url := range fakes {
+				if out, errOut, code := c.run(t, url); code != 2 || out != "" || errOut == "" {
+					t.Fatalf("answered %s: exit %d, stdout %q, stderr %q; want 2 and a message", name, code, out, errOut)
+				}
+			}
+		})
+	}
+	if st, err := leader.Leader(); err != nil || !st.Leader || *st.Token != token {
+		t.Fatalf("after the clients the leader answers %+v, %v", st, err)
+	}
+}
+
+// leader.py --wait blocks on a standby until it leads, then prints its new
+// term; imported, current_term() gives a term whose deadline is running.
+func TestPythonClientWaitsForLeadership(t *testing.T) {
+	clients(t)
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	sidecartest.AwaitSettled(t, all, leader)
+	standby := sidecartest.Without(all, leader)[0]
+
+	wait := exec.Command("python3", filepath.Join(clientsDir, "leader.py"), "--wait")
+	wait.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}
+	var stdout, stderr bytes.Buffer
+	wait.Stdout, wait.Stderr = &stdout, &stderr
+	if err := wait.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = wait.Wait(); close(done) }()
+	t.Cleanup(func() { _ = wait.Process.Kill(); <-done })
+
+	select {
+	case <-done:
+		t.Fatalf("leader.py --wait on a standby returned at once: %v, %q, %q", waitErr, stdout.String(), stderr.String())
+	case <-time.After(time.Second):
+	}
+	if code, st := release(t, leader); code != http.StatusOK {
+		t.Fatalf("releasing the leader: %d %+v", code, st)
+	}
+	select {
+	case <-done:
+		if waitErr != nil {
+			t.Fatalf("leader.py --wait: %v, stderr %q", waitErr, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("leader.py --wait still waiting 5s after the leader released; stderr %q", stderr.String())
+	}
+	checkTerm(t, "leader.py --wait", stdout.String(), token+1, sidecartest.IdentityOf(t, standby))
+
+	script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
+		"t = leader.current_term(sys.argv[2])\n" +
+		"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
+	imported := exec.Command("python3", "-c", script, clientsDir, "http://"+standby.Addr(),
+		strconv.FormatInt(sidecartest.RenewDeadline.Milliseconds(), 10))
+	imported.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
+	out, err := imported.CombinedOutput()
+	if want := fmt.Sprintf("%d %s True True\n", token+1, sidecartest.IdentityOf(t, standby)); err != nil || string(out) != want {
+		t.Fatalf("imported: %q, %v; want %q", out, err, want)
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/leader-sidecar/leader-sidecar/pkg/fence
+
+go 1.22
