@@ -20,8 +20,6 @@ import (
 // The copy-paste clients of examples/clients, run as an application runs
 // them, against real sidecars on one SQLite file.
 
-const clientsDir = "../examples/clients"
-
 // appClient is one way to run a copy-paste client.
 type appClient struct {
 	name string
@@ -39,7 +37,7 @@ func clients(t *testing.T) []appClient {
 			t.Fatalf("the client tests need %s on PATH (Debian: apt-get install -y curl jq python3): %v", tool, err)
 		}
 	}
-	sh, py := filepath.Join(clientsDir, "leader.sh"), filepath.Join(clientsDir, "leader.py")
+	sh, py := filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.sh"), filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.py")
 	return []appClient{
 		{"sh with jq", []string{"sh", sh}, nil},
 		{"sh with sed", []string{"sh", sh}, []string{"JQ=/nonexistent/jq"}},
@@ -156,7 +154,7 @@ func TestPythonClientWaitsForLeadership(t *testing.T) {
 	sidecartest.AwaitSettled(t, all, leader)
 	standby := sidecartest.Without(all, leader)[0]
 
-	wait := exec.Command("python3", filepath.Join(clientsDir, "leader.py"), "--wait")
+	wait := exec.Command("python3", filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.py"), "--wait")
 	wait.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}
 	var stdout, stderr bytes.Buffer
 	wait.Stdout, wait.Stderr = &stdout, &stderr
@@ -189,7 +187,7 @@ func TestPythonClientWaitsForLeadership(t *testing.T) {
 	script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
 		"t = leader.current_term(sys.argv[2])\n" +
 		"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
-	imported := exec.Command("python3", "-c", script, clientsDir, "http://"+standby.Addr(),
+	imported := exec.Command("python3", "-c", script, sidecartest.RepoPath(t, "examples", "clients"), "http://"+standby.Addr(),
 		strconv.FormatInt(sidecartest.RenewDeadline.Milliseconds(), 10))
 	imported.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
 	out, err := imported.CombinedOutput()
