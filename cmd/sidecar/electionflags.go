@@ -44,7 +44,7 @@ func (f *electionFlags) addStore(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
 	fs.BoolVar(&f.sqliteAllowNetFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the in-cluster service account)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
 }
