@@ -42,9 +42,11 @@ func (f *logFlags) config() (logConfig, error) {
 }
 
 // newLogger returns the command's logger and sends client-go's klog output
-// into it, so every line has one format.
+// into it, so every line has one format. Durations are written as Go
+// duration strings ("15s", "1.5s") in both formats: slog's JSON handler
+// would write them as integer nanoseconds.
 func newLogger(c logConfig, w io.Writer) *slog.Logger {
-	hopts := &slog.HandlerOptions{Level: c.level}
+	hopts := &slog.HandlerOptions{Level: c.level, ReplaceAttr: durationsAsStrings}
 	var log *slog.Logger
 	if c.json {
 		log = slog.New(slog.NewJSONHandler(w, hopts))
@@ -53,4 +55,13 @@ func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	}
 	klog.SetSlogLogger(log.With("source", "client-go"))
 	return log
+}
+
+// durationsAsStrings is a slog ReplaceAttr that turns a time.Duration
+// value, at any depth of groups, into its String form.
+func durationsAsStrings(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
