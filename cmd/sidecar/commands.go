@@ -33,6 +33,8 @@ type command struct {
 var commands = []command{
 	{"probe", "[--address host:port] [--timeout d] <path>",
 		"GET <path> from a running sidecar; exit 0 on a 2xx answer, 1 otherwise (an exec probe for images without curl)", runProbe},
+	{"lock", "[flags] -- CMD [ARGS...]",
+		"join the election, run CMD while leading (with its token in LEADER_SIDECAR_TOKEN), stop it if leadership is lost, release when it exits; exit with its status", runLock},
 }
 
 // execute runs the command args name, or the sidecar, and returns the

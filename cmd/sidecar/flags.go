@@ -70,7 +70,7 @@ func applyEnv(fs *pflag.FlagSet, environ []string) error {
 }
 
 // unknownEnv warns of every LEADER_SIDECAR_* variable that no command
-// reads, sorted: a misspelt variable is
+// reads and that sidecar lock does not set, sorted: a misspelt variable is
 // otherwise silently ignored.
 func unknownEnv(environ []string) []string {
 	known := knownEnvNames()
@@ -85,11 +85,15 @@ func unknownEnv(environ []string) []string {
 	return warnings
 }
 
-// knownEnvNames is the variable of every flag of every command.
+// knownEnvNames is the variable of every flag of every command, and the
+// variables sidecar lock gives its command.
 func knownEnvNames() map[string]bool {
 	known := map[string]bool{envName("version"): true}
-	for _, fs := range []*pflag.FlagSet{newSidecarFlags().set} {
+	for _, fs := range []*pflag.FlagSet{newSidecarFlags().set, newLockFlags().set} {
 		fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	}
+	for _, name := range lockEnvNames {
+		known[name] = true
 	}
 	return known
 }

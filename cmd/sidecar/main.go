@@ -3,11 +3,11 @@
 // loopback HTTP API whether it leads and which fencing token to use.
 //
 // The command line is a small tree: "sidecar [flags]" runs the sidecar,
-// "sidecar probe" asks a running one (see runProbe). Every command goes one way: flags
+// "sidecar probe" asks a running one (see runProbe), "sidecar lock" runs a
+// command while leading (see runLock). Every command goes one way: flags
 // and LEADER_SIDECAR_* variables are parsed and checked into one config
-// value, the parts are built from it, then the lifecycle runs. Commands
-// that join the election share its flags (electionFlags) and check them
-// alike.
+// value, the parts are built from it, then the lifecycle runs. The sidecar
+// and sidecar lock share the flags of the election and check them alike.
 //
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the

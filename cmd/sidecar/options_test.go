@@ -113,7 +113,7 @@ func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
 }
 
 func TestUnknownEnvironmentVariableWarns(t *testing.T) {
-	warnings := unknownEnv([]string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin"})
+	warnings := unknownEnv([]string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin", "LEADER_SIDECAR_KILL_GRACE=1s", "LEADER_SIDECAR_TOKEN=7"})
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "LEADER_SIDECAR_LEASE_DURATON") {
 		t.Fatalf("warnings %q", warnings)
 	}
