@@ -42,10 +42,13 @@ func (l *locker) run(ctx context.Context) int {
 		return status
 	}
 	c, err := startChild(l.cfg, l.p, commandEnv(l.p.environ, st, l.lease))
-	var ce *commandError
-	if errors.As(err, &ce) {
+	if err != nil {
 		l.log.Error("cannot run the command", "err", err)
-		return ce.exitStatus()
+		var ce *commandError
+		if errors.As(err, &ce) {
+			return ce.exitStatus()
+		}
+		return 126
 	}
 	l.log.Info("leading: running the command", "token", st.Token, "pid", c.cmd.Process.Pid)
 	lost := l.supervise(ctx, c, st.Token, e)
