@@ -263,3 +263,27 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 		})
 	}
 }
+
+// A lock still waiting to lead when it gets SIGTERM runs nothing and exits
+// 128+15; the leading lock is not disturbed.
+func TestLockSignalledBeforeLeadingRunsNothing(t *testing.T) {
+	db, j := dbPath(t), newJournal(t)
+	first := startLock(t, nil, j.line("first")+"; sleep 1", "--sqlite-path", db)
+	j.await(t, "first", 10*time.Second)
+	waiting := startLock(t, nil, j.line("waiting"), "--sqlite-path", db)
+	if st, err := waiting.leader(); err != nil || st.Leader {
+		t.Fatalf("the second lock leads or does not answer: %+v %v", st, err)
+	}
+	waiting.signal(syscall.SIGTERM)
+	if code := waiting.waitExit(10 * time.Second); code != 128+15 {
+		t.Fatalf("exit status %d, want 143:\n%s", code, waiting.logs.String())
+	}
+	if code := first.waitExit(10 * time.Second); code != 0 {
+		t.Fatalf("the leading lock: exit status %d", code)
+	}
+	for _, e := range j.entries(t) {
+		if e.word == "waiting" {
+			t.Fatalf("the signalled lock ran its command: %v", j.entries(t))
+		}
+	}
+}
