@@ -55,7 +55,7 @@ func TestHelpListsTheSubcommands(t *testing.T) {
 			t.Fatalf("%v: no Commands section in %q", args, stdout)
 		}
 		commands, _, _ = strings.Cut(commands, "\n\n")
-		for _, name := range subcommandNames() {
+		for _, name := range commandNames() {
 			if !strings.Contains(commands+"\n", "  sidecar "+name+" ") && !strings.Contains(commands+"\n", "  sidecar "+name+"\n") {
 				t.Fatalf("%v: %q is not listed under Commands:\n%s", args, name, commands)
 			}

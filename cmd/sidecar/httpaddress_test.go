@@ -30,19 +30,15 @@ func TestHTTPAddressMustBeLoopbackUnlessAllowed(t *testing.T) {
 		for _, addr := range append(loopbackAddresses, remoteAddresses...) {
 			remote := slices.Contains(remoteAddresses, addr)
 			t.Run(allow.name+"/"+addr, func(t *testing.T) {
-				o, _, err := parseOptions(append([]string{"--http-address", addr}, allow.args...), allow.env, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = validate(o)
+				cfg, err := parseSidecarConfig(append([]string{"--http-address", addr}, allow.args...), allow.env)
 				if wantErr := remote && !allow.allowed; wantErr != (err != nil) {
 					t.Fatalf("validate: %v, want an error: %v", err, wantErr)
 				}
 				if err != nil && !strings.HasPrefix(err.Error(), "--http-address: must be a loopback address") {
 					t.Fatalf("error %q does not name the flag and the rule", err)
 				}
-				if got, want := exposesAppAPI(o), remote && allow.allowed; got != want {
-					t.Fatalf("exposesAppAPI = %v, want %v", got, want)
+				if got, want := cfg.exposeAppAPI, remote && allow.allowed; err == nil && got != want {
+					t.Fatalf("exposeAppAPI = %v, want %v", got, want)
 				}
 			})
 		}

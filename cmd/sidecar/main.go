@@ -2,31 +2,29 @@
 // leader election with its peers, and tells the application over a
 // loopback HTTP API whether it leads and which fencing token to use.
 //
-// Exit status: 0 after a clean shutdown (or --help, --version); 2 for an
-// invalid flag or environment variable; 1 when the sidecar cannot start
-// (store or listener) or a second signal cuts the shutdown short.
+// The command line is a small tree: "sidecar [flags]" runs the sidecar,
+// "sidecar probe" asks a running one (see runProbe), "sidecar lock" runs a
+// command while leading (see runLock). Every command goes one way: flags
+// and LEADER_SIDECAR_* variables are parsed and checked into one config
+// value, the parts are built from it, then the lifecycle runs. The sidecar
+// and sidecar lock share the flags of the election and check them alike.
 //
-// "sidecar probe <path>" asks a running sidecar instead (see runProbe).
+// Exit status of the sidecar: 0 after a clean shutdown (or --help,
+// --version); 2 for an invalid flag or environment variable; 1 when the
+// sidecar cannot start (store or listener), its store is lost, or a second
+// signal cuts the shutdown short.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
-	signals := make(chan os.Signal, 2)
+	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		<-signals
-		cancel() // first signal: stop claiming, release, shut down
-		sig := <-signals
-		fmt.Fprintf(os.Stderr, "sidecar: second signal (%v): exiting at once\n", sig)
-		os.Exit(1)
-	}()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: signals}
+	os.Exit(execute(context.Background(), p, os.Args[1:]))
 }

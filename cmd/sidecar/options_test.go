@@ -19,6 +19,27 @@ func runArgs(t *testing.T, args []string, environ ...string) (code int, stdout, 
 	return code, out.String(), errOut.String()
 }
 
+// sidecarConfigOf parses and checks args and environ as the sidecar does.
+func sidecarConfigOf(t *testing.T, args, environ []string) sidecarConfig {
+	t.Helper()
+	cfg, err := parseSidecarConfig(args, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func parseSidecarConfig(args, environ []string) (sidecarConfig, error) {
+	f := newSidecarFlags()
+	if err := f.set.Parse(args); err != nil {
+		return sidecarConfig{}, err
+	}
+	if err := applyEnv(f.set, environ); err != nil {
+		return sidecarConfig{}, err
+	}
+	return f.config(environ)
+}
+
 func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -84,20 +105,15 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 
 func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
 	env := []string{"LEADER_SIDECAR_RETRY_PERIOD=1s", "LEADER_SIDECAR_LEASE_NAME=from-env"}
-	o, _, err := parseOptions([]string{"--lease-name", "from-flag"}, env, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.leaseName != "from-flag" || o.retryPeriod != time.Second || o.renewDeadline != 10*time.Second {
-		t.Fatalf("lease name %q, retry %v, renew %v", o.leaseName, o.retryPeriod, o.renewDeadline)
+	cfg := sidecarConfigOf(t, []string{"--lease-name", "from-flag"}, env)
+	el := cfg.election
+	if el.leaseName != "from-flag" || el.retryPeriod != time.Second || el.renewDeadline != 10*time.Second {
+		t.Fatalf("lease name %q, retry %v, renew %v", el.leaseName, el.retryPeriod, el.renewDeadline)
 	}
 }
 
 func TestUnknownEnvironmentVariableWarns(t *testing.T) {
-	_, warnings, err := parseOptions(nil, []string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	warnings := unknownEnv([]string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin", "LEADER_SIDECAR_KILL_GRACE=1s", "LEADER_SIDECAR_TOKEN=7"})
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "LEADER_SIDECAR_LEASE_DURATON") {
 		t.Fatalf("warnings %q", warnings)
 	}
@@ -115,26 +131,27 @@ func TestHelpAndVersionExit0(t *testing.T) {
 }
 
 func TestIdentityPrefix(t *testing.T) {
-	if got := identityPrefix(&options{identity: "given"}, []string{"POD_NAME=pod-1"}); got != "given" {
+	pod := podFromEnv([]string{"POD_NAME=pod-1"})
+	if got := identityPrefix("given", pod); got != "given" {
 		t.Fatalf("got %q, want the flag", got)
 	}
-	if got := identityPrefix(&options{}, []string{"POD_NAME=pod-1"}); got != "pod-1" {
+	if got := identityPrefix("", pod); got != "pod-1" {
 		t.Fatalf("got %q, want POD_NAME", got)
 	}
-	if got := identityPrefix(&options{}, nil); got == "" {
+	if got := identityPrefix("", podInfo{}); got == "" {
 		t.Fatal("empty identity prefix without POD_NAME")
 	}
 }
 
 func TestAutoPicksTheLeaseBackendInsideACluster(t *testing.T) {
 	inside := []string{"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443"}
-	if got := resolveBackend(&options{backend: "auto"}, inside); got != "lease" {
+	if got := resolveBackend("auto", inside); got != "lease" {
 		t.Fatalf("auto inside a cluster: %q, want lease", got)
 	}
-	if got := resolveBackend(&options{backend: "auto"}, nil); got != "sqlite" {
+	if got := resolveBackend("auto", nil); got != "sqlite" {
 		t.Fatalf("auto outside a cluster: %q, want sqlite", got)
 	}
-	if got := resolveBackend(&options{backend: "sqlite"}, inside); got != "sqlite" {
+	if got := resolveBackend("sqlite", inside); got != "sqlite" {
 		t.Fatalf("explicit sqlite inside a cluster: %q", got)
 	}
 	// This process is not in a Pod, so the lease backend it picked cannot

@@ -17,16 +17,16 @@ import (
 // an exec probe for images without curl. It GETs path from a running
 // sidecar and exits 0 on a 2xx answer, 1 on any other answer or no answer,
 // 2 on bad usage. The default address is the ops listener if one is
-// configured in the environment, else the app listener.
-func runProbe(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("sidecar probe", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	address := fs.String("address", defaultProbeAddress(environ), "host:port of the sidecar listener to probe")
+// configured in the environment, else the app listener. A signal ends the
+// request at once.
+func runProbe(ctx context.Context, p process, args []string) int {
+	stdout, stderr := p.stdout, p.stderr
+	fs := newFlagSet("sidecar probe")
+	address := fs.String("address", defaultProbeAddress(p.environ), "host:port of the sidecar listener to probe")
 	timeout := fs.Duration("timeout", time.Second, "how long to wait for the answer")
-	err := fs.Parse(args)
+	err := parseArgs(fs, args, "Usage: sidecar probe [flags] <path>, e.g. sidecar probe /leader/ready\n", stdout)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		fmt.Fprintf(stdout, "Usage: sidecar probe [flags] <path>, e.g. sidecar probe /leader/ready\n\nFlags:\n%s", fs.FlagUsages())
 		return 0
 	case err != nil:
 		fmt.Fprintf(stderr, "sidecar probe: %v\n", err)
@@ -44,6 +44,13 @@ func runProbe(ctx context.Context, args, environ []string, stdout, stderr io.Wri
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-p.signals: // nil: never
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	url := "http://" + dialable(*address) + fs.Arg(0)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 func probe(t *testing.T, environ []string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := runProbe(t.Context(), args, environ, &out, &errOut)
+	code := runProbe(t.Context(), process{environ: environ, stdout: &out, stderr: &errOut}, args)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,14 +45,7 @@ func TestSQLiteFileDeletedOrReplaced(t *testing.T) {
 // deleteDatabase removes the database and SQLite's files beside it: the
 // next process starts a new file, at token 1.
 func deleteDatabase(_ *testing.T, path string) (func() error, int64) {
-	return func() error {
-		for _, p := range []string{path, path + "-wal", path + "-shm"} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-		return nil
-	}, 1
+	return func() error { return sidecartest.RemoveDatabase(path) }, 1
 }
 
 // otherDatabase makes another election database beside path, by running

@@ -3,6 +3,8 @@ package sidecartest
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"os"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -25,4 +27,15 @@ func HoldWriteLock(t testing.TB, db string) func() {
 		t.Fatal(err)
 	}
 	return func() { _ = tx.Rollback(); _ = conn.Close() }
+}
+
+// RemoveDatabase removes an SQLite database and SQLite's files beside it
+// (-wal, -shm): the next process on path starts a new file, at token 1.
+func RemoveDatabase(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

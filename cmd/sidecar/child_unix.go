@@ -1,0 +1,33 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func ownProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signalGroup signals the process group CMD leads (its pgid is its pid).
+func signalGroup(p *os.Process, sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(-p.Pid, s)
+		return
+	}
+	_ = p.Signal(sig)
+}
+
+func killGroup(p *os.Process) {
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+}
+
+func exitStatus(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+// electionFlags are the flags of every command that joins an election
+// (the sidecar and sidecar lock): which store, which election, who this
+// candidate is, and the timings. They are parsed and checked the same way
+// for every command.
+type electionFlags struct {
+	backend           string
+	leaseName         string
+	identity          string
+	leaseDuration     time.Duration
+	renewDeadline     time.Duration
+	retryPeriod       time.Duration
+	sqlitePath        string
+	sqliteBusyTimeout time.Duration
+	sqliteAllowNetFS  bool
+	namespace         string
+	kubeconfig        string
+	kubeAPIQPS        float32
+	kubeAPIBurst      int
+}
+
+// addElection defines the flags of the election and the candidate.
+func (f *electionFlags) addElection(fs *pflag.FlagSet) {
+	fs.StringVar(&f.backend, "backend", "auto", "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
+	fs.StringVar(&f.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
+	fs.StringVar(&f.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
+	fs.DurationVar(&f.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
+	fs.DurationVar(&f.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
+	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait between renewals and between a standby's attempts")
+}
+
+// addStore defines the flags of the two stores.
+func (f *electionFlags) addStore(fs *pflag.FlagSet) {
+	fs.StringVar(&f.sqlitePath, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
+	fs.DurationVar(&f.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
+	fs.BoolVar(&f.sqliteAllowNetFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	fs.StringVar(&f.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
+	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+}

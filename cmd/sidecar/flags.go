@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// envPrefix prefixes the environment variable of every flag:
+// --lease-duration is also LEADER_SIDECAR_LEASE_DURATION.
+const envPrefix = "LEADER_SIDECAR_"
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// newFlagSet returns an empty flag set for the command name ("sidecar",
+// "sidecar lock") that reports errors instead of printing or exiting.
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// documentEnv appends "[env LEADER_SIDECAR_...]" to the usage of every
+// flag of fs but --version. Call it once all flags are defined.
+func documentEnv(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "version" {
+			f.Usage += " [env " + envName(f.Name) + "]"
+		}
+	})
+}
+
+// parseArgs parses args into fs. On --help it writes usage and the flags
+// to w and returns pflag.ErrHelp.
+func parseArgs(fs *pflag.FlagSet, args []string, usage string, w io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintf(w, "%s\nFlags:\n%s", usage, fs.FlagUsages())
+	}
+	return err
+}
+
+// applyEnv fills every flag of fs that was not given on the command line
+// from its environment variable: flag > env > default. Its error names the
+// variable, its value and the flag.
+func applyEnv(fs *pflag.FlagSet, environ []string) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil {
+			return
+		}
+		name := envName(f.Name)
+		value, ok := lookup(environ, name)
+		if !ok {
+			return
+		}
+		if setErr := fs.Set(f.Name, value); setErr != nil {
+			err = fmt.Errorf("%s=%q (--%s): %v", name, value, f.Name, setErr)
+		}
+	})
+	return err
+}
+
+// unknownEnv warns of every LEADER_SIDECAR_* variable that no command
+// reads and that sidecar lock does not set, sorted: a misspelt variable is
+// otherwise silently ignored.
+func unknownEnv(environ []string) []string {
+	known := knownEnvNames()
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, envPrefix) && !known[name] {
+			warnings = append(warnings, "ignoring unknown environment variable "+name)
+		}
+	}
+	sort.Strings(warnings)
+	return warnings
+}
+
+// knownEnvNames is the variable of every flag of every command, and the
+// variables sidecar lock gives its command.
+func knownEnvNames() map[string]bool {
+	known := map[string]bool{envName("version"): true}
+	for _, fs := range []*pflag.FlagSet{newSidecarFlags().set, newLockFlags().set} {
+		fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	}
+	for _, name := range lockEnvNames {
+		known[name] = true
+	}
+	return known
+}
+
+func lookup(environ []string, name string) (string, bool) {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}

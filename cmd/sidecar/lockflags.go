@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// lockFlags are the flags of sidecar lock: the election flags the sidecar
+// has, parsed and checked the same way, and lock's own.
+type lockFlags struct {
+	set         *pflag.FlagSet
+	election    electionFlags
+	log         logFlags
+	killGrace   time.Duration
+	httpAddress string
+}
+
+func newLockFlags() *lockFlags {
+	f := &lockFlags{set: newFlagSet("sidecar lock")}
+	fs := f.set
+	fs.SetInterspersed(false) // the first word that is not a flag is CMD
+	f.election.addElection(fs)
+	fs.DurationVar(&f.killGrace, "kill-grace", 0, "after leadership is lost, how long CMD has between SIGTERM and SIGKILL (default: --lease-duration minus --renew-deadline, so CMD is killed before another candidate can lead)")
+	fs.StringVar(&f.httpAddress, "http-address", "", "serve the app API (GET /leader, /leader/watch, ...) of this candidate on a loopback address, e.g. 127.0.0.1:4040 (default: off)")
+	f.election.addStore(fs)
+	f.log.add(fs)
+	documentEnv(fs)
+	return f
+}
+
+// lockConfig is sidecar lock's whole configuration, checked and resolved.
+type lockConfig struct {
+	election electionConfig
+	log      logConfig
+	// killGrace is the wait between SIGTERM and SIGKILL once leadership
+	// is lost.
+	killGrace   time.Duration
+	httpAddress string // "" for none
+	// command is CMD and its arguments; path is CMD as found in $PATH.
+	command []string
+	path    string
+}
+
+// errNoCommand: sidecar lock was given no CMD.
+var errNoCommand = errors.New("no command: want sidecar lock [flags] -- CMD [ARGS...]")
+
+// config checks every flag and CMD. Its error names the flag and the rule
+// it broke; a CMD that cannot be found is a *commandError.
+func (f *lockFlags) config(environ []string) (lockConfig, error) {
+	el, err := f.election.config(environ)
+	if err != nil {
+		return lockConfig{}, err
+	}
+	lc, err := f.log.config()
+	if err != nil {
+		return lockConfig{}, err
+	}
+	killGrace := el.leaseDuration - el.renewDeadline
+	if f.set.Changed("kill-grace") {
+		if f.killGrace < 0 {
+			return lockConfig{}, fmt.Errorf("--kill-grace: must not be negative, got %v", f.killGrace)
+		}
+		killGrace = f.killGrace
+	}
+	if f.httpAddress != "" {
+		if err := checkAddress("--http-address", f.httpAddress); err != nil {
+			return lockConfig{}, err
+		}
+		if !loopbackAddress(f.httpAddress) {
+			return lockConfig{}, fmt.Errorf("--http-address: must be a loopback address (127.0.0.0/8, [::1] or localhost), got %q", f.httpAddress)
+		}
+	}
+	command := f.set.Args()
+	if len(command) == 0 || command[0] == "" {
+		return lockConfig{}, errNoCommand
+	}
+	path, err := exec.LookPath(command[0])
+	if err != nil {
+		return lockConfig{}, &commandError{err}
+	}
+	return lockConfig{election: el, log: lc, killGrace: killGrace, httpAddress: f.httpAddress, command: command, path: path}, nil
+}
+
+// commandError is a CMD that cannot be run: not found (exit status 127,
+// as a shell answers) or not executable (126).
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+
+func (e *commandError) exitStatus() int {
+	if errors.Is(e.err, exec.ErrNotFound) || errors.Is(e.err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+// electionRun is the elector's Run in its goroutine.
+type electionRun struct {
+	done chan struct{}
+	err  error // what Run returned; read it after done is closed
+}
+
+// run takes part in the election, runs CMD once while leading, and
+// returns the exit status. ctx ending counts as a SIGTERM.
+func (l *locker) run(ctx context.Context) int {
+	// The election stops only when run says so, never on a signal, so the
+	// lease is never released while CMD may still run.
+	runCtx, stopElection := context.WithCancel(context.Background())
+	e := &electionRun{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.err = l.elector.Run(runCtx)
+	}()
+	for _, s := range l.servers {
+		go func() { _ = s.serve() }()
+	}
+	defer func() {
+		stopElection()
+		<-e.done // stopped claiming, and released if it held the record
+		l.shutdownServers()
+	}()
+
+	st, status, leading := l.awaitLeadership(ctx, e)
+	if !leading {
+		return status
+	}
+	c, err := startChild(l.cfg, l.p, commandEnv(l.p.environ, st, l.lease))
+	if err != nil {
+		l.log.Error("cannot run the command", "err", err)
+		var ce *commandError
+		if errors.As(err, &ce) {
+			return ce.exitStatus()
+		}
+		return 126
+	}
+	l.log.Info("leading: running the command", "token", st.Token, "pid", c.cmd.Process.Pid)
+	lost := l.supervise(ctx, c, st.Token, e)
+	c.killLeftovers()
+	status = c.exitStatus()
+	if lost != "" {
+		l.log.Error("leadership was lost while the command ran; exiting 1", "reason", lost, "command status", status)
+		return 1
+	}
+	l.log.Info("the command exited; releasing the lease", "status", status)
+	return status
+}
+
+// awaitLeadership waits until this candidate leads. If it never does (the
+// election stops, a signal, ctx ends) it returns leading false and the
+// exit status.
+func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st election.Status, status int, leading bool) {
+	l.log.Info("waiting to lead")
+	for {
+		changed := l.elector.Changed()
+		if st := l.elector.Status(); st.Leader {
+			return st, 0, true
+		}
+		select {
+		case <-changed:
+		case <-e.done:
+			l.log.Error("the election stopped before this candidate led; not running the command", "err", e.err)
+			return st, 1, false
+		case sig := <-l.p.signals:
+			l.log.Info("signal before leading; not running the command", "signal", sig)
+			return st, 128 + signalNumber(sig), false
+		case <-ctx.Done():
+			return st, 128 + int(syscall.SIGTERM), false
+		}
+	}
+}
+
+// supervise watches the claim while CMD runs, passes signals on to it,
+// and stops it if leadership is lost: SIGTERM, then SIGKILL after
+// --kill-grace. It returns once CMD has exited, with why leadership was
+// lost, or "" if it was not.
+func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electionRun) (lost string) {
+	var kill <-chan time.Time
+	electionDone, ctxDone := e.done, ctx.Done()
+	for {
+		changed := l.elector.Changed()
+		var lapse <-chan time.Time
+		if lost == "" {
+			st := l.elector.Status()
+			if lost = lossReason(st, token, e); lost != "" {
+				l.log.Error("leadership lost: stopping the command", "reason", lost, "kill grace", l.cfg.killGrace)
+				c.signal(syscall.SIGTERM)
+				kill = time.After(l.cfg.killGrace)
+			} else {
+				// The claim ends at ValidUntil unless a renewal moves it
+				// (which closes changed): look again then.
+				lapse = time.After(max(time.Until(st.ValidUntil), time.Millisecond))
+			}
+		}
+		select {
+		case <-c.done:
+			return lost
+		case <-changed:
+		case <-lapse:
+		case <-electionDone:
+			electionDone = nil
+		case sig := <-l.p.signals:
+			l.log.Info("passing the signal on to the command", "signal", sig)
+			c.signal(sig)
+		case <-ctxDone:
+			ctxDone = nil
+			c.signal(syscall.SIGTERM)
+		case <-kill:
+			kill = nil
+			l.log.Error("the command outlived --kill-grace: SIGKILL", "kill grace", l.cfg.killGrace)
+			c.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// lossReason says why the term token is over, or "" if st still claims it.
+func lossReason(st election.Status, token int64, e *electionRun) string {
+	select {
+	case <-e.done:
+		return fmt.Sprintf("the election stopped: %v", e.err)
+	default:
+	}
+	switch {
+	case st.Leader && st.Token == token:
+		return ""
+	case st.Leader:
+		return fmt.Sprintf("a new term began (token %d)", st.Token)
+	case st.Holder != "" && st.Holder != st.Identity:
+		return "the record now names " + st.Holder
+	default:
+		return "the claim lapsed: no successful renewal within --renew-deadline"
+	}
+}
+
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return int(syscall.SIGTERM)
+}
+
+func (l *locker) shutdownServers() {
+	close(l.streamsDone)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, s := range l.servers {
+		_ = s.srv.Shutdown(ctx)
+	}
+}
