@@ -27,6 +27,7 @@ type options struct {
 	leaseDuration     time.Duration
 	renewDeadline     time.Duration
 	retryPeriod       time.Duration
+	renewInterval     time.Duration
 	releaseHoldOff    time.Duration
 	releaseOnShutdown bool
 	httpAddress       string
@@ -56,7 +57,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
-	fs.DurationVar(&o.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait between renewals and between a standby's attempts")
+	fs.DurationVar(&o.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait after a failed attempt (the leader's too) and between a standby's attempts")
+	fs.DurationVar(&o.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
 	fs.DurationVar(&o.releaseHoldOff, "release-hold-off", 0, "how long POST /leader/release keeps this candidate out of the election (default: --lease-duration)")
 	fs.BoolVar(&o.releaseOnShutdown, "release-on-shutdown", true, "release the lease on SIGTERM/SIGINT so a standby takes over at once; safe only if the app stops acting as leader first")
 	fs.StringVar(&o.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API; must be loopback (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote")
@@ -124,6 +126,9 @@ func parseOptions(args []string, environ []string, usage io.Writer) (*options, [
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !fs.Changed("renew-interval") {
+		o.renewInterval = election.DefaultRenewInterval(o.leaseDuration, o.renewDeadline, o.retryPeriod)
 	}
 	var warnings []string
 	for _, kv := range environ {

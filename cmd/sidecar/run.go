@@ -96,6 +96,7 @@ func serve(ctx context.Context, o *options, environ []string, log *slog.Logger) 
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
 		RetryPeriod:     o.retryPeriod,
+		RenewInterval:   o.renewInterval,
 		ReleaseOnCancel: o.releaseOnShutdown && publisher == nil,
 		ReleaseHoldOff:  o.releaseHoldOff,
 		Logger:          log,

@@ -28,6 +28,7 @@ var timingFlags = map[string]string{
 	"LeaseDuration": "--lease-duration",
 	"RenewDeadline": "--renew-deadline",
 	"RetryPeriod":   "--retry-period",
+	"RenewInterval": "--renew-interval",
 }
 
 // validate checks the whole configuration. Its error names the flag and
@@ -42,7 +43,11 @@ func validate(o *options) error {
 	if err := checkIdentity(o.identity); err != nil {
 		return err
 	}
-	if err := election.ValidateTimings(o.leaseDuration, o.renewDeadline, o.retryPeriod); err != nil {
+	err := election.ValidateTimings(o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	if err == nil {
+		err = election.ValidateRenewInterval(o.renewInterval, o.renewDeadline, o.retryPeriod)
+	}
+	if err != nil {
 		var ce *election.ConfigError
 		if errors.As(err, &ce) {
 			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
