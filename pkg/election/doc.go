@@ -104,9 +104,10 @@
 // LeaseDuration/RenewDeadline (1.5 with the defaults), and the request
 // latency between the leader's renewal and the standby's first sight of it
 // only adds margin. Measured with the simulator (go run ./hack/sim -drift
-// D), each candidate's clock rate drawn in [1-D, 1+D]: no overlap in 4000
-// schedules up to D = 0.25 (rates apart by up to 1.67), the first overlaps
-// at D = 0.3 (4 in 4000 schedules) and D = 0.4 (11 in 4000). Real clocks
+// D), each candidate's clock rate drawn in [1-D, 1+D] and the renew
+// interval from its whole valid range: no overlap in 4000 schedules at
+// D = 0.2 (rates apart by up to 1.5), then 1 in 4000 at D = 0.25 (rates
+// 0.81 and 1.24, 1.52 apart), 3 at D = 0.3 and 13 at D = 0.4. Real clocks
 // drift by parts per million.
 //
 // Those assumptions can fail (a process paused between reading Status and
