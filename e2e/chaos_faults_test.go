@@ -34,7 +34,7 @@ func (c *chaos) kill(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
 	old.signal(syscall.SIGKILL)
 	old.waitExit(5 * time.Second)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < leaseDuration-2*retryPeriod {
+	if took < leaseDuration-renewInterval-retryPeriod {
 		t.Fatalf("taken over %v after the kill, before the lease could have run out", took)
 	}
 	steady(t, c.live(), s, tok+1, settledFor)
@@ -52,7 +52,7 @@ func (c *chaos) pause(old *sidecar, tok int64) (faultResult, *sidecar, int64) {
 	at := time.Now()
 	old.signal(syscall.SIGSTOP)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < leaseDuration-2*retryPeriod {
+	if took < leaseDuration-renewInterval-retryPeriod {
 		t.Fatalf("taken over %v after the pause, before the lease could have run out", took)
 	}
 	if d := leaseDuration + 500*time.Millisecond - time.Since(at); d > 0 {

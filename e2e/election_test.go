@@ -50,9 +50,9 @@ func TestKilledLeaderIsReplacedAfterTheLeaseWithTheNextToken(t *testing.T) {
 	if next == old || nextToken != token+1 {
 		t.Fatalf("new leader token %d, want %d", nextToken, token+1)
 	}
-	// The last renewal was at most one retry period before the kill, and a
-	// standby waits a whole lease duration after seeing it.
-	if min := leaseDuration - retryPeriod; waited < min {
+	// The last renewal was at most one renew interval before the kill, and
+	// a standby waits a whole lease duration after seeing it.
+	if min := leaseDuration - renewInterval; waited < min {
 		t.Fatalf("standby took over %v after the kill, before the lease could have run out (%v)", waited, min)
 	}
 	t.Logf("fail-over after kill -9: %v (lease %v)", waited.Round(time.Millisecond), leaseDuration)

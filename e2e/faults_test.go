@@ -118,7 +118,7 @@ func awaitSettled(t *testing.T, all []*sidecar, leader *sidecar) {
 	}
 	var last time.Time
 	renewals := -1
-	waitTrue(t, "the leader renews twice", 3*retryPeriod+time.Second, func() bool {
+	waitTrue(t, "the leader renews twice", 2*renewInterval+time.Second, func() bool {
 		if st, err := leader.leader(); err == nil && st.Leader && st.ValidUntil.After(last) {
 			last, renewals = *st.ValidUntil, renewals+1
 		}

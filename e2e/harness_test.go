@@ -22,6 +22,10 @@ const (
 	leaseDuration = 3 * time.Second
 	renewDeadline = 2 * time.Second
 	retryPeriod   = 500 * time.Millisecond
+	// renewInterval is the sidecar's default at these timings (a third of
+	// the lease; no flag sets it): the leader's next renewal is at most
+	// this far off.
+	renewInterval = leaseDuration / 3
 )
 
 var sidecarBin string

@@ -88,9 +88,9 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 		t.Fatalf("deleting the Lease: %v", err)
 	}
 	// The leader, still inside its claim, recreates the Lease at its next
-	// renewal, a retry period on; the standbys, which saw a holder, would
-	// wait a lease duration from the deletion.
-	leader := awaitToken(t, all, token+1, retryPeriod+time.Second)
+	// renewal, at most a renew interval on; the standbys, which saw a
+	// holder, would wait a lease duration from the deletion.
+	leader := awaitToken(t, all, token+1, renewInterval+time.Second)
 	took := time.Since(deleted)
 	if leader != old {
 		t.Fatalf("a standby recreated the Lease %v after the deletion; the leader, still claiming, should have", took)
@@ -157,9 +157,9 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 		{name: "ghost-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("ghost") },
 			bump: 1, notBefore: leaseDuration - 200*time.Millisecond, within: leaseDuration + 3*retryPeriod},
 		{name: "no-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = nil },
-			same: true, bump: 1, within: retryPeriod + margin},
+			same: true, bump: 1, within: renewInterval + margin},
 		{name: "no-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = nil },
-			same: true, bump: 1, within: retryPeriod + margin},
+			same: true, bump: 1, within: renewInterval + margin},
 		{name: "zero-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = ptr.To[int32](0) },
 			rejected: true, same: true, within: margin},
 		{name: "negative-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) },
@@ -190,7 +190,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 				t.Fatal("another candidate leads; the edit should have left the leader in place")
 			}
 			if c.repaired != nil {
-				waitTrue(t, "the leader's renewal repairs the Lease", retryPeriod+margin, func() bool { return c.repaired(k.lease(t, ns, name).Spec) })
+				waitTrue(t, "the leader's renewal repairs the Lease", renewInterval+margin, func() bool { return c.repaired(k.lease(t, ns, name).Spec) })
 			}
 			repairedAfter := time.Since(after)
 			// A whole lease duration: a standby that misjudged the edited
@@ -213,7 +213,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 				t.Logf("token %d kept; Lease repaired %v after the edit", token, repairedAfter.Round(time.Millisecond))
 				return
 			}
-			if last := lastClaim(claims, token); last.Sub(after) > retryPeriod+300*time.Millisecond {
+			if last := lastClaim(claims, token); last.Sub(after) > renewInterval+300*time.Millisecond {
 				t.Fatalf("token %d still claimed %v after the edit", token, last.Sub(after))
 			}
 			if began := first[want].Sub(before); began < c.notBefore {

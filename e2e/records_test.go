@@ -87,7 +87,7 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 	var leader *sidecar
 	next := token + 1
 	if same {
-		leader = awaitToken(t, all, next, retryPeriod+time.Second)
+		leader = awaitToken(t, all, next, renewInterval+time.Second)
 		if leader != old {
 			t.Fatalf("a standby leads with token %d; the leader, still inside its claim, should", next)
 		}
