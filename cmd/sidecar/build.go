@@ -58,6 +58,7 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 		LeaseDuration:   el.leaseDuration,
 		RenewDeadline:   el.renewDeadline,
 		RetryPeriod:     el.retryPeriod,
+		RenewInterval:   el.renewInterval,
 		ReleaseOnCancel: cfg.releaseOnShutdown && publisher == nil,
 		ReleaseHoldOff:  cfg.releaseHoldOff,
 		Logger:          log,

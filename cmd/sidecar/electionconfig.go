@@ -25,6 +25,7 @@ type electionConfig struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	renewInterval time.Duration
 	sqlite        sqliteConfig
 	kube          kubeConfig
 	// pod is this process's Pod, from the Downward API variables.
@@ -64,12 +65,16 @@ var timingFlags = map[string]string{
 	"LeaseDuration": "--lease-duration",
 	"RenewDeadline": "--renew-deadline",
 	"RetryPeriod":   "--retry-period",
+	"RenewInterval": "--renew-interval",
 }
 
 // config checks the flags and resolves what depends on the environment:
 // --backend auto, the identity, the kubeconfig, the Pod. Its error names
 // the flag and the rule it broke.
 func (f *electionFlags) config(environ []string) (electionConfig, error) {
+	if f.set == nil || !f.set.Changed("renew-interval") {
+		f.renewInterval = election.DefaultRenewInterval(f.leaseDuration, f.renewDeadline, f.retryPeriod)
+	}
 	if err := f.check(); err != nil {
 		return electionConfig{}, err
 	}
@@ -81,6 +86,7 @@ func (f *electionFlags) config(environ []string) (electionConfig, error) {
 		leaseDuration: f.leaseDuration,
 		renewDeadline: f.renewDeadline,
 		retryPeriod:   f.retryPeriod,
+		renewInterval: f.renewInterval,
 		sqlite:        sqliteConfig{path: f.sqlitePath, busyTimeout: f.sqliteBusyTimeout, allowNetworkFS: f.sqliteAllowNetFS},
 		kube: kubeConfig{
 			source:    resolveKubeconfig(f.kubeconfig, environ),
@@ -102,7 +108,11 @@ func (f *electionFlags) check() error {
 	if err := checkIdentity(f.identity); err != nil {
 		return err
 	}
-	if err := election.ValidateTimings(f.leaseDuration, f.renewDeadline, f.retryPeriod); err != nil {
+	err := election.ValidateTimings(f.leaseDuration, f.renewDeadline, f.retryPeriod)
+	if err == nil {
+		err = election.ValidateRenewInterval(f.renewInterval, f.renewDeadline, f.retryPeriod)
+	}
+	if err != nil {
 		var ce *election.ConfigError
 		if errors.As(err, &ce) {
 			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)

@@ -19,6 +19,7 @@ type electionFlags struct {
 	leaseDuration     time.Duration
 	renewDeadline     time.Duration
 	retryPeriod       time.Duration
+	renewInterval     time.Duration
 	sqlitePath        string
 	sqliteBusyTimeout time.Duration
 	sqliteAllowNetFS  bool
@@ -26,6 +27,9 @@ type electionFlags struct {
 	kubeconfig        string
 	kubeAPIQPS        float32
 	kubeAPIBurst      int
+	// set is the flag set the election's flags are in, to tell a
+	// --renew-interval given (flag or variable) from its default.
+	set *pflag.FlagSet
 }
 
 // addElection defines the flags of the election and the candidate.
@@ -35,7 +39,9 @@ func (f *electionFlags) addElection(fs *pflag.FlagSet) {
 	fs.StringVar(&f.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
 	fs.DurationVar(&f.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
-	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait between renewals and between a standby's attempts")
+	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait after a failed attempt (the leader's too) and between a standby's attempts")
+	fs.DurationVar(&f.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
+	f.set = fs
 }
 
 // addStore defines the flags of the two stores.

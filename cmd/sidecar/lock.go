@@ -81,6 +81,7 @@ func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logge
 		LeaseDuration:   el.leaseDuration,
 		RenewDeadline:   el.renewDeadline,
 		RetryPeriod:     el.retryPeriod,
+		RenewInterval:   el.renewInterval,
 		ReleaseOnCancel: true,
 		Logger:          log,
 	})

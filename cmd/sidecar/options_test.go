@@ -67,6 +67,12 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"renew not above 1.2 x retry", []string{"--renew-deadline", "2s"}, nil, "--renew-deadline: must be greater than 1.2 x retry period"},
 		{"zero retry", []string{"--retry-period", "0s"}, nil, "--retry-period: must be greater than 0"},
 		{"negative retry", []string{"--retry-period", "-1s"}, nil, "--retry-period: must be greater than 0"},
+		{"zero renew interval", []string{"--renew-interval", "0s"}, nil, "--renew-interval: must be greater than 0, got 0s"},
+		{"renew interval without room for a retry", []string{"--renew-interval", "8s"}, nil,
+			"--renew-interval: must be less than the renew deadline (10s) minus 1.2 x retry period (2.4s), 7.6s, so a failed renewal is retried before the leader stops claiming; got 8s"},
+		{"env: renew interval beyond the lease", nil, []string{"LEADER_SIDECAR_RENEW_INTERVAL=20s"}, "--renew-interval: must be less than the renew deadline"},
+		{"renew interval checked against given timings", []string{"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms", "--renew-interval", "1400ms"}, nil,
+			"--renew-interval: must be less than the renew deadline (2s) minus 1.2 x retry period (600ms), 1.4s"},
 		{"negative hold-off", []string{"--release-hold-off", "-1s"}, nil, "--release-hold-off: must not be negative"},
 		{"address without port", []string{"--http-address", "localhost"}, nil, "--http-address: must be host:port"},
 		{"port out of range", []string{"--http-address", "127.0.0.1:65536"}, nil, "--http-address: port must be a number"},
@@ -109,6 +115,31 @@ func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
 	el := cfg.election
 	if el.leaseName != "from-flag" || el.retryPeriod != time.Second || el.renewDeadline != 10*time.Second {
 		t.Fatalf("lease name %q, retry %v, renew %v", el.leaseName, el.retryPeriod, el.renewDeadline)
+	}
+}
+
+func TestRenewIntervalDefaultsToAThirdOfTheLease(t *testing.T) {
+	cases := []struct {
+		args, env []string
+		want      time.Duration
+	}{
+		{nil, nil, 5 * time.Second},
+		{[]string{"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"}, nil, time.Second},
+		{nil, []string{"LEADER_SIDECAR_LEASE_DURATION=30s", "LEADER_SIDECAR_RENEW_DEADLINE=20s"}, 10 * time.Second},
+		// A third of the lease would leave no room for a retry: half the room.
+		{[]string{"--renew-deadline", "14s", "--retry-period", "10s"}, nil, time.Second},
+		{[]string{"--renew-interval", "3s"}, []string{"LEADER_SIDECAR_RENEW_INTERVAL=4s"}, 3 * time.Second},
+		{nil, []string{"LEADER_SIDECAR_RENEW_INTERVAL=4s"}, 4 * time.Second},
+	}
+	for _, c := range cases {
+		cfg, err := parseSidecarConfig(c.args, c.env)
+		if err != nil {
+			t.Errorf("args %v env %v: %v", c.args, c.env, err)
+			continue
+		}
+		if cfg.election.renewInterval != c.want {
+			t.Errorf("args %v env %v: renew interval %v, want %v", c.args, c.env, cfg.election.renewInterval, c.want)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func (c *chaos) kill(old *sidecartest.Sidecar, tok int64) (faultResult, *sidecar
 	old.Signal(syscall.SIGKILL)
 	old.WaitExit(5 * time.Second)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
+	if took < sidecartest.LeaseDuration-sidecartest.RenewInterval-sidecartest.RetryPeriod {
 		t.Fatalf("taken over %v after the kill, before the lease could have run out", took)
 	}
 	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
@@ -54,7 +54,7 @@ func (c *chaos) pause(old *sidecartest.Sidecar, tok int64) (faultResult, *sideca
 	at := time.Now()
 	old.Signal(syscall.SIGSTOP)
 	s, took := c.expectNext(old, tok+1, at)
-	if took < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
+	if took < sidecartest.LeaseDuration-sidecartest.RenewInterval-sidecartest.RetryPeriod {
 		t.Fatalf("taken over %v after the pause, before the lease could have run out", took)
 	}
 	if d := sidecartest.LeaseDuration + 500*time.Millisecond - time.Since(at); d > 0 {

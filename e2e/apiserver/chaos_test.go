@@ -20,14 +20,14 @@ import (
 // Bounds of the chaos run (see TestChaos).
 const (
 	// recoveryBound: a standby takes a record over once it has seen it
-	// unchanged for a lease duration on its own clock. The leader's last
-	// renewal was at most 1.2 retry periods (jittered retry) before the
-	// fault; the standby notices expiry at its next attempt, at most 1.2
-	// retry periods after the lease ran out; one more second covers
-	// sampling, process scheduling and -race on two shared cores.
+	// unchanged for a lease duration on its own clock, counted from when
+	// it saw the leader's last renewal, before the fault; it notices
+	// expiry at its next attempt, at most 1.2 retry periods after the
+	// lease ran out; one more second covers sampling, process scheduling
+	// and -race on two shared cores.
 	recoveryBound = sidecartest.LeaseDuration + 3*sidecartest.RetryPeriod + time.Second
 	// demoteBound: a leader cut off from its store (or its store stopped)
-	// claims only until renewDeadline after the start of its last
+	// claims only until the renew deadline after the start of its last
 	// successful renewal, which began before the fault; 500ms covers the
 	// sampling interval and scheduling.
 	demoteBound = sidecartest.RenewDeadline + 500*time.Millisecond

@@ -36,7 +36,7 @@ func TestLeaseSidecarsElectAndFailOver(t *testing.T) {
 	if token2 != token+1 {
 		t.Fatalf("token after kill -9: %d, want %d", token2, token+1)
 	}
-	if waited < sidecartest.LeaseDuration-sidecartest.RetryPeriod {
+	if waited < sidecartest.LeaseDuration-sidecartest.RenewInterval {
 		t.Fatalf("took over %v after kill -9, before the lease could have run out", waited)
 	}
 	k.LeaseShows(t, ns, name, sidecartest.IdentityOf(t, second), token2)

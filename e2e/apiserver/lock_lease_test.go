@@ -1,8 +1,9 @@
 package apiserver
 
 import (
-	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"testing"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // Two sidecar lock runs on one Lease of a real API server take turns as

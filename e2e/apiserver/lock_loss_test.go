@@ -3,7 +3,6 @@ package apiserver
 import (
 	"errors"
 	"fmt"
-	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // When sidecar lock loses leadership, CMD gets SIGTERM, then SIGKILL after

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"fmt"
-	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // sidecar lock as a process: each CMD is a shell script that appends what

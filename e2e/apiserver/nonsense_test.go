@@ -56,9 +56,9 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 		t.Fatalf("deleting the Lease: %v", err)
 	}
 	// The leader, still inside its claim, recreates the Lease at its next
-	// renewal, a retry period on; the standbys, which saw a holder, would
-	// wait a lease duration from the deletion.
-	leader := sidecartest.AwaitToken(t, all, token+1, sidecartest.RetryPeriod+time.Second)
+	// renewal, at most a renew interval on; the standbys, which saw a
+	// holder, would wait a lease duration from the deletion.
+	leader := sidecartest.AwaitToken(t, all, token+1, sidecartest.RenewInterval+time.Second)
 	took := time.Since(deleted)
 	if leader != old {
 		t.Fatalf("a standby recreated the Lease %v after the deletion; the leader, still claiming, should have", took)
@@ -125,9 +125,9 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 		{name: "ghost-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = ptr.To("ghost") },
 			bump: 1, notBefore: sidecartest.LeaseDuration - 200*time.Millisecond, within: sidecartest.LeaseDuration + 3*sidecartest.RetryPeriod},
 		{name: "no-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = nil },
-			same: true, bump: 1, within: sidecartest.RetryPeriod + margin},
+			same: true, bump: 1, within: sidecartest.RenewInterval + margin},
 		{name: "no-holder", edit: func(s *coordinationv1.LeaseSpec) { s.HolderIdentity = nil },
-			same: true, bump: 1, within: sidecartest.RetryPeriod + margin},
+			same: true, bump: 1, within: sidecartest.RenewInterval + margin},
 		{name: "zero-duration", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseDurationSeconds = ptr.To[int32](0) },
 			rejected: true, same: true, within: margin},
 		{name: "negative-transitions", edit: func(s *coordinationv1.LeaseSpec) { s.LeaseTransitions = ptr.To[int32](-1) },
@@ -158,7 +158,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 				t.Fatal("another candidate leads; the edit should have left the leader in place")
 			}
 			if c.repaired != nil {
-				sidecartest.WaitTrue(t, "the leader's renewal repairs the Lease", sidecartest.RetryPeriod+margin, func() bool { return c.repaired(k.Lease(t, ns, name).Spec) })
+				sidecartest.WaitTrue(t, "the leader's renewal repairs the Lease", sidecartest.RenewInterval+margin, func() bool { return c.repaired(k.Lease(t, ns, name).Spec) })
 			}
 			repairedAfter := time.Since(after)
 			// A whole lease duration: a standby that misjudged the edited
@@ -181,7 +181,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 				t.Logf("token %d kept; Lease repaired %v after the edit", token, repairedAfter.Round(time.Millisecond))
 				return
 			}
-			if last := lastClaim(claims, token); last.Sub(after) > sidecartest.RetryPeriod+300*time.Millisecond {
+			if last := lastClaim(claims, token); last.Sub(after) > sidecartest.RenewInterval+300*time.Millisecond {
 				t.Fatalf("token %d still claimed %v after the edit", token, last.Sub(after))
 			}
 			if began := first[want].Sub(before); began < c.notBefore {

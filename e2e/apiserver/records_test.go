@@ -89,7 +89,7 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 	var leader *sidecartest.Sidecar
 	next := token + 1
 	if same {
-		leader = sidecartest.AwaitToken(t, all, next, sidecartest.RetryPeriod+time.Second)
+		leader = sidecartest.AwaitToken(t, all, next, sidecartest.RenewInterval+time.Second)
 		if leader != old {
 			t.Fatalf("a standby leads with token %d; the leader, still inside its claim, should", next)
 		}

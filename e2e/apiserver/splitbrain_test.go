@@ -85,9 +85,10 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	if next != token+1 {
 		t.Fatalf("B leads with token %d, want %d", next, token+1)
 	}
-	// A's last renewal was at most a retry period (plus jitter) before the
-	// freeze; a release would have been taken over in milliseconds.
-	if takeover < sidecartest.LeaseDuration-2*sidecartest.RetryPeriod {
+	// A's last renewal was at most a renew interval (plus a retry period
+	// of slack) before the freeze; a release would have been taken over in
+	// milliseconds.
+	if takeover < sidecartest.LeaseDuration-sidecartest.RenewInterval-sidecartest.RetryPeriod {
 		t.Fatalf("B took over %v after A froze, before A's lease could have run out", takeover)
 	}
 	bWrite := b.worker.await(t, "B's write", 10*time.Second, func(e workerEvent) bool {

@@ -52,9 +52,9 @@ func TestKilledLeaderIsReplacedAfterTheLeaseWithTheNextToken(t *testing.T) {
 	if next == old || nextToken != token+1 {
 		t.Fatalf("new leader token %d, want %d", nextToken, token+1)
 	}
-	// The last renewal was at most one retry period before the kill, and a
-	// standby waits a whole lease duration after seeing it.
-	if min := sidecartest.LeaseDuration - sidecartest.RetryPeriod; waited < min {
+	// The last renewal was at most one renew interval before the kill, and
+	// a standby waits a whole lease duration after seeing it.
+	if min := sidecartest.LeaseDuration - sidecartest.RenewInterval; waited < min {
 		t.Fatalf("standby took over %v after the kill, before the lease could have run out (%v)", waited, min)
 	}
 	t.Logf("fail-over after kill -9: %v (lease %v)", waited.Round(time.Millisecond), sidecartest.LeaseDuration)
@@ -75,7 +75,7 @@ func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
 		t.Fatalf("new leader token %d, want %d", nextToken, token+1)
 	}
 	// Without the release, a standby would wait out the lease: at least
-	// leaseDuration-retryPeriod (2.5s) after the signal.
+	// sidecartest.LeaseDuration-sidecartest.RetryPeriod (2.5s) after the signal.
 	if took > time.Second {
 		t.Fatalf("hand-off took %v, want about a second at most (release + change signal)", took)
 	}

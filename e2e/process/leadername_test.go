@@ -3,10 +3,11 @@ package process
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )

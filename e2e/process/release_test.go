@@ -2,11 +2,12 @@ package process
 
 import (
 	"encoding/json"
-	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // release sends POST /leader/release to s and returns the status and the

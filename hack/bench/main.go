@@ -39,8 +39,10 @@ type config struct {
 	LoadDuration time.Duration
 	Concurrency  int
 	SQLite       bool
-	Command      string
-	Log          func(string)
+	// SQLiteHandoffOnly measures the SQLite hand-off alone (sqliteHandoff).
+	SQLiteHandoffOnly bool
+	Command           string
+	Log               func(string)
 }
 
 type bench struct {
@@ -69,6 +71,7 @@ func main() {
 	flag.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	flag.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
 	flag.BoolVar(&c.SQLite, "sqlite", true, "also measure the sidecar's hand-off on the SQLite backend")
+	flag.BoolVar(&c.SQLiteHandoffOnly, "sqlite-handoff-only", false, "measure only the sidecar's hand-off on the SQLite backend (-trials per profile; no API server), print it and write nothing")
 	flag.Parse()
 	for _, s := range strings.Split(standbys, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -84,7 +87,11 @@ func main() {
 	if c.Smoke {
 		c = smokeConfig(c)
 	}
-	page, err := run(c)
+	measure := run
+	if c.SQLiteHandoffOnly {
+		measure = sqliteHandoff
+	}
+	page, err := measure(c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -39,6 +39,9 @@ func (b *bench) spawn(sys string, prof profile, backend, ns, name string, follow
 }
 
 func (b *bench) namespace(base string) (string, error) {
+	if b.kube == nil {
+		return b.sqliteName(base), nil
+	}
 	return b.kube.Namespace(context.Background(), base)
 }
 

@@ -30,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 3*time.Minute, "virtual time of each schedule (the last 100s are free of faults)")
 	drift := fs.Float64("drift", 0, "each candidate's clock runs at a rate in [1-drift, 1+drift]")
 	candidates := fs.Int("candidates", 3, "candidates running at once")
+	renewInterval := fs.Duration("renew-interval", 0, "every candidate's renew interval (default: drawn per schedule from the valid range)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "schedules run in parallel")
 	verbose := fs.Bool("v", false, "print every schedule's trace, not only those that break an invariant")
 	report := fs.Int("report", 3, "print the traces of at most this many broken schedules")
@@ -40,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sim: -seeds and -workers must be at least 1")
 		return 2
 	}
-	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates}
+	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval}
 	if *duration <= 100*time.Second {
 		opts.Quiet = *duration / 2
 	}

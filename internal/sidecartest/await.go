@@ -66,7 +66,7 @@ func AwaitSettled(t testing.TB, all []*Sidecar, leader *Sidecar) {
 	}
 	var last time.Time
 	renewals := -1
-	WaitTrue(t, "the leader renews twice", 3*RetryPeriod+time.Second, func() bool {
+	WaitTrue(t, "the leader renews twice", 2*RenewInterval+time.Second, func() bool {
 		if st, err := leader.Leader(); err == nil && st.Leader && st.ValidUntil.After(last) {
 			last, renewals = *st.ValidUntil, renewals+1
 		}

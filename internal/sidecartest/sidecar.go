@@ -15,6 +15,10 @@ const (
 	LeaseDuration = 3 * time.Second
 	RenewDeadline = 2 * time.Second
 	RetryPeriod   = 500 * time.Millisecond
+	// RenewInterval is the sidecar's default at these timings (a third of
+	// the lease; no flag sets it): the leader's next renewal is at most
+	// this far off.
+	RenewInterval = LeaseDuration / 3
 )
 
 // Sidecar is one running sidecar process of a test: a Proc whose test it

@@ -3,7 +3,7 @@
 // candidates, one in-memory store with linearizable compare-and-swap, and
 // virtual time, with a schedule of faults drawn from a seed: store latency
 // (up to beyond the renew deadline) and failures per request, store
-// outages, process pauses of any length, crashes and restarts with a new
+// outages, the leader's renew interval (anywhere in its valid range), process pauses of any length, crashes and restarts with a new
 // identity, graceful stops and releases, the record deleted or edited by
 // hand (holder emptied or changed, token raised or lowered, lease duration
 // changed), change signals delayed, dropped and reordered, and clocks that
@@ -41,6 +41,9 @@ type Options struct {
 	Drift float64
 	// Timings, defaulting to the sidecar's: 15s, 10s, 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// RenewInterval, if not zero, is every candidate's renew interval;
+	// zero draws one per schedule (drawRenewInterval).
+	RenewInterval time.Duration
 	// FaultEvery is the mean time between faults. Default 4 seconds.
 	FaultEvery time.Duration
 }
@@ -74,7 +77,13 @@ func (o Options) validate() error {
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	}
-	return election.ValidateTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	if err := election.ValidateTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
+		return err
+	}
+	if o.RenewInterval != 0 {
+		return election.ValidateRenewInterval(o.RenewInterval, o.RenewDeadline, o.RetryPeriod)
+	}
+	return nil
 }
 
 // slowMax is the longest a slow request takes to reach the store.
@@ -90,16 +99,49 @@ const longestEdit = 30 * time.Second
 // out that absence (another) and claims the record it recreates after its
 // own lease duration; each on a clock that may run slow by Drift, with
 // three retry periods and a second of store latency as margin.
+//
+// The renew interval adds nothing to it: a candidate waits a renew
+// interval only after a renewal that left it claiming, and the wait ends
+// before that claim does (RenewInterval < RenewDeadline, on the same
+// clock), so it never falls within a stretch without a leader. The
+// schedules draw renew intervals from the whole valid range, up to the
+// largest, to check that.
 func (o Options) livenessBound() time.Duration {
 	longest := max(o.LeaseDuration, longestEdit)
 	wait := 2*longest + o.LeaseDuration + 3*o.RetryPeriod
 	return o.slowMax() + time.Duration(float64(wait)/(1-o.Drift)) + time.Second
 }
 
+// drawRenewInterval picks a schedule's renew interval, from a random
+// stream of its own so that the rest of the schedule drawn from a seed
+// does not depend on it: the default (a third of the lease), one near the
+// largest that ValidateRenewInterval accepts (the fewest tries before
+// demotion), or any valid one from a twentieth of that up.
+func drawRenewInterval(o Options) time.Duration {
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x7e4e))
+	room := o.RenewDeadline - time.Duration(election.JitterFactor*float64(o.RetryPeriod))
+	between := func(lo, hi time.Duration) time.Duration { // in [lo, hi)
+		if hi-lo <= 1 {
+			return lo
+		}
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+	}
+	switch rng.IntN(3) {
+	case 0:
+		return election.DefaultRenewInterval(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	case 1:
+		return between(room*9/10, room)
+	default:
+		return between(max(room/20, 1), room)
+	}
+}
+
 // Result is what one schedule found.
 type Result struct {
-	Seed       int64
-	Violations []Violation
+	Seed int64
+	// RenewInterval is the candidates' renew interval in this schedule.
+	RenewInterval time.Duration
+	Violations    []Violation
 	// Exceptions are overlaps of the one kind the README documents (a
 	// candidate that never saw the record creating it at once after it was
 	// deleted, while the last holder still claimed).
@@ -124,21 +166,27 @@ func Run(opts Options) (Result, error) {
 		quietFrom: opts.Duration - opts.Quiet,
 	}
 	w.trace.limit = 400
+	w.renewInterval = opts.RenewInterval
+	if w.renewInterval == 0 {
+		w.renewInterval = drawRenewInterval(opts)
+	}
 	w.snapshots = w.chance(0.5)
 	w.profile = drawProfile(w)
-	w.logf("schedule %d: %d candidates, snapshots %v, store %+v", opts.Seed, opts.Candidates, w.snapshots, w.profile)
+	w.logf("schedule %d: %d candidates, renew interval %v, snapshots %v, store %+v",
+		opts.Seed, opts.Candidates, w.renewInterval, w.snapshots, w.profile)
 	for range opts.Candidates {
 		w.at(w.between(0, 5*time.Second), func() { w.startCandidate() })
 	}
 	scheduleFaults(w)
 	w.run()
 	return Result{
-		Seed:       opts.Seed,
-		Violations: w.check.violations,
-		Exceptions: w.check.exceptions,
-		Trace:      w.trace.lines(),
-		Virtual:    w.now,
-		Events:     w.eventCount,
-		Terms:      w.check.terms,
+		Seed:          opts.Seed,
+		RenewInterval: w.renewInterval,
+		Violations:    w.check.violations,
+		Exceptions:    w.check.exceptions,
+		Trace:         w.trace.lines(),
+		Virtual:       w.now,
+		Events:        w.eventCount,
+		Terms:         w.check.terms,
 	}, nil
 }

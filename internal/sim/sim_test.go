@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 func TestAScheduleReplaysExactly(t *testing.T) {
@@ -46,7 +49,7 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 // do overlap, and the checker says so: it can fail. These seeds overlap
 // with clocks within 40% of true time.
 func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
-	for _, seed := range []int64{95, 139, 227, 880} {
+	for _, seed := range []int64{582, 1029, 1086, 1147} {
 		r, err := Run(Options{Seed: seed, Drift: 0.4})
 		if err != nil {
 			t.Fatal(err)
@@ -57,8 +60,55 @@ func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
 	}
 }
 
+// Schedules draw the leader's renew interval from the whole range
+// election.ValidateRenewInterval accepts: the default, the largest
+// (the fewest tries before demotion) and everything between.
+func TestSchedulesDrawRenewIntervalsFromTheValidRange(t *testing.T) {
+	o := Options{}.withDefaults()
+	def := election.DefaultRenewInterval(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	largest := o.RenewDeadline - time.Duration(election.JitterFactor*float64(o.RetryPeriod))
+	var defaults, nearLargest, below int
+	for seed := int64(1); seed <= 300; seed++ {
+		o.Seed = seed
+		d := drawRenewInterval(o)
+		if err := election.ValidateRenewInterval(d, o.RenewDeadline, o.RetryPeriod); err != nil {
+			t.Fatalf("seed %d drew %v: %v", seed, d, err)
+		}
+		switch {
+		case d == def:
+			defaults++
+		case d >= largest*9/10:
+			nearLargest++
+		case d < def:
+			below++
+		}
+	}
+	if defaults < 50 || nearLargest < 50 || below < 20 {
+		t.Fatalf("300 schedules drew the default %d times, within 10%% of the largest (%v) %d times, below the default %d times",
+			defaults, largest, nearLargest, below)
+	}
+}
+
+// At the largest renew interval (7.6s - 1ns at the defaults) a failed
+// renewal gets one retry before demotion; the invariants hold all the same.
+func TestSchedulesAtTheLargestRenewIntervalKeepTheInvariants(t *testing.T) {
+	largest := election.DefaultRenewDeadline - time.Duration(election.JitterFactor*float64(election.DefaultRetryPeriod)) - 1
+	for seed := int64(1); seed <= 100; seed++ {
+		r, err := Run(Options{Seed: seed, RenewInterval: largest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.RenewInterval != largest {
+			t.Fatalf("seed %d ran with renew interval %v, want %v", seed, r.RenewInterval, largest)
+		}
+		if len(r.Violations) > 0 {
+			t.Fatalf("seed %d: %v\n%s", seed, r.Violations, strings.Join(r.Trace, "\n"))
+		}
+	}
+}
+
 func TestOptionsAreChecked(t *testing.T) {
-	for _, o := range []Options{{Candidates: -1}, {Drift: 1}, {Quiet: 3 * 60e9, Duration: 60e9}, {LeaseDuration: 1e9, RenewDeadline: 2e9, RetryPeriod: 1e9}} {
+	for _, o := range []Options{{Candidates: -1}, {Drift: 1}, {Quiet: 3 * 60e9, Duration: 60e9}, {LeaseDuration: 1e9, RenewDeadline: 2e9, RetryPeriod: 1e9}, {RenewInterval: 8e9}} {
 		if _, err := Run(o); err == nil {
 			t.Errorf("Run(%+v) accepted bad options", o)
 		}

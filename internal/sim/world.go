@@ -26,9 +26,10 @@ type world struct {
 	queue events
 	seq   int
 
-	store     store
-	snapshots bool // candidates' backends are Snapshotters (the Lease backend's kind)
-	profile   profile
+	store         store
+	renewInterval time.Duration // every candidate's
+	snapshots     bool          // candidates' backends are Snapshotters (the Lease backend's kind)
+	profile       profile
 
 	candidates []*candidate
 	started    int // candidates ever started, for identities
@@ -125,6 +126,7 @@ func (w *world) startCandidate() *candidate {
 		LeaseDuration:   w.opts.LeaseDuration,
 		RenewDeadline:   w.opts.RenewDeadline,
 		RetryPeriod:     w.opts.RetryPeriod,
+		RenewInterval:   w.renewInterval,
 		ReleaseOnCancel: true,
 		Clock:           c.clock,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -19,10 +19,33 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
-// JitterFactor bounds the random extra wait between a standby's attempts:
-// up to JitterFactor-1 (20%) of RetryPeriod. RenewDeadline must exceed
-// JitterFactor*RetryPeriod so a leader gets more than one try per deadline.
+// JitterFactor bounds the random extra wait between attempts after a
+// failure and between a standby's polls: up to JitterFactor-1 (20%) of
+// RetryPeriod. RenewDeadline must exceed JitterFactor*RetryPeriod, and
+// RenewInterval+JitterFactor*RetryPeriod too, so that a failed renewal is
+// retried before the leader stops claiming.
 const JitterFactor = 1.2
+
+// DefaultRenewInterval is the RenewInterval used when Config leaves it
+// zero: a third of the lease duration, as in the reference tutorial (5s
+// at the default timings, so 12 renewals a minute). When that would leave
+// no room for a retry before the renew deadline (see ValidateRenewInterval),
+// it is half the room there is instead: (renewDeadline -
+// JitterFactor*retryPeriod) / 2, which passes ValidateRenewInterval for
+// any timings ValidateTimings accepts that leave that room at 2ns or more.
+func DefaultRenewInterval(leaseDuration, renewDeadline, retryPeriod time.Duration) time.Duration {
+	room := renewDeadline - jittered(retryPeriod, 1)
+	if third := leaseDuration / 3; third < room {
+		return third
+	}
+	return room / 2
+}
+
+// jittered is retryPeriod stretched by jitter in [0, 1] up to
+// JitterFactor*retryPeriod.
+func jittered(retryPeriod time.Duration, jitter float64) time.Duration {
+	return time.Duration(float64(retryPeriod) * (1 + (JitterFactor-1)*jitter))
+}
 
 // Config configures an Elector. Zero durations take their defaults.
 type Config struct {
@@ -39,9 +62,19 @@ type Config struct {
 	// renewal the leader keeps claiming leadership. Default 10s. Must
 	// exceed JitterFactor*RetryPeriod.
 	RenewDeadline time.Duration
-	// RetryPeriod is the wait between a leader's renewals and between a
-	// standby's attempts. Default 2s.
+	// RetryPeriod is the wait, plus up to 20% jitter, before the next
+	// attempt after a failed one (the leader's included), and between a
+	// standby's polls when it cannot rely on change signals. Default 2s.
 	RetryPeriod time.Duration
+	// RenewInterval is how long after the start of its last successful
+	// renewal the leader renews again. A failed renewal is retried after a
+	// jittered RetryPeriod, not a RenewInterval. Default:
+	// DefaultRenewInterval (LeaseDuration/3, 5s). Must be greater than 0,
+	// and RenewInterval + JitterFactor*RetryPeriod must be less than
+	// RenewDeadline. The interval never lengthens a claim (see the package
+	// doc); it decides how many failed tries fit before the leader stops
+	// claiming.
+	RenewInterval time.Duration
 	// ReleaseOnCancel makes Run release the lease when its context ends
 	// while it holds the record. Safe only once the application has stopped
 	// acting as leader.
@@ -119,6 +152,9 @@ func (c Config) withDefaults() Config {
 	if c.RetryPeriod == 0 {
 		c.RetryPeriod = DefaultRetryPeriod
 	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = DefaultRenewInterval(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	}
 	if c.ReleaseHoldOff == 0 {
 		c.ReleaseHoldOff = c.LeaseDuration
 	}
@@ -156,6 +192,25 @@ func ValidateTimings(lease, renew, retry time.Duration) error {
 	return nil
 }
 
+// ValidateRenewInterval checks renewInterval against timings that
+// ValidateTimings accepted: it must be greater than 0, and renewInterval +
+// JitterFactor*retryPeriod must be less than renewDeadline, so that after
+// a renewal that fails at once, its retry starts, even after the longest
+// jittered wait, while the leader still claims. Errors are *ConfigError
+// on RenewInterval.
+func ValidateRenewInterval(renewInterval, renewDeadline, retryPeriod time.Duration) error {
+	room := renewDeadline - jittered(retryPeriod, 1)
+	switch {
+	case renewInterval <= 0:
+		return &ConfigError{"RenewInterval", fmt.Sprintf("must be greater than 0, got %v", renewInterval)}
+	case renewInterval >= room:
+		return &ConfigError{"RenewInterval", fmt.Sprintf(
+			"must be less than the renew deadline (%v) minus %v x retry period (%v), %v, so a failed renewal is retried before the leader stops claiming; got %v",
+			renewDeadline, JitterFactor, jittered(retryPeriod, 1), room, renewInterval)}
+	}
+	return nil
+}
+
 func (c Config) validate() error {
 	if c.Backend == nil {
 		return &ConfigError{"Backend", "is required"}
@@ -166,7 +221,10 @@ func (c Config) validate() error {
 	if c.ReleaseHoldOff < 0 {
 		return &ConfigError{"ReleaseHoldOff", fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
 	}
-	return ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	if err := ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
+		return err
+	}
+	return ValidateRenewInterval(c.RenewInterval, c.RenewDeadline, c.RetryPeriod)
 }
 
 // Observers returns an Observer that tells each of obs in turn.

@@ -44,6 +44,70 @@ func TestValidateTimings(t *testing.T) {
 	}
 }
 
+func TestValidateRenewInterval(t *testing.T) {
+	s := time.Second
+	cases := []struct {
+		name                     string
+		interval, renew, retry   time.Duration
+		wantErr, mention, naming string
+	}{
+		{"default: a third of the lease", 5 * s, 10 * s, 2 * s, "", "", ""},
+		{"just inside: 7.6s - 1ns", 7600*time.Millisecond - 1, 10 * s, 2 * s, "", "", ""},
+		{"one retry period", 2 * s, 10 * s, 2 * s, "", "", ""},
+		{"short profile default", s, 2 * s, s / 2, "", "", ""},
+		{"leaves exactly 1.2 x retry", 7600 * time.Millisecond, 10 * s, 2 * s, "RenewInterval", "less than the renew deadline (10s) minus 1.2 x retry period (2.4s), 7.6s", "got 7.6s"},
+		{"the whole deadline", 10 * s, 10 * s, 2 * s, "RenewInterval", "less than the renew deadline", "got 10s"},
+		{"beyond the lease", 20 * s, 10 * s, 2 * s, "RenewInterval", "so a failed renewal is retried", "got 20s"},
+		{"zero", 0, 10 * s, 2 * s, "RenewInterval", "greater than 0", "got 0s"},
+		{"negative", -s, 10 * s, 2 * s, "RenewInterval", "greater than 0", "got -1s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := ValidateRenewInterval(c.interval, c.renew, c.retry)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != c.wantErr || !strings.Contains(ce.Problem, c.mention) || !strings.Contains(ce.Problem, c.naming) {
+				t.Fatalf("got %v, want a ConfigError on %s mentioning %q and %q", err, c.wantErr, c.mention, c.naming)
+			}
+		})
+	}
+}
+
+// The default is a third of the lease where that leaves room for a retry,
+// and always valid for valid timings.
+func TestDefaultRenewInterval(t *testing.T) {
+	s := time.Second
+	cases := []struct {
+		lease, renew, retry, want time.Duration
+	}{
+		{15 * s, 10 * s, 2 * s, 5 * s},
+		{3 * s, 2 * s, s / 2, s},
+		{60 * s, 40 * s, 5 * s, 20 * s},
+		// A third of the lease (5s) would leave no room: 14s - 12s = 2s of
+		// room, half of it.
+		{15 * s, 14 * s, 10 * s, s},
+		// Barely valid timings still get a valid interval.
+		{15 * s, 12*s + 2, 10 * s, 1},
+	}
+	for _, c := range cases {
+		got := DefaultRenewInterval(c.lease, c.renew, c.retry)
+		if got != c.want {
+			t.Errorf("DefaultRenewInterval(%v, %v, %v) = %v, want %v", c.lease, c.renew, c.retry, got, c.want)
+		}
+		if err := ValidateTimings(c.lease, c.renew, c.retry); err != nil {
+			t.Fatalf("timings %v/%v/%v: %v", c.lease, c.renew, c.retry, err)
+		}
+		if err := ValidateRenewInterval(got, c.renew, c.retry); err != nil {
+			t.Errorf("the default %v for %v/%v/%v is refused: %v", got, c.lease, c.renew, c.retry, err)
+		}
+	}
+}
+
 func TestNewRejectsIncompleteConfig(t *testing.T) {
 	b := memory.NewStore().Open("x")
 	cases := []struct {
@@ -55,6 +119,8 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		{"no identity", Config{Backend: b}, "Identity"},
 		{"negative hold-off", Config{Backend: b, Identity: "a", ReleaseHoldOff: -time.Second}, "ReleaseHoldOff"},
 		{"bad timings", Config{Backend: b, Identity: "a", RenewDeadline: time.Minute}, "LeaseDuration"},
+		{"negative renew interval", Config{Backend: b, Identity: "a", RenewInterval: -time.Second}, "RenewInterval"},
+		{"renew interval without room for a retry", Config{Backend: b, Identity: "a", RenewInterval: 8 * time.Second}, "RenewInterval"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,7 +140,7 @@ func TestNewAppliesDefaults(t *testing.T) {
 	}
 	c := e.cfg
 	if c.LeaseDuration != DefaultLeaseDuration || c.RenewDeadline != DefaultRenewDeadline ||
-		c.RetryPeriod != DefaultRetryPeriod || c.ReleaseHoldOff != DefaultLeaseDuration {
+		c.RetryPeriod != DefaultRetryPeriod || c.ReleaseHoldOff != DefaultLeaseDuration || c.RenewInterval != 5*time.Second {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 }

@@ -66,7 +66,7 @@
 // leads (unless the create is answered after the claim it gives has
 // lapsed: then it may have landed long after the candidate looked, and the
 // record is claimed a lease duration later, as a recreated one), even if the holder of the deleted record still claims, until that
-// holder's next renewal finds the new record (at most RetryPeriod, plus
+// holder's next renewal finds the new record (at most RenewInterval, plus
 // store latency). Its token restarts from the stored state, so it is equal
 // to or lower than the old holder's, and a guard refuses its writes
 // (pkg/fence). The simulator (internal/sim) counts these separately.
@@ -104,9 +104,10 @@
 // LeaseDuration/RenewDeadline (1.5 with the defaults), and the request
 // latency between the leader's renewal and the standby's first sight of it
 // only adds margin. Measured with the simulator (go run ./hack/sim -drift
-// D), each candidate's clock rate drawn in [1-D, 1+D]: no overlap in 4000
-// schedules up to D = 0.25 (rates apart by up to 1.67), the first overlaps
-// at D = 0.3 (4 in 4000 schedules) and D = 0.4 (11 in 4000). Real clocks
+// D), each candidate's clock rate drawn in [1-D, 1+D] and the renew
+// interval from its whole valid range: no overlap in 4000 schedules at
+// D = 0.2 (rates apart by up to 1.5), then 1 in 4000 at D = 0.25 (rates
+// 0.81 and 1.24, 1.52 apart), 3 at D = 0.3 and 13 at D = 0.4. Real clocks
 // drift by parts per million.
 //
 // Those assumptions can fail (a process paused between reading Status and
@@ -115,23 +116,70 @@
 // it has accepted rejects the stale write. ValidUntil and self-demotion only
 // narrow the window in which a stale write is attempted.
 //
+// # Renewing less often than retrying
+//
+// The leader renews RenewInterval after the start of its last successful
+// renewal (default LeaseDuration/3: every 5s, 12 writes a minute at the
+// default timings, where client-go renews every RetryPeriod, 30 a minute).
+// After a failed request it tries again every RetryPeriod instead, plus up
+// to 20% jitter, until a renewal succeeds or its claim ends.
+//
+// The interval cannot lengthen a claim, so the argument above holds for
+// every interval. Let s be the start of the holder's last successful
+// renewal, which wrote the record a standby saw last:
+//
+//	the holder claims while        now < s + RenewDeadline   (self-demotion, at every answer)
+//	a standby may write only at    seen + max(record's lease, own LeaseDuration)   (decide's expiry)
+//	                               >= s + LeaseDuration      (seen: when the answer showing that write arrived, after the write landed, after s)
+//
+// and RenewDeadline < LeaseDuration. Renewing less often only means fewer
+// extensions: a leader that stops renewing (crashed, paused, cut off)
+// stops claiming at s + RenewDeadline whatever the interval, and if its
+// last write was seen later than s, the standby only waits longer.
+//
+// Room for retries. A longer interval leaves fewer tries before the claim
+// ends, so Config requires RenewInterval > 0 and RenewInterval +
+// JitterFactor*RetryPeriod < RenewDeadline: after a renewal that fails at
+// once, a retry starts, even after the longest jittered wait, while the
+// leader still claims. At the defaults (15s, 10s, 2s, renew interval 5s)
+// a renewal starts at s+5s; if the store fails fast, retries start at
+// s+7s to s+7.4s and s+9s to s+9.8s; the leader stops claiming at s+10s:
+// three tries (the renewal and two retries) fit before demotion. A request
+// that hangs until its timeout uses up its share: a renewal that hangs for
+// the rest of the claim leaves no retry, and the leader steps down; the
+// rule above still holds.
+//
+// client-go candidates on the same Lease judge expiry the same way, from
+// what they observe: each remembers when it last saw the Lease's record
+// change (observedTime, taken after its read returned) and takes over only
+// once observedTime + the record's leaseDurationSeconds has passed. Every
+// renewal writes a new renewTime, which such a candidate sees as a change,
+// so while the sidecar renews every RenewInterval (5s < a 15s lease) no
+// client-go candidate sees the record unchanged for a lease duration; once
+// renewals stop, its observedTime is after s, so it takes over no earlier
+// than s + LeaseDuration, after the sidecar's claim ended at s +
+// RenewDeadline.
+//
 // # Liveness and cost
 //
 // Losing leadership never ends the loop: the candidate steps down and
-// contends again. The leader renews every RetryPeriod with one conditional
-// Update on the version it wrote last (a read only when that fails); after a
-// failed request it waits a jittered RetryPeriod before it tries again, and
-// only a renewal that succeeded but left a claim shorter than RetryPeriod
-// is followed at once by another. A standby wakes when the backend signals
-// a change and at the instant the rules may next allow it to write. If the
-// backend is a backend.Snapshotter, the standby learns each change from the
-// snapshot without a request and otherwise waits for that instant, so while
-// the leader is healthy it sends nothing. Whenever a read shows a change
-// that no snapshot reported (no snapshots, or a watch that fell silent), the
-// standby polls every RetryPeriod (with up to 20% jitter) until snapshots
-// keep up again. On shutdown with ReleaseOnCancel, and on Release, the
-// leader writes an empty holder in the release shape (token kept) so a
-// watching standby can take over at once.
+// contends again. The leader renews every RenewInterval with one
+// conditional Update on the version it wrote last (a read only when that
+// fails), counted from the start of the last successful renewal, so a
+// renewal that took longer than RenewInterval is followed at once by
+// another; after a failed request it waits a jittered RetryPeriod before
+// it tries again. A standby wakes when the backend signals a change and at
+// the instant the rules may next allow it to write. A change signal is
+// only an earlier read: the standby reads (or takes the snapshot) and
+// applies every rule above, so a signal can never shorten a wait. If the
+// backend is a backend.Snapshotter, the standby learns each change from
+// the snapshot without a request and otherwise waits for that instant, so
+// while the leader is healthy it sends nothing. Whenever a read shows a
+// change that no snapshot reported (no snapshots, or a watch that fell
+// silent), the standby polls every RetryPeriod (with up to 20% jitter)
+// until snapshots keep up again. On shutdown with ReleaseOnCancel, and on
+// Release, the leader writes an empty holder in the release shape (token
+// kept) so a watching standby can take over at once.
 //
 // Healthy reports a wedged loop: an attempt or a snapshot in hand for
 // longer than RenewDeadline plus two retry periods. Waiting is not wedged:

@@ -22,7 +22,8 @@ func (e *Elector) Run(ctx context.Context) error {
 		go e.watchForLoss(watchCtx, n.Lost())
 	}
 	e.log.Info("joining the election",
-		"leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline, "retryPeriod", e.cfg.RetryPeriod)
+		"leaseDuration", e.cfg.LeaseDuration, "renewDeadline", e.cfg.RenewDeadline,
+		"renewInterval", e.cfg.RenewInterval, "retryPeriod", e.cfg.RetryPeriod)
 	d := e.Driver()
 	timer := e.cfg.Clock.NewTimer(d.Attempt(ctx))
 	defer timer.Stop()
@@ -96,25 +97,22 @@ func (e *Elector) attemptTimeout() time.Duration {
 }
 
 // nextWait is how long to wait before the next attempt. A leader renews
-// every RetryPeriod, and at once when a renewal that waited long on the
-// store left a claim shorter than that; after a failed request it always
-// waits a jittered RetryPeriod. A standby that learns of changes from
-// snapshots waits until the rules may next allow a write (the record's
-// expiry, the end of a hold-off); otherwise it polls every RetryPeriod
-// with jitter, cut short by that instant.
+// RenewInterval after the start of its last successful renewal (at once if
+// that renewal took longer); after a failed request it always waits a
+// jittered RetryPeriod. A standby that learns of changes from snapshots
+// waits until the rules may next allow a write (the record's expiry, the
+// end of a hold-off); otherwise it polls every RetryPeriod with jitter,
+// cut short by that instant.
 func (e *Elector) nextWait() time.Duration {
 	now := e.cfg.Clock.Now()
-	poll := time.Duration(float64(e.cfg.RetryPeriod) * (1 + (JitterFactor-1)*e.cfg.Jitter()))
+	poll := jittered(e.cfg.RetryPeriod, e.cfg.Jitter())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.attemptFailed {
 		return poll
 	}
 	if e.claimingLocked(now) {
-		if e.renewedAt.Add(e.cfg.RenewDeadline).Sub(now) < e.cfg.RetryPeriod {
-			return 0
-		}
-		return e.cfg.RetryPeriod
+		return max(0, e.renewedAt.Add(e.cfg.RenewInterval).Sub(now))
 	}
 	a := decide(e.observationLocked(now), now)
 	if a.kind != wait || a.until.IsZero() {

@@ -61,8 +61,8 @@ func TestLeaderRenewsWithOneRequestPerRenewal(t *testing.T) {
 		}
 		gets, updates := b.gets.Load(), b.updates.Load()
 		time.Sleep(time.Minute)
-		if g, u := b.gets.Load()-gets, b.updates.Load()-updates; g != 0 || u != 30 {
-			t.Fatalf("a minute of renewals every 2s cost %d reads and %d updates, want 0 and 30", g, u)
+		if g, u := b.gets.Load()-gets, b.updates.Load()-updates; g != 0 || u != 12 {
+			t.Fatalf("a minute of renewals every 5s cost %d reads and %d updates, want 0 and 12", g, u)
 		}
 	})
 }

@@ -46,6 +46,11 @@ readiness:
 leaseDuration: 15s
 renewDeadline: 10s
 retryPeriod: 2s
+# How long after the start of its last successful renewal the leader renews
+# again (a failed renewal is retried every retryPeriod). "": the sidecar's
+# default, leaseDuration / 3 (5s). Must leave room for a retry:
+# renewInterval + 1.2 x retryPeriod < renewDeadline.
+renewInterval: ""
 # Release the Lease on SIGTERM so a standby takes over at once. null: true
 # for a native sidecar (it stops after the app), false for a plain container
 # (it may stop before the app, which could still act as leader).

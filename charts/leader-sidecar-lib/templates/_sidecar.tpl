@@ -95,6 +95,10 @@ env:
     value: {{ $c.renewDeadline | quote }}
   - name: LEADER_SIDECAR_RETRY_PERIOD
     value: {{ $c.retryPeriod | quote }}
+  {{- if ne (toString $c.renewInterval) "" }}
+  - name: LEADER_SIDECAR_RENEW_INTERVAL
+    value: {{ $c.renewInterval | quote }}
+  {{- end }}
   - name: LEADER_SIDECAR_RELEASE_ON_SHUTDOWN
     value: {{ $c.releaseOnShutdown | toString | quote }}
   - name: LEADER_SIDECAR_HTTP_ADDRESS

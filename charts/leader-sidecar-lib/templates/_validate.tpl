@@ -47,6 +47,16 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 {{- if ne (mod (int64 $lease) 1000) 0 | or (ne (float64 (int64 $lease)) $lease) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseDuration must be a whole number of seconds (a Lease stores seconds), not %s" $c.leaseDuration) }}
 {{- end }}
+{{- /* renewInterval: "" for the sidecar's default, else > 0 and renewInterval + 1.2 x retryPeriod < renewDeadline. */}}
+{{- if ne (toString $c.renewInterval) "" }}
+{{- $interval := include "leader-sidecar-lib.milliseconds" (list "sidecar.renewInterval" $c.renewInterval) | float64 }}
+{{- if le $interval 0.0 }}
+{{- fail (printf "leader-sidecar-lib: sidecar.renewInterval must be greater than 0, not %s" $c.renewInterval) }}
+{{- end }}
+{{- if ge (addf (mulf $interval 5) (mulf $retry 6)) (mulf $renew 5) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.renewInterval (%s) must be less than sidecar.renewDeadline (%s) minus 1.2 x sidecar.retryPeriod (%s), so a failed renewal is retried before the leader stops claiming" $c.renewInterval $c.renewDeadline $c.retryPeriod) }}
+{{- end }}
+{{- end }}
 
 {{- /* Ports: numbers, and two listeners never on one port. */}}
 {{- range $key := list "httpPort" "opsPort" }}

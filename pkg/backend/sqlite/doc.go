@@ -48,9 +48,15 @@
 // the write lock taken waits up to Options.BusyTimeout for it; past that the
 // call fails with an error naming the file and the timeout.
 //
-// Each Watch polls PRAGMA data_version, a read, on a connection of its own.
-// The value changes whenever another connection commits to the file, so a
-// watcher learns of a release or takeover within one Options.PollInterval.
+// Each Watch reads PRAGMA data_version, a read, on a connection of its own.
+// The value changes whenever another connection commits to the file. A
+// watch reads it as soon as the watch on the file's directory (fsnotify;
+// inotify on Linux, see Store identity) reports a write to the file or its
+// -wal, and then every millisecond until the commit shows (it is published
+// in the -shm just after the write that is reported), so a watcher learns
+// of a release or takeover within milliseconds. It also reads it every
+// Options.PollInterval, the fallback when the directory cannot be watched
+// or an event is dropped: a change is never seen later than that.
 //
 // # Connections
 //

@@ -9,10 +9,11 @@ import (
 
 // watchFile starts a goroutine, ended by Close, that runs checkFile as soon
 // as the file's directory reports an event naming the file: a delete, a
-// rename away, a rename or create over it, a write, a change of mode. When
-// the path is a symbolic link, the directory of the file it resolves to is
-// watched too. Events naming other files, such as SQLite's -wal and -shm,
-// are dropped after a string comparison.
+// rename away, a rename or create over it, a write, a change of mode. A
+// write to the file or to its -wal (where SQLite appends every commit)
+// also wakes every Watch. When the path is a symbolic link, the directory
+// of the file it resolves to is watched too. Events naming other files,
+// such as SQLite's -shm, are dropped after a string comparison.
 //
 // When the operating system refuses the watch (inotify limits, say),
 // watchFile returns a warning for Warnings instead: the check that Get,
@@ -40,16 +41,19 @@ func (b *Backend) watchFile(newWatcher func() (*fsnotify.Watcher, error)) (warni
 		return fmt.Sprintf("sqlite: cannot watch directory %s for %s being deleted or replaced (%v); "+
 			"that is noticed only by the next Get, Create or Update", failed, b.path, err)
 	}
+	writes := map[string]bool{b.path: true, b.sides.real: true, b.sides.real + "-wal": true}
 	b.watches.Add(1)
-	go b.followFile(w, names)
+	go b.followFile(w, names, writes)
 	return ""
 }
 
 // followFile checks the file on every event naming it or its directory
 // (the directory itself deleted or renamed), and on every error the watch
-// reports (an overflowed queue may have dropped events). It ends at Close
-// or once the store is lost, when there is nothing left to notice.
-func (b *Backend) followFile(w *fsnotify.Watcher, names map[string]bool) {
+// reports (an overflowed queue may have dropped events). A write to a
+// file in writes (the database and its -wal) first wakes the active
+// watches, which read data_version at once. It ends at Close or once the
+// store is lost, when there is nothing left to notice.
+func (b *Backend) followFile(w *fsnotify.Watcher, names, writes map[string]bool) {
 	defer b.watches.Done()
 	defer func() { _ = w.Close() }()
 	for {
@@ -61,6 +65,9 @@ func (b *Backend) followFile(w *fsnotify.Watcher, names map[string]bool) {
 		case ev, ok := <-w.Events:
 			if !ok {
 				return
+			}
+			if writes[ev.Name] && ev.Has(fsnotify.Write) {
+				b.wakeups.notify()
 			}
 			if names[ev.Name] {
 				_ = b.checkFile() // a loss closes b.lost; another error waits for the next call

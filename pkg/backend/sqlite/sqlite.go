@@ -47,8 +47,9 @@ type Options struct {
 	// another connection, before failing. Zero means DefaultBusyTimeout;
 	// negative is an error. It is rounded up to whole milliseconds.
 	BusyTimeout time.Duration
-	// PollInterval is how often Watch checks PRAGMA data_version, which
-	// bounds how late a change signal can be. Zero means
+	// PollInterval is how often Watch checks PRAGMA data_version even when
+	// no write to the file was reported, which bounds how late a change
+	// signal can be. Zero means
 	// DefaultPollInterval; negative is an error.
 	PollInterval time.Duration
 	// AllowNetworkFS skips the refusal of a path on a network filesystem.
@@ -86,6 +87,8 @@ type Backend struct {
 	lostOnce sync.Once
 	lostErr  error     // set before lost is closed
 	sides    sideFiles // the -wal and -shm beside the file
+
+	wakeups wakeups // the file or its -wal was written (fswatch.go)
 
 	mu        sync.Mutex // guards closed against watches.Add
 	closed    bool

@@ -13,10 +13,18 @@ import (
 const maxRetryDelay = 2 * time.Second
 
 // Watch implements backend.Backend. Each call takes a connection of its own
-// and reads PRAGMA data_version on it every PollInterval; the value changes
-// whenever another connection (in any process, this one's writers included)
-// has committed to the file, and each change sends a signal. Polling never
-// writes.
+// and reads PRAGMA data_version on it; the value changes whenever another
+// connection (in any process, this one's writers included) has committed
+// to the file, and each change sends a signal. Polling never writes.
+//
+// It reads when the file or its -wal is written, as the watch on the
+// file's directory reports (fsnotify; see watchFile), and then every
+// followUpEvery until the value changes, for at most followUpFor, since
+// the write is reported just before the commit becomes visible; so a
+// standby learns of a release or takeover within milliseconds. It also
+// reads every PollInterval whatever happens, the fallback for a write the
+// directory watch does not report (the watch could not be set up, or
+// dropped events).
 //
 // The first signal comes as soon as the watch has read its starting value,
 // and another after every reconnection, so that a change made before the
@@ -55,6 +63,8 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 	defer timer.Stop()
 	delay := b.pollInterval
 	lost := b.lost
+	written := b.wakeups.next()
+	var followUntil time.Time // while reads follow a notification
 	for {
 		select {
 		case <-ctx.Done():
@@ -63,6 +73,10 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 			backend.Notify(ch)
 			lost = nil // signalled once
 			continue
+		case <-written:
+			written = b.wakeups.next() // before the read: no write after it is missed
+			followUntil = time.Now().Add(followUpFor)
+			timer.Stop()
 		case <-timer.C:
 		}
 		changed, err := p.poll(ctx)
@@ -73,8 +87,13 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 		}
 		if changed {
 			backend.Notify(ch)
+			followUntil = time.Time{}
 		}
-		timer.Reset(delay)
+		next := delay
+		if err == nil && time.Now().Before(followUntil) {
+			next = min(next, followUpEvery)
+		}
+		timer.Reset(next)
 	}
 }
 
