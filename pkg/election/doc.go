@@ -126,11 +126,13 @@
 //
 // The interval cannot lengthen a claim, so the argument above holds for
 // every interval. Let s be the start of the holder's last successful
-// renewal, which wrote the record a standby saw last:
+// renewal, which wrote the record a standby saw last, and seen the moment
+// the answer that showed the standby that record arrived (after the write
+// landed, so after s):
 //
-//	the holder claims while        now < s + RenewDeadline   (self-demotion, at every answer)
-//	a standby may write only at    seen + max(record's lease, own LeaseDuration)   (decide's expiry)
-//	                               >= s + LeaseDuration      (seen: when the answer showing that write arrived, after the write landed, after s)
+//	the holder claims while  now < s + RenewDeadline        (self-demotion, at every answer)
+//	a standby may write at   seen + max(record lease, own)  (decide's expiry)
+//	                         >= s + LeaseDuration
 //
 // and RenewDeadline < LeaseDuration. Renewing less often only means fewer
 // extensions: a leader that stops renewing (crashed, paused, cut off)
