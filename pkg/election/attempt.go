@@ -145,7 +145,9 @@ func (e *Elector) decideAfterRead(present bool, rec backend.Record, version back
 
 func (e *Elector) leaseSeconds() int32 { return int32(e.cfg.LeaseDuration / time.Second) }
 
-func (e *Elector) holdingOffLocked(now time.Time) bool { return now.Before(e.holdOffUntil) }
+func (e *Elector) holdingOffLocked(now time.Time) bool {
+	return e.sittingOut || now.Before(e.holdOffUntil)
+}
 
 // won records a successful write of rec, made by an attempt that started
 // at start: the claim it gives counts from then.

@@ -22,7 +22,9 @@ type observation struct {
 	// token is the token of the term in progress.
 	token        int64
 	holdOffUntil time.Time
-	stopped      bool
+	// sittingOut is set between SitOut and Rejoin.
+	sittingOut bool
+	stopped    bool
 	// ownLease is the candidate's own LeaseDuration.
 	ownLease time.Duration
 	// deferred is the version of a record this candidate recreated without
@@ -79,6 +81,8 @@ func decide(o observation, now time.Time) action {
 	switch {
 	case o.stopped || !v.known:
 		return action{kind: wait}
+	case o.sittingOut:
+		return action{kind: wait, stepDown: o.stepDownIf(o.leading, "sitting out")}
 	case now.Before(o.holdOffUntil):
 		return action{kind: wait, until: o.holdOffUntil, stepDown: o.stepDownIf(o.leading, "released")}
 	case !v.present:

@@ -92,6 +92,16 @@ func TestDecide(t *testing.T) {
 			o.holdOffUntil = at(10 * time.Second)
 			return o
 		}(), 0, action{kind: wait, until: at(10 * time.Second)}},
+		{"a candidate sitting out takes nothing, not even a release", func() observation {
+			o := standby(released(3), 3)
+			o.sittingOut = true
+			return o
+		}(), time.Hour, action{kind: wait}},
+		{"a leader sitting out steps down", func() observation {
+			o := leader(held("me", 15, 4), 4, true)
+			o.sittingOut = true
+			return o
+		}(), 0, action{kind: wait, stepDown: "sitting out"}},
 		{"a stopped candidate does nothing", func() observation {
 			o := standby(released(3), 3)
 			o.stopped = true

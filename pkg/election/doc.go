@@ -183,6 +183,15 @@
 // Release, the leader writes an empty holder in the release shape (token
 // kept) so a watching standby can take over at once.
 //
+// # Sitting out
+//
+// SitOut takes a candidate out of the election (the sidecar does it while
+// its application fails its health check): it stops claiming at once,
+// then releases the record if it names it, exactly as Release does, and
+// decide never lets it write until Rejoin, which makes it attempt at
+// once. Both only keep a candidate from writing: every rule above still
+// decides when a candidate that rejoined may take the record.
+//
 // Healthy reports a wedged loop: an attempt or a snapshot in hand for
 // longer than RenewDeadline plus two retry periods. Waiting is not wedged:
 // a standby that learns every change from snapshots may go a whole lease

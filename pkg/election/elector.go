@@ -34,6 +34,10 @@ type Elector struct {
 	token     int64
 	// holdOffUntil keeps the candidate out of the election after Release.
 	holdOffUntil time.Time
+	// sittingOut keeps it out between SitOut and Rejoin; wake then asks
+	// Run for an attempt at once.
+	sittingOut bool
+	wake       chan struct{}
 	// stopped is set when Run's context ends: no claim after that.
 	stopped bool
 	// lost is set when the backend reports its store lost; lostCh is
@@ -98,6 +102,7 @@ func New(cfg Config) (*Elector, error) {
 		log:      cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
 		pollFast: true,
 		lostCh:   make(chan struct{}),
+		wake:     make(chan struct{}, 1),
 		changed:  make(chan struct{}),
 	}, nil
 }

@@ -35,6 +35,9 @@ func (e *Elector) Run(ctx context.Context) error {
 			return d.Stop()
 		case <-timer.C():
 			timer.Reset(d.Attempt(ctx))
+		case <-e.wake:
+			timer.Stop()
+			timer.Reset(d.Attempt(ctx))
 		case _, ok := <-changes:
 			if !ok {
 				changes = nil
@@ -113,6 +116,11 @@ func (e *Elector) nextWait() time.Duration {
 	}
 	if e.claimingLocked(now) {
 		return max(0, e.renewedAt.Add(e.cfg.RenewInterval).Sub(now))
+	}
+	if e.sittingOut {
+		// Nothing to write until Rejoin, which wakes Run; the record's
+		// changes still arrive by the watch.
+		return e.cfg.LeaseDuration
 	}
 	a := decide(e.observationLocked(now), now)
 	if a.kind != wait || a.until.IsZero() {

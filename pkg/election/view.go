@@ -61,6 +61,7 @@ func (e *Elector) observationLocked(now time.Time) observation {
 		claiming:     e.claimingLocked(now),
 		token:        e.token,
 		holdOffUntil: e.holdOffUntil,
+		sittingOut:   e.sittingOut,
 		stopped:      e.stopped || e.lost,
 		ownLease:     e.cfg.LeaseDuration,
 		deferred:     e.deferredVersion,
