@@ -16,6 +16,7 @@ type sidecarParts struct {
 	log       *slog.Logger
 	elector   *election.Elector
 	publisher *podreadiness.Publisher // nil unless pod-condition or label
+	appGate   *appGate                // nil without --app-health-url
 	servers   []server
 	// streamsDone is closed to end the open /leader/watch streams.
 	streamsDone chan struct{}
@@ -72,6 +73,14 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 	streamsDone := make(chan struct{})
 	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
 	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: el.renewDeadline, AnyHost: cfg.exposeAppAPI}
+	var gate *appGate
+	if cfg.appHealth.url != "" {
+		if gate, err = newAppGate(cfg.appHealth, elector, events, el.renewDeadline, log); err != nil {
+			return nil, err
+		}
+		m.WatchAppHealth(gate.Healthy)
+		opts.AppHealthy = gate.Healthy
+	}
 	servers, err := listen(log, []listener{
 		{"app", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
 		{"ops", cfg.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
@@ -79,6 +88,6 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 	if err != nil {
 		return nil, err
 	}
-	return &sidecarParts{cfg: cfg, log: log, elector: elector, publisher: publisher,
+	return &sidecarParts{cfg: cfg, log: log, elector: elector, publisher: publisher, appGate: gate,
 		servers: servers, streamsDone: streamsDone, close: closeAll}, nil
 }

@@ -43,6 +43,9 @@ func (p *sidecarParts) run(ctx context.Context) error {
 		defer close(electionDone)
 		electionErr = p.elector.Run(runCtx)
 	}()
+	if p.appGate != nil {
+		go p.appGate.run(runCtx)
+	}
 	var waitPublisher func()
 	if p.publisher != nil {
 		waitPublisher = runPublisher(p.publisher, electionDone)

@@ -34,6 +34,8 @@ type sidecarConfig struct {
 	// modes keep on the Pod.
 	conditionType string
 	roleLabel     string
+	// appHealth gates candidacy on the app's health; url "" for none.
+	appHealth appHealthConfig
 }
 
 // config checks every flag and resolves what depends on the environment.
@@ -50,7 +52,12 @@ func (f *sidecarFlags) config(environ []string) (sidecarConfig, error) {
 	if err != nil {
 		return sidecarConfig{}, err
 	}
+	ah, err := f.appHealth.config(f.httpAddress, f.opsAddress)
+	if err != nil {
+		return sidecarConfig{}, err
+	}
 	return sidecarConfig{
+		appHealth:         ah,
 		election:          el,
 		log:               lc,
 		releaseHoldOff:    f.releaseHoldOff,

@@ -21,6 +21,7 @@ type sidecarFlags struct {
 	readinessMode     string
 	conditionType     string
 	roleLabel         string
+	appHealth         appHealthFlags
 	version           bool
 }
 
@@ -38,6 +39,7 @@ func newSidecarFlags() *sidecarFlags {
 	fs.StringVar(&f.readinessMode, "readiness-mode", "none", "publish leadership on the Pod: none, probe (use /leader/ready), pod-condition (for readinessGates) or label")
 	fs.StringVar(&f.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")
 	fs.StringVar(&f.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
+	f.appHealth.add(fs)
 	f.log.add(fs)
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	documentEnv(fs)

@@ -12,7 +12,7 @@ import "time"
 //
 //	{"leader":true,"identity":"web-0_0b1e…","holder":"web-0_0b1e…","token":3,
 //	 "validUntil":"2026-11-29T18:45:15.675238Z","validForMs":9874,
-//	 "lease":"default/billing","backend":"lease"}
+//	 "lease":"default/billing","backend":"lease","appHealthy":null}
 type LeaderJSON struct {
 	// Leader is true while this replica may act as leader.
 	Leader bool `json:"leader"`
@@ -39,6 +39,10 @@ type LeaderJSON struct {
 	Lease string `json:"lease"`
 	// Backend names the store: "lease" or "sqlite".
 	Backend string `json:"backend"`
+	// AppHealthy is the verdict of the sidecar's check of its app
+	// (--app-health-url): false while the app is unhealthy, when the
+	// replica neither leads nor contends; null when no check is set.
+	AppHealthy *bool `json:"appHealthy"`
 	// Error is set only on answers to POST /leader/release that did not
 	// release: on a standby (409 Conflict), or when the release could not
 	// be written (503; the sidecar has stepped down regardless).

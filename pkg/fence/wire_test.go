@@ -30,7 +30,7 @@ func TestLeaderJSONFieldNames(t *testing.T) {
 		for k := range m {
 			keys = append(keys, k)
 		}
-		want := append([]string{"backend", "holder", "identity", "leader", "lease", "token", "validForMs", "validUntil"}, c.keys...)
+		want := append([]string{"appHealthy", "backend", "holder", "identity", "leader", "lease", "token", "validForMs", "validUntil"}, c.keys...)
 		slices.Sort(keys)
 		slices.Sort(want)
 		if !slices.Equal(keys, want) {

@@ -26,6 +26,11 @@ type Options struct {
 	// deliberately served beyond loopback, where remote clients name the
 	// Pod. Cross-origin browser requests are refused either way.
 	AnyHost bool
+	// AppHealthy, when set, is the verdict of the sidecar's check of its
+	// app, answered as appHealthy; nil answers null. A change of verdict
+	// must also close the Elector's Changed channel (SitOut and Rejoin
+	// do), so /leader/watch sends it.
+	AppHealthy func() bool
 
 	// writeTimeout bounds each SSE write; 0 means the writeTimeout
 	// constant. Unexported: only this package's tests shorten it.
@@ -81,7 +86,7 @@ func (a *api) readOnly() *http.ServeMux {
 }
 
 func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info, time.Now()))
+	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info, time.Now(), a.opts.AppHealthy))
 }
 
 func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
@@ -115,7 +120,7 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReleaseTimeout)
 	defer cancel()
 	s, err := a.e.Release(ctx)
-	st := newState(s, a.info, time.Now())
+	st := newState(s, a.info, time.Now(), a.opts.AppHealthy)
 	switch {
 	case errors.Is(err, election.ErrNotLeader):
 		st.Error = err.Error()

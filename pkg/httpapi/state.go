@@ -27,13 +27,17 @@ type Info struct {
 }
 
 // newState is the answer of GET /leader and of each /leader/watch event
-// for s, made at now.
-func newState(s election.Status, info Info, now time.Time) fence.LeaderJSON {
+// for s, made at now; appHealthy is Options.AppHealthy.
+func newState(s election.Status, info Info, now time.Time, appHealthy func() bool) fence.LeaderJSON {
 	st := fence.LeaderJSON{
 		Identity: s.Identity,
 		Holder:   s.Holder,
 		Lease:    info.Lease,
 		Backend:  info.Backend,
+	}
+	if appHealthy != nil {
+		healthy := appHealthy()
+		st.AppHealthy = &healthy
 	}
 	if s.Leader {
 		st = st.WithTerm(s.Token, s.ValidUntil, now)

@@ -32,7 +32,7 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 	for {
 		changed := a.e.Changed() // before Status, so no change is missed
 		s := a.e.Status()
-		body, key, err := event(newState(s, a.info, time.Now()))
+		body, key, err := event(newState(s, a.info, time.Now(), a.opts.AppHealthy))
 		if err != nil {
 			return
 		}

@@ -136,6 +136,21 @@ func (m *Metrics) WatchStatus(s Status) {
 	}, leading))
 }
 
+// WatchAppHealth registers the app_healthy gauge, read from healthy on
+// every scrape: the verdict of the sidecar's check of its app.
+func (m *Metrics) WatchAppHealth(healthy func() bool) {
+	m.own.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "app_healthy",
+		Help:      "1 while the app passes its health check (--app-health-url), else 0: an unhealthy app's replica neither leads nor contends.",
+	}, func() float64 {
+		if healthy() {
+			return 1
+		}
+		return 0
+	}))
+}
+
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})

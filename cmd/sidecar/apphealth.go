@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/apphealth"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+)
+
+// appHealthFlags gate candidacy on the app's own health endpoint.
+type appHealthFlags struct {
+	url      string
+	period   time.Duration
+	failures int
+	timeout  time.Duration
+}
+
+func (f *appHealthFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "app-health-url", "", "the app's own health endpoint on loopback, e.g. http://127.0.0.1:8080/healthz: while it fails, this replica neither leads nor contends (default: no check)")
+	fs.DurationVar(&f.period, "app-health-period", apphealth.DefaultPeriod, "time between two checks of --app-health-url")
+	fs.IntVar(&f.failures, "app-health-failures", apphealth.DefaultThreshold, "checks in a row that must fail before the app counts as unhealthy, and succeed before it counts as healthy again")
+	fs.DurationVar(&f.timeout, "app-health-timeout", apphealth.DefaultTimeout, "timeout of one check of --app-health-url")
+}
+
+// appHealthConfig is the checked app health gate; url "" means none.
+type appHealthConfig struct {
+	url      string
+	period   time.Duration
+	failures int
+	timeout  time.Duration
+}
+
+// config checks the flags. The URL must be http(s) on loopback (the app
+// next to the sidecar) and must not be one of the sidecar's own listeners:
+// gating on the Pod's own readiness would deadlock with leader-only
+// readiness, where only the leader is Ready.
+func (f *appHealthFlags) config(sidecarAddresses ...string) (appHealthConfig, error) {
+	c := appHealthConfig{url: f.url, period: f.period, failures: f.failures, timeout: f.timeout}
+	if f.url == "" {
+		return c, nil
+	}
+	u, err := url.Parse(f.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("--app-health-url: must be an http:// or https:// URL such as http://127.0.0.1:8080/healthz, got %q", f.url)
+	}
+	if !httpapi.IsLoopbackHost(u.Hostname()) {
+		return c, fmt.Errorf("--app-health-url: must name a loopback host (127.0.0.0/8, [::1] or localhost): the app next to this sidecar, got %q", u.Hostname())
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	for _, addr := range sidecarAddresses {
+		if _, p, err := net.SplitHostPort(addr); err == nil && p == port {
+			return c, fmt.Errorf("--app-health-url: port %s is this sidecar's own listener (%s): give the app's health endpoint, never the sidecar's or the Pod's readiness", port, addr)
+		}
+	}
+	switch {
+	case f.period <= 0:
+		return c, fmt.Errorf("--app-health-period: must be greater than 0, got %v", f.period)
+	case f.failures < 1:
+		return c, fmt.Errorf("--app-health-failures: must be at least 1, got %d", f.failures)
+	case f.timeout <= 0:
+		return c, fmt.Errorf("--app-health-timeout: must be greater than 0, got %v", f.timeout)
+	}
+	return c, nil
+}
+
+// appGate takes the elector out of the election while the app is
+// unhealthy and back once it is healthy again (see package apphealth for
+// the hysteresis). Until the app's first successful check the replica
+// does not contend.
+type appGate struct {
+	monitor *apphealth.Monitor
+	healthy atomic.Bool
+}
+
+// newAppGate builds the gate and sits the elector out until the first
+// healthy verdict. events, if it records AppUnhealthy, is told when a
+// leader steps down for this reason.
+func newAppGate(cfg appHealthConfig, elector *election.Elector, events any, release time.Duration, log *slog.Logger) (*appGate, error) {
+	g := &appGate{}
+	recorder, _ := events.(interface{ AppUnhealthy(int64, error) })
+	onChange := func(healthy bool, cause error) {
+		g.healthy.Store(healthy)
+		if healthy {
+			log.Info("the app is healthy: contending", "url", cfg.url)
+			elector.Rejoin()
+			return
+		}
+		was := elector.Status()
+		log.Warn("the app is unhealthy: sitting out of the election", "url", cfg.url, "err", cause, "wasLeader", was.Leader)
+		ctx, cancel := context.WithTimeout(context.Background(), release)
+		defer cancel()
+		if _, err := elector.SitOut(ctx, fmt.Sprintf("the app is unhealthy: %v", cause)); err != nil {
+			log.Warn("could not release the lease; standbys will wait for it to expire", "err", err)
+		}
+		if was.Leader && recorder != nil {
+			recorder.AppUnhealthy(was.Token, cause)
+		}
+	}
+	m, err := apphealth.New(apphealth.Config{URL: cfg.url, Period: cfg.period, Threshold: cfg.failures,
+		Timeout: cfg.timeout, OnChange: onChange})
+	if err != nil {
+		return nil, err
+	}
+	g.monitor = m
+	// Not a candidate before the app has answered once; nothing is held
+	// yet, so this writes nothing.
+	if _, err := elector.SitOut(context.Background(), "the app has not passed its health check yet"); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Healthy is the gate's current verdict.
+func (g *appGate) Healthy() bool { return g.healthy.Load() }
+
+// run checks the app until ctx ends.
+func (g *appGate) run(ctx context.Context) { g.monitor.Run(ctx) }
