@@ -38,7 +38,7 @@ func TestChartRenewInterval(t *testing.T) {
 	for _, set := range [][]string{
 		{"sidecar.renewInterval=3s"},
 		{"sidecar.renewInterval=7599ms"}, // 10s - 1.2 x 2s - 1ms
-		{"sidecar.sidecartest.LeaseDuration=3s", "sidecar.sidecartest.RenewDeadline=2s", "sidecar.sidecartest.RetryPeriod=500ms", "sidecar.renewInterval=1s"},
+		{"sidecar.leaseDuration=3s", "sidecar.renewDeadline=2s", "sidecar.retryPeriod=500ms", "sidecar.renewInterval=1s"},
 	} {
 		r, err := sidecartest.TemplateMyChart(t, chart, set...)
 		if err != nil {
@@ -58,9 +58,9 @@ func TestChartRenewInterval(t *testing.T) {
 		{"zero", []string{"sidecar.renewInterval=0s"}, "sidecar.renewInterval must be greater than 0, not 0s"},
 		{"not a duration", []string{"sidecar.renewInterval=often"}, "sidecar.renewInterval must be a duration such as 15s or 1m30s, not often"},
 		{"no room for a retry", []string{"sidecar.renewInterval=7600ms"},
-			"sidecar.renewInterval (7600ms) must be less than sidecar.sidecartest.RenewDeadline (10s) minus 1.2 x sidecar.sidecartest.RetryPeriod (2s), so a failed renewal is retried before the leader stops claiming"},
-		{"no room with short timings", []string{"sidecar.sidecartest.LeaseDuration=3s", "sidecar.sidecartest.RenewDeadline=2s", "sidecar.sidecartest.RetryPeriod=500ms", "sidecar.renewInterval=1500ms"},
-			"sidecar.renewInterval (1500ms) must be less than sidecar.sidecartest.RenewDeadline (2s) minus 1.2 x sidecar.sidecartest.RetryPeriod (500ms)"},
+			"sidecar.renewInterval (7600ms) must be less than sidecar.renewDeadline (10s) minus 1.2 x sidecar.retryPeriod (2s), so a failed renewal is retried before the leader stops claiming"},
+		{"no room with short timings", []string{"sidecar.leaseDuration=3s", "sidecar.renewDeadline=2s", "sidecar.retryPeriod=500ms", "sidecar.renewInterval=1500ms"},
+			"sidecar.renewInterval (1500ms) must be less than sidecar.renewDeadline (2s) minus 1.2 x sidecar.retryPeriod (500ms)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := sidecartest.TemplateMyChart(t, chart, c.set...)
@@ -72,7 +72,7 @@ func TestChartRenewInterval(t *testing.T) {
 
 	dir := sidecartest.Charts(t)
 	if _, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar:\n  renewInterval: 8s\n"); err == nil ||
-		!strings.Contains(err.Error(), "sidecar.renewInterval (8s) must be less than sidecar.sidecartest.RenewDeadline (10s)") {
+		!strings.Contains(err.Error(), "sidecar.renewInterval (8s) must be less than sidecar.renewDeadline (10s)") {
 		t.Fatalf("the example chart rendered a renew interval without room for a retry, or did not name it: %v", err)
 	}
 	if _, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar:\n  renewInterval: 5\n"); err == nil ||
