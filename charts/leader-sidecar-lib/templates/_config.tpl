@@ -6,8 +6,10 @@ Settings of the sidecar. A chart that includes this library sets them under
 {{- define "leader-sidecar-lib.defaults" -}}
 # Name of the sidecar container.
 name: leader-sidecar
+# The sidecar's image; the tag is the library's appVersion (hack/set-version.sh
+# keeps them equal).
 image:
-  repository: leader-sidecar
+  repository: ghcr.io/leader-sidecar/leader-sidecar
   tag: v0.1.0
   pullPolicy: IfNotPresent
 # true: a native sidecar (Kubernetes 1.29+): rendered for initContainers with
