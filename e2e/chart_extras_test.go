@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// The optional objects and Pod settings of the library, off by default, as
+// the example chart exposes them and as a helm create chart with the
+// library gets them: PodDisruptionBudget, ServiceMonitor, PodMonitor,
+// priorityClassName, topologySpreadConstraints, imagePullSecrets, image
+// digests, extra env and args, and native sidecars only from Kubernetes 1.29.
+
+const monitoringAPI = "monitoring.coreos.com/v1"
+
+// renderWithMonitors is renderChart for streams that may hold Prometheus
+// Operator objects, which the typed decoder does not know: those come back
+// unstructured, the rest as renderChart returns them.
+func renderWithMonitors(t *testing.T, stream string) (*rendered, []*unstructured.Unstructured) {
+	t.Helper()
+	var typed []string
+	var monitors []*unstructured.Unstructured
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if j, err := utilyaml.ToJSON(doc); err == nil && len(j) > 4 && u.UnmarshalJSON(j) == nil && u.GetAPIVersion() == monitoringAPI {
+			monitors = append(monitors, u)
+			continue
+		}
+		typed = append(typed, string(doc))
+	}
+	return decodeManifests(t, strings.Join(typed, "\n---\n")), monitors
+}
+
+func exampleExtras(t *testing.T, dir, values string) (*rendered, []*unstructured.Unstructured) {
+	t.Helper()
+	out, err := templateChart(t, dir, "apps", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return renderWithMonitors(t, out)
+}
+
+// TestChartExtrasOffByDefault: the example chart and a helm create chart
+// with the library render none of the optional objects or Pod settings.
+func TestChartExtrasOffByDefault(t *testing.T) {
+	r, monitors := exampleExtras(t, charts(t), "{}\n")
+	lib, err := templateMyChart(t, helmCreateWithExtras(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*rendered{"example": r, "helm create": lib} {
+		if pdbs := find[*policyv1.PodDisruptionBudget](t, r); len(pdbs) != 0 {
+			t.Errorf("%s: a PodDisruptionBudget by default", name)
+		}
+		pod := one[*appsv1.Deployment](t, r).Spec.Template.Spec
+		if pod.PriorityClassName != "" || len(pod.TopologySpreadConstraints) != 0 || len(pod.ImagePullSecrets) != 0 {
+			t.Errorf("%s: Pod settings by default: %q %v %v", name, pod.PriorityClassName, pod.TopologySpreadConstraints, pod.ImagePullSecrets)
+		}
+		for _, s := range find[*corev1.Service](t, r) {
+			if strings.HasSuffix(s.Name, "-metrics") {
+				t.Errorf("%s: a metrics Service by default", name)
+			}
+		}
+	}
+	if len(monitors) != 0 {
+		t.Errorf("monitors by default: %d", len(monitors))
+	}
+}
+
+// helmCreateWithExtras is helmCreateWithLibrary plus templates/extras.yaml
+// from the library's README.
+func helmCreateWithExtras(t *testing.T) string {
+	t.Helper()
+	chart := helmCreateWithLibrary(t)
+	extras := readmeBlock(t, `include "leader-sidecar-lib.extras"`)
+	if err := os.WriteFile(filepath.Join(chart, "templates", "extras.yaml"), []byte(extras), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return chart
+}
+
+func TestChartPodDisruptionBudget(t *testing.T) {
+	dir := charts(t)
+	for _, c := range []struct {
+		name, values string
+		min, max     string // "" when absent
+	}{
+		{"neither given: one at a time", "podDisruptionBudget:\n  enabled: true\n", "", "1"},
+		{"minAvailable", "podDisruptionBudget:\n  enabled: true\n  minAvailable: 2\n", "2", ""},
+		{"maxUnavailable as a percentage", "podDisruptionBudget:\n  enabled: true\n  maxUnavailable: 50%\n", "", "50%"},
+		{"maxUnavailable 0 is kept", "podDisruptionBudget:\n  enabled: true\n  maxUnavailable: 0\n", "", "0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := exampleExtras(t, dir, c.values)
+			pdb := one[*policyv1.PodDisruptionBudget](t, r)
+			var min, max string
+			if pdb.Spec.MinAvailable != nil {
+				min = pdb.Spec.MinAvailable.String()
+			}
+			if pdb.Spec.MaxUnavailable != nil {
+				max = pdb.Spec.MaxUnavailable.String()
+			}
+			if min != c.min || max != c.max {
+				t.Fatalf("minAvailable %q maxUnavailable %q, want %q and %q", min, max, c.min, c.max)
+			}
+			dep := one[*appsv1.Deployment](t, r)
+			if !maps.Equal(pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels) || len(pdb.Spec.Selector.MatchExpressions) != 0 {
+				t.Fatalf("the budget selects %v, the Deployment %v", pdb.Spec.Selector, dep.Spec.Selector.MatchLabels)
+			}
+		})
+	}
+	chart := helmCreateWithExtras(t)
+	r, err := templateMyChart(t, chart, "podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pdb := one[*policyv1.PodDisruptionBudget](t, r); pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Name != "shop-mychart" {
+		t.Fatalf("helm create chart: %+v", pdb.Spec)
+	}
+	for _, bad := range []struct{ set, want string }{
+		{"podDisruptionBudget.maxUnavailable=1", "podDisruptionBudget.minAvailable (1) and podDisruptionBudget.maxUnavailable (1) are both set"},
+		{"podDisruptionBudget.minAvailable=half", "podDisruptionBudget.minAvailable must be a number of Pods or a percentage"},
+	} {
+		args := []string{"podDisruptionBudget.enabled=true", bad.set}
+		if !strings.Contains(bad.set, "minAvailable") {
+			args = append(args, "podDisruptionBudget.minAvailable=1")
+		}
+		if _, err := templateMyChart(t, chart, args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("--set %v: %v, want an error with %q", args, err, bad.want)
+		}
+	}
+}
+
+func TestChartMonitors(t *testing.T) {
+	dir := charts(t)
+	t.Run("ServiceMonitor", func(t *testing.T) {
+		r, monitors := exampleExtras(t, dir, "serviceMonitor:\n  enabled: true\n  interval: 15s\n  labels:\n    release: prometheus\nsidecar:\n  opsPort: 9090\n")
+		if len(monitors) != 1 || monitors[0].GetKind() != "ServiceMonitor" {
+			t.Fatalf("monitors %v, want one ServiceMonitor", monitors)
+		}
+		sm := monitors[0]
+		if sm.GetLabels()["release"] != "prometheus" {
+			t.Fatalf("the ServiceMonitor's labels %v lack release: prometheus", sm.GetLabels())
+		}
+		dep := one[*appsv1.Deployment](t, r)
+		var metrics *corev1.Service
+		for _, s := range find[*corev1.Service](t, r) {
+			if s.Name == "demo-leader-sidecar-example-metrics" {
+				metrics = s
+			}
+		}
+		if metrics == nil {
+			t.Fatal("no metrics Service")
+		}
+		if metrics.Spec.ClusterIP != "None" || !metrics.Spec.PublishNotReadyAddresses ||
+			!maps.Equal(metrics.Spec.Selector, dep.Spec.Selector.MatchLabels) ||
+			len(metrics.Spec.Ports) != 1 || metrics.Spec.Ports[0].Port != 9090 || metrics.Spec.Ports[0].TargetPort.String() != "ops" {
+			t.Fatalf("metrics Service spec %+v: want headless, not-ready addresses published, every Pod, port 9090 to ops", metrics.Spec)
+		}
+		// The ServiceMonitor selects the metrics Service and no other.
+		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		for _, s := range find[*corev1.Service](t, r) {
+			if matches(sel, s.Labels) != (s == metrics) {
+				t.Fatalf("the ServiceMonitor's selector %v and Service %s's labels %v", sel, s.Name, s.Labels)
+			}
+		}
+		checkScrapeEndpoint(t, sm, "endpoints", "15s")
+		checkOpsPort(t, dep, 9090)
+	})
+	t.Run("PodMonitor", func(t *testing.T) {
+		r, monitors := exampleExtras(t, dir, "podMonitor:\n  enabled: true\n")
+		if len(monitors) != 1 || monitors[0].GetKind() != "PodMonitor" {
+			t.Fatalf("monitors %v, want one PodMonitor", monitors)
+		}
+		dep := one[*appsv1.Deployment](t, r)
+		sel, _, _ := unstructured.NestedStringMap(monitors[0].Object, "spec", "selector", "matchLabels")
+		if len(sel) == 0 || !matches(sel, dep.Spec.Template.Labels) {
+			t.Fatalf("the PodMonitor selects %v, the Pods are labelled %v", sel, dep.Spec.Template.Labels)
+		}
+		checkScrapeEndpoint(t, monitors[0], "podMetricsEndpoints", "")
+		checkOpsPort(t, dep, 8081)
+		for _, s := range find[*corev1.Service](t, r) {
+			if strings.HasSuffix(s.Name, "-metrics") {
+				t.Fatal("a PodMonitor needs no metrics Service")
+			}
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		chart := helmCreateWithExtras(t)
+		for _, c := range []struct {
+			set  []string
+			want string
+		}{
+			{[]string{"serviceMonitor.enabled=true", "podMonitor.enabled=true"}, "serviceMonitor.enabled and podMonitor.enabled are both true"},
+			{[]string{"podMonitor.enabled=true", "podMonitor.interval=15"}, "podMonitor.interval must be a Prometheus duration"},
+		} {
+			if _, err := templateMyChart(t, chart, c.set...); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("--set %v: %v, want an error with %q", c.set, err, c.want)
+			}
+		}
+	})
+}
+
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkScrapeEndpoint: the monitor's one endpoint is /metrics on the port
+// named ops, with interval.
+func checkScrapeEndpoint(t *testing.T, m *unstructured.Unstructured, field, interval string) {
+	t.Helper()
+	eps, _, _ := unstructured.NestedSlice(m.Object, "spec", field)
+	if len(eps) != 1 {
+		t.Fatalf("%s: spec.%s %v, want one", m.GetKind(), field, eps)
+	}
+	ep := eps[0].(map[string]any)
+	if ep["port"] != "ops" || ep["path"] != "/metrics" || (ep["interval"] != nil && ep["interval"] != interval) || (interval != "" && ep["interval"] != interval) {
+		t.Fatalf("%s endpoint %v, want port ops, path /metrics, interval %q", m.GetKind(), ep, interval)
+	}
+	if m.GetAPIVersion() != monitoringAPI {
+		t.Fatalf("%s apiVersion %s", m.GetKind(), m.GetAPIVersion())
+	}
+}
+
+// checkOpsPort: the sidecar container has the port named ops the monitors
+// scrape, on opsPort.
+func checkOpsPort(t *testing.T, dep *appsv1.Deployment, port int32) {
+	t.Helper()
+	sc := containerNamed(dep.Spec.Template.Spec.InitContainers, "leader-sidecar")
+	if sc == nil || !slices.ContainsFunc(sc.Ports, func(p corev1.ContainerPort) bool { return p.Name == "ops" && p.ContainerPort == port }) {
+		t.Fatalf("the sidecar has no port ops on %d: %+v", port, sc)
+	}
+}
+
+func TestChartPodSettings(t *testing.T) {
+	values := `priorityClassName: leaders
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector:
+      matchLabels:
+        tier: mine
+imagePullSecrets:
+  - mirror-credentials
+  - name: other
+`
+	check := func(t *testing.T, r *rendered) {
+		t.Helper()
+		dep := one[*appsv1.Deployment](t, r)
+		pod := dep.Spec.Template.Spec
+		if pod.PriorityClassName != "leaders" {
+			t.Fatalf("priorityClassName %q", pod.PriorityClassName)
+		}
+		tsc := pod.TopologySpreadConstraints
+		if len(tsc) != 2 || tsc[0].TopologyKey != "topology.kubernetes.io/zone" || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Fatalf("topologySpreadConstraints %+v", tsc)
+		}
+		if tsc[0].LabelSelector == nil || !maps.Equal(tsc[0].LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			t.Fatalf("a constraint without a labelSelector selects %v, want the release's Pods %v", tsc[0].LabelSelector, dep.Spec.Selector.MatchLabels)
+		}
+		if !maps.Equal(tsc[1].LabelSelector.MatchLabels, map[string]string{"tier": "mine"}) {
+			t.Fatalf("a given labelSelector was changed: %v", tsc[1].LabelSelector)
+		}
+		var secrets []string
+		for _, s := range pod.ImagePullSecrets {
+			secrets = append(secrets, s.Name)
+		}
+		if !slices.Equal(secrets, []string{"mirror-credentials", "other"}) {
+			t.Fatalf("imagePullSecrets %q", secrets)
+		}
+	}
+	t.Run("example", func(t *testing.T) {
+		r, _ := exampleExtras(t, charts(t), values)
+		check(t, r)
+	})
+	t.Run("helm create", func(t *testing.T) {
+		chart := helmCreateWithExtras(t)
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runHelm(t, "template", "shop", chart, "--namespace", "apps", "--values", file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, decodeManifests(t, out))
+		if _, err := templateMyChart(t, chart, "imagePullSecrets[0].nothing=x"); err == nil || !strings.Contains(err.Error(), "each of imagePullSecrets must be a Secret name or {name: ...}") {
+			t.Fatalf("an imagePullSecret without a name: %v", err)
+		}
+	})
+	t.Run("accepted by the API server", func(t *testing.T) {
+		dir := charts(t)
+		k := kube(t)
+		d := newDryRunner(t, k.Config)
+		ns := k.namespace(t)
+		out, err := templateChart(t, dir, ns, values+"podDisruptionBudget:\n  enabled: true\nserviceMonitor:\n  enabled: true\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, monitors := renderWithMonitors(t, out)
+		if len(monitors) != 1 {
+			t.Fatalf("%d monitors", len(monitors))
+		}
+		// Every object but the ServiceMonitor, whose CRD envtest lacks.
+		for _, o := range r.raw {
+			if err := d.create(context.Background(), o, ns, true); err != nil {
+				t.Fatalf("the API server refused %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	})
+}
+
+func TestChartImageDigest(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	r, _ := exampleExtras(t, charts(t), "sidecar:\n  image:\n    digest: "+digest+"\napp:\n  image:\n    digest: "+digest+"\n")
+	images := imagesOf(one[*appsv1.Deployment](t, r).Spec.Template.Spec)
+	if images["leader-sidecar"] != sidecarImageRepository+"@"+digest || images["app"] != appImageRepository+"@"+digest {
+		t.Fatalf("images %v, want repository@%s", images, digest)
+	}
+	chart := helmCreateWithExtras(t)
+	lib, err := templateMyChart(t, chart, "sidecar.image.digest="+digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := imagesOf(one[*appsv1.Deployment](t, lib).Spec.Template.Spec)["leader-sidecar"]; got != sidecarImageRepository+"@"+digest {
+		t.Fatalf("helm create chart: sidecar image %s", got)
+	}
+	if _, err := templateMyChart(t, chart, "sidecar.image.digest=sha256:abc"); err == nil || !strings.Contains(err.Error(), `sidecar.image.digest must be sha256: and 64 hex digits, not "sha256:abc"`) {
+		t.Fatalf("a short digest: %v", err)
+	}
+	if _, err := templateChart(t, charts(t), "apps", "sidecar:\n  image:\n    digest: latest\n"); err == nil || !strings.Contains(err.Error(), "/sidecar/image/digest") {
+		t.Fatalf("the example's schema let a bad digest through: %v", err)
+	}
+}
+
+// TestChartExtraEnvAndArgs: sidecar.extraEnv and sidecar.extraArgs reach
+// the sidecar container after the chart's own, native or not.
+func TestChartExtraEnvAndArgs(t *testing.T) {
+	dir := charts(t)
+	for _, native := range []bool{true, false} {
+		values := "sidecar:\n  native: " + map[bool]string{true: "true", false: "false"}[native] +
+			"\n  extraEnv:\n    - name: GOMEMLIMIT\n      value: 48MiB\n  extraArgs:\n    - --log-level=debug\n"
+		r, _ := exampleExtras(t, dir, values)
+		pod := one[*appsv1.Deployment](t, r).Spec.Template.Spec
+		sc := containerNamed(append(slices.Clone(pod.InitContainers), pod.Containers...), "leader-sidecar")
+		if sc == nil {
+			t.Fatal("no sidecar")
+		}
+		if len(sc.Args) < 2 || sc.Args[len(sc.Args)-1] != "--log-level=debug" || sc.Args[0] != "--ops-address=:8081" {
+			t.Fatalf("native %t: args %q", native, sc.Args)
+		}
+		if e := sc.Env[len(sc.Env)-1]; e.Name != "GOMEMLIMIT" || e.Value != "48MiB" {
+			t.Fatalf("native %t: the last env var is %+v", native, e)
+		}
+	}
+}
+
+// TestChartNativeSidecarNeedsKubernetes129: the charts install on 1.25 and
+// later (kubeVersion), and a native sidecar, the default, fails the render
+// below 1.29 naming sidecar.native, while native false renders there.
+func TestChartNativeSidecarNeedsKubernetes129(t *testing.T) {
+	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
+		if got := readChartMeta(t, chart).KubeVersion; got != ">=1.25.0-0" {
+			t.Errorf("%s: kubeVersion %q, want >=1.25.0-0", chart, got)
+		}
+	}
+	dir := charts(t)
+	example := filepath.Join(dir, "leader-sidecar-example")
+	mychart := helmCreateWithExtras(t)
+	for _, chart := range []string{example, mychart} {
+		_, err := runHelm(t, "template", "demo", chart, "--kube-version", "1.28.0")
+		if err == nil || !strings.Contains(err.Error(), "sidecar.native true needs Kubernetes 1.29 or later") || !strings.Contains(err.Error(), "v1.28.0") {
+			t.Fatalf("%s on 1.28 with a native sidecar: %v", filepath.Base(chart), err)
+		}
+		for _, kv := range []string{"1.25.0", "1.28.9"} {
+			out, err := runHelm(t, "template", "demo", chart, "--kube-version", kv, "--set", "sidecar.native=false")
+			if err != nil {
+				t.Fatalf("%s on %s with native false: %v", filepath.Base(chart), kv, err)
+			}
+			pod := one[*appsv1.Deployment](t, decodeManifests(t, out)).Spec.Template.Spec
+			if containerNamed(pod.Containers, "leader-sidecar") == nil || len(pod.InitContainers) != 0 {
+				t.Fatalf("%s on %s: the sidecar is not a plain container", filepath.Base(chart), kv)
+			}
+		}
+		if _, err := runHelm(t, "template", "demo", chart, "--kube-version", "1.29.0"); err != nil {
+			t.Fatalf("%s on 1.29: %v", filepath.Base(chart), err)
+		}
+	}
+	if _, err := runHelm(t, "template", "demo", example, "--kube-version", "1.24.0", "--set", "sidecar.native=false"); err == nil || !strings.Contains(err.Error(), "kubeVersion: >=1.25.0-0") {
+		t.Fatalf("the example on 1.24: %v", err)
+	}
+}
