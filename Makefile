@@ -1,6 +1,8 @@
 # leader-sidecar: build and test.
 #
 #   make run    run a sidecar on ./leader-sidecar.db (no cluster needed)
+#   make image  the images for linux/amd64 and linux/arm64 as OCI archives
+#               in bin/image, without a container engine (hack/image.sh)
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
@@ -12,12 +14,17 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet deps sim clean
+.PHONY: all build image run test vet deps sim clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/sidecar ./cmd/sidecar
+
+# The images, multi-platform, as OCI image layout archives: their paths are
+# printed. Reproducible: building twice gives the same digests.
+image:
+	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" hack/image.sh bin/image
 
 run:
 	$(GO) run ./cmd/sidecar
