@@ -241,7 +241,8 @@ func checkScrapeEndpoint(t *testing.T, m *unstructured.Unstructured, field, inte
 		t.Fatalf("%s: spec.%s %v, want one", m.GetKind(), field, eps)
 	}
 	ep := eps[0].(map[string]any)
-	if ep["port"] != "ops" || ep["path"] != "/metrics" || (ep["interval"] != nil && ep["interval"] != interval) || (interval != "" && ep["interval"] != interval) {
+	got, _ := ep["interval"].(string)
+	if ep["port"] != "ops" || ep["path"] != "/metrics" || got != interval {
 		t.Fatalf("%s endpoint %v, want port ops, path /metrics, interval %q", m.GetKind(), ep, interval)
 	}
 	if m.GetAPIVersion() != monitoringAPI {
