@@ -1,6 +1,11 @@
 # leader-sidecar: build and test.
 #
 #   make run    run a sidecar on ./leader-sidecar.db (no cluster needed)
+#   make image  the images for linux/amd64 and linux/arm64 as OCI archives
+#               in bin/image, without a container engine (hack/image.sh)
+#   make release VERSION=vX.Y.Z
+#               binaries, images, charts and SHA256SUMS in dist/
+#               (hack/release.sh; hack/set-version.sh sets the charts' version)
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
@@ -12,12 +17,22 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet deps sim clean
+.PHONY: all build image release run test vet deps sim clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/sidecar ./cmd/sidecar
+
+# The images, multi-platform, as OCI image layout archives: their paths are
+# printed. Reproducible: building twice gives the same digests.
+image:
+	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" hack/image.sh bin/image
+
+# Everything a release publishes, in dist/. VERSION must be vX.Y.Z and equal
+# the charts' appVersion (hack/set-version.sh VERSION sets it).
+release:
+	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" hack/release.sh dist
 
 run:
 	$(GO) run ./cmd/sidecar
@@ -52,7 +67,7 @@ sim:
 	$(GO) run ./hack/sim -seeds $(SIM_SEEDS)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 # make test-cluster: the tests that run the product as Pods (e2e/cluster, build
 # tag cluster) on a one-node cluster that hack/cluster.sh starts before them

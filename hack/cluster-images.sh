@@ -7,16 +7,19 @@
 #   images=$(hack/cluster-images.sh | tail -1)
 #
 # The archive holds, under the references the charts use by default (read
-# from charts/leader-sidecar-example/values.yaml, so that
-# `helm install demo charts/leader-sidecar-example` needs no --set):
+# from charts/leader-sidecar-example/values.yaml by hack/chart-images.sh, so
+# that `helm install demo charts/leader-sidecar-example` needs no --set;
+# `hack/cluster-images.sh --refs` prints them without building):
 #   the sidecar        ./cmd/sidecar, entrypoint /sidecar
 #   the example app    ./examples/worker, entrypoint /worker
 #   the Pod sandbox    registry.k8s.io/pause (hack/tools/image/pause), the
 #                      image containerd is configured with (PAUSE_IMAGE)
 # Each is a static binary (CGO off) on a base with the contents of
-# distroless static nonroot, assembled by hack/tools/image. Builds run niced,
-# one at a time. Set LEADER_SIDECAR_IMAGES_DIR to choose the directory,
-# VERSION the sidecar's --version (default: git describe).
+# distroless static nonroot, assembled by hack/tools/image, for this
+# machine's architecture only (hack/image.sh makes the multi-platform
+# release images). Builds run niced, one at a time. Set
+# LEADER_SIDECAR_IMAGES_DIR to choose the directory, VERSION the sidecar's
+# --version (default: git describe).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,19 +28,13 @@ PAUSE_IMAGE=${PAUSE_IMAGE:-registry.k8s.io/pause:3.10.2}
 VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)}
 dir=${LEADER_SIDECAR_IMAGES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leader-sidecar/images}
 
-# value SECTION KEY: the KEY of SECTION's image in the example chart's values.
-value() {
-  awk -v section="$1" -v key="$2" '
-    /^[^ #]/ { in_section = ($0 ~ "^" section ":") ; in_image = 0 }
-    in_section && /^  image:/ { in_image = 1; next }
-    in_section && /^  [^ ]/ { in_image = 0 }
-    in_image && $1 == key ":" { gsub(/"/, "", $2); print $2; exit }
-  ' "$root/charts/leader-sidecar-example/values.yaml"
-}
-sidecar_ref=$(value sidecar repository):$(value sidecar tag)
-app_ref=$(value app repository):$(value app tag)
-[[ $sidecar_ref != *: && $app_ref != *: && $sidecar_ref != :* && $app_ref != :* ]] ||
-  { log "cannot read the image references from charts/leader-sidecar-example/values.yaml"; exit 1; }
+refs=$("$root/hack/chart-images.sh")
+sidecar_ref=$(awk '$1 == "sidecar" { print $2 }' <<<"$refs")
+app_ref=$(awk '$1 == "app" { print $2 }' <<<"$refs")
+if [[ ${1:-} == --refs ]]; then # the references alone, without building
+  printf '%s\n' "$sidecar_ref" "$app_ref" "$PAUSE_IMAGE"
+  exit 0
+fi
 
 mkdir -p "$dir"
 exec 9>"$dir/.lock"

@@ -3,52 +3,81 @@
 # cache directory outside the repository, and prints the path of the helm
 # binary as the last line of stdout (progress goes to stderr):
 #
-#   HELM=$(hack/helm.sh | tail -1)
+#   HELM=$(hack/helm.sh | tail -1)      # Helm 3, as helm
+#   HELM4=$(hack/helm.sh 4 | tail -1)   # Helm 4, as helm4, next to it
 #   "$HELM" lint --strict charts/leader-sidecar-lib
 #
 # The build is skipped when the binary is present and its stamp file matches
 # the pinned version and build flags. Set LEADER_SIDECAR_HELM_DIR to choose
-# the directory, HELM_VERSION to pin another release. The build runs niced:
-# it shares the machine with tests.
+# the directory, HELM_VERSION (Helm 3) or HELM4_VERSION (Helm 4) to pin
+# another release. Builds run niced and one at a time: they share the
+# machine with tests, and a cold one takes minutes.
 set -euo pipefail
 
-HELM_VERSION=${HELM_VERSION:-v3.22.0}
-# The Kubernetes version helm assumes without a cluster (helm template,
-# Capabilities.KubeVersion, lint): the release's Makefile stamps the version
-# of its k8s.io modules, which go install does not; v3.22 builds on 0.37.
-K8S_MAJOR=1 K8S_MINOR=37
+major=${1:-3}
 dir=${LEADER_SIDECAR_HELM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/leader-sidecar/bin}
 log() { echo "helm.sh: $*" >&2; }
 
-ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}"
-for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
-  ldflags+=" -X $pkg.k8sVersionMajor=${K8S_MAJOR} -X $pkg.k8sVersionMinor=${K8S_MINOR}"
-done
-stamp="helm.sh/helm/v3 ${HELM_VERSION}
+case $major in
+3)
+  version=${HELM_VERSION:-v3.22.0}
+  module=helm.sh/helm/v3
+  bin=helm
+  # The Kubernetes version helm 3 assumes without a cluster (helm template,
+  # Capabilities.KubeVersion, lint): the release's Makefile stamps the
+  # version of its k8s.io modules, which go install does not; v3.22 builds
+  # on 0.37.
+  ldflags="-s -w -X $module/internal/version.version=${version}"
+  for pkg in $module/pkg/chartutil $module/pkg/lint/rules; do
+    ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=37"
+  done
+  ;;
+4)
+  version=${HELM4_VERSION:-v4.3.1}
+  module=helm.sh/helm/v4
+  bin=helm4
+  # Helm 4 reads the Kubernetes version from the module versions in its own
+  # build info, which go install keeps: only the version needs stamping.
+  ldflags="-s -w -X $module/internal/version.version=${version}"
+  ;;
+*)
+  log "usage: hack/helm.sh [3|4] (the major version of helm; default 3)"
+  exit 2
+  ;;
+esac
+stamp="$module ${version}
 ldflags ${ldflags}"
 
 mkdir -p "$dir"
-exec 9>"$dir/.helm.lock"
-flock 9 # one build at a time per directory
+# One lock per binary, so that a build of one does not hold up the other's
+# up-to-date check; .build.lock keeps to one build at a time.
+exec 9>"$dir/.$bin.lock"
+flock 9
 
-if [[ -x $dir/helm && "$(cat "$dir/helm.stamp" 2>/dev/null)" == "$stamp" ]] &&
-  [[ "$("$dir/helm" version --template '{{.Version}}' 2>/dev/null)" == "$HELM_VERSION" ]]; then
-  log "up to date: helm $HELM_VERSION"
+up_to_date() {
+  [[ -x $dir/$bin && "$(cat "$dir/$bin.stamp" 2>/dev/null)" == "$stamp" ]] &&
+    [[ "$("$dir/$bin" version --template '{{.Version}}' 2>/dev/null)" == "$version" ]]
+}
+
+if up_to_date; then
+  log "up to date: $bin $version"
 else
-  log "building helm $HELM_VERSION into $dir (takes minutes when cold)"
-  rm -f "$dir/helm.stamp"
+  exec 8>"$dir/.build.lock"
+  flock 8
+  log "building $bin $version into $dir (takes minutes when cold)"
+  rm -f "$dir/$bin.stamp"
   tmp=$(mktemp -d "$dir/.build.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   (
     cd "$tmp" # outside any module: go install resolves helm's own go.mod
     export GOWORK=off GOFLAGS='' CGO_ENABLED=0 GOBIN="$tmp"
-    nice -n 10 go install -trimpath -ldflags="$ldflags" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+    nice -n 10 go install -trimpath -ldflags="$ldflags" "$module/cmd/helm@${version}"
   )
   got=$("$tmp/helm" version --template '{{.Version}}')
-  [[ $got == "$HELM_VERSION" ]] || { log "built helm reports $got, want $HELM_VERSION"; exit 1; }
-  mv -f "$tmp/helm" "$dir/helm"
-  printf '%s\n' "$stamp" >"$dir/helm.stamp"
+  [[ $got == "$version" ]] || { log "built $bin reports $got, want $version"; exit 1; }
+  mv -f "$tmp/helm" "$dir/$bin"
+  printf '%s\n' "$stamp" >"$dir/$bin.stamp"
   log "built in ${SECONDS}s"
 fi
 
-echo "$dir/helm"
+echo "$dir/$bin"

@@ -75,8 +75,10 @@ log "installing $RELEASE (readiness mode $MODE, $REPLICAS replicas)"
 "$helm" upgrade --install "$RELEASE" "$root/charts/leader-sidecar-example" \
   --namespace "$NAMESPACE" \
   --set replicaCount="$REPLICAS" \
-  --set sidecar.image.tag="$TAG" --set sidecar.image.pullPolicy=Never \
-  --set app.image.tag="$TAG" --set app.image.pullPolicy=Never \
+  --set sidecar.image.repository=leader-sidecar --set sidecar.image.tag="$TAG" \
+  --set sidecar.image.pullPolicy=Never \
+  --set app.image.repository=example/worker --set app.image.tag="$TAG" \
+  --set app.image.pullPolicy=Never \
   --set sidecar.readiness.mode="$MODE"
 
 lease=$(kubectl -n "$NAMESPACE" get deploy -l app.kubernetes.io/instance="$RELEASE" \

@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,8 +69,12 @@ func libChart(t *testing.T, ctx context.Context) string {
 	strategy, podSpec := cut(t, pod, "  template:\n")
 	strategy = strings.TrimPrefix(strategy, "spec:\n")
 	_, podSpec = cut(t, podSpec, "    spec:\n")
-	podSpec = strings.Replace(podSpec, "          image: my/app\n", workerApp, 1)
-	if !strings.Contains(podSpec, "example/worker") {
+	app, err := lastLine(cl.root, "hack/chart-images.sh")
+	if err != nil || !strings.HasPrefix(app, "app ") {
+		t.Fatalf("the example app's image from hack/chart-images.sh: %q %v", app, err)
+	}
+	podSpec = strings.Replace(podSpec, "          image: my/app\n", fmt.Sprintf(workerApp, strings.TrimPrefix(app, "app ")), 1)
+	if !strings.Contains(podSpec, "example-worker") {
 		t.Fatalf("no app container with image my/app in the README's Pod template:\n%s", pod)
 	}
 	writeFile(t, filepath.Join(chart, "templates", "deployment.yaml"),
@@ -92,9 +97,10 @@ securityContext:
 `
 
 // workerApp is the app container's image in place of the README's my/app:
-// the example worker, with its results in memory (the app has a read-only
-// root filesystem and no volume).
-const workerApp = `          image: example/worker:latest
+// the example worker, whose image (%s) is the one the example chart uses by
+// default and hack/cluster-images.sh imports, with its results in memory
+// (the app has a read-only root filesystem and no volume).
+const workerApp = `          image: %s
           imagePullPolicy: IfNotPresent
           args:
             - --sidecar=http://127.0.0.1:4040

@@ -194,13 +194,14 @@ func TestChartTemplateOptions(t *testing.T) {
 func TestChartLibraryDefaults(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	user := filepath.Join(dir, "user-app")
+	lib := readChartMeta(t, "leader-sidecar-lib")
 	files := map[string]string{
 		"Chart.yaml": `apiVersion: v2
 name: user-app
 version: 1.0.0
 dependencies:
   - name: leader-sidecar-lib
-    version: 0.1.0
+    version: ` + lib.Version + `
     repository: "file://../leader-sidecar-lib"
 `,
 		"values.yaml": "sidecar:\n  native: false\n  readiness:\n    mode: label\n",
@@ -270,7 +271,7 @@ spec:
 			t.Fatalf("%s=%q, want %q", name, env[name].Value, want)
 		}
 	}
-	if sc.Image != "leader-sidecar:v0.1.0" || sc.SecurityContext == nil || !*sc.SecurityContext.ReadOnlyRootFilesystem {
+	if sc.Image != sidecarImageRepository+":"+lib.AppVersion || sc.SecurityContext == nil || !*sc.SecurityContext.ReadOnlyRootFilesystem {
 		t.Fatalf("defaults not applied: image %s, securityContext %+v", sc.Image, sc.SecurityContext)
 	}
 	c := sidecartest.ChartCase{Mode: "label", Backend: "lease"}

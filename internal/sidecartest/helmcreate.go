@@ -32,8 +32,8 @@ func libReadmeBlocks(t testing.TB) []string {
 	return blocks
 }
 
-// readmeBlock is the one README block that contains every marker.
-func readmeBlock(t testing.TB, markers ...string) string {
+// ReadmeBlock is the one README block that contains every marker.
+func ReadmeBlock(t testing.TB, markers ...string) string {
 	t.Helper()
 	var found []string
 	for _, b := range libReadmeBlocks(t) {
@@ -61,7 +61,7 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.WriteString("\n" + readmeBlock(t, "dependencies:", "leader-sidecar-lib"))
+	_, err = f.WriteString("\n" + ReadmeBlock(t, "dependencies:", "leader-sidecar-lib"))
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func HelmCreateWithLibrary(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
-	write("rbac.yaml", readmeBlock(t, `include "leader-sidecar-lib.rbac"`))
+	write("rbac.yaml", ReadmeBlock(t, `include "leader-sidecar-lib.rbac"`))
 
 	// helm create's Deployment with the README's strategy and Pod spec:
 	// its header, selector and Pod metadata are kept.
@@ -79,11 +79,11 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := readmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers")
-	header, rest := mustCut(t, string(created), "  template:\n")
-	podMeta, _ := mustCut(t, rest, "    spec:\n")
-	strategy, podSpec := mustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")
-	_, podSpec = mustCut(t, podSpec, "    spec:\n")
+	pod := ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers")
+	header, rest := MustCut(t, string(created), "  template:\n")
+	podMeta, _ := MustCut(t, rest, "    spec:\n")
+	strategy, podSpec := MustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")
+	_, podSpec = MustCut(t, podSpec, "    spec:\n")
 	write("deployment.yaml", header+strategy+"  template:\n"+podMeta+"    spec:\n"+podSpec)
 	if _, err := RunHelm(t, "dependency", "build", chart); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	return chart
 }
 
-func mustCut(t testing.TB, s, sep string) (string, string) {
+func MustCut(t testing.TB, s, sep string) (string, string) {
 	t.Helper()
 	before, after, ok := strings.Cut(s, sep)
 	if !ok {
@@ -135,4 +135,16 @@ func CheckTokenVolume(t testing.TB, v corev1.Volume) {
 	if !token || !ca || !namespace {
 		t.Fatalf("token volume %+v: token %v, ca.crt %v, namespace %v", v.Projected, token, ca, namespace)
 	}
+}
+
+// HelmCreateWithExtras is HelmCreateWithLibrary plus templates/extras.yaml
+// from the library's README.
+func HelmCreateWithExtras(t testing.TB) string {
+	t.Helper()
+	chart := HelmCreateWithLibrary(t)
+	extras := ReadmeBlock(t, `include "leader-sidecar-lib.extras"`)
+	if err := os.WriteFile(filepath.Join(chart, "templates", "extras.yaml"), []byte(extras), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return chart
 }

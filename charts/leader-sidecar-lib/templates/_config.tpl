@@ -6,14 +6,20 @@ Settings of the sidecar. A chart that includes this library sets them under
 {{- define "leader-sidecar-lib.defaults" -}}
 # Name of the sidecar container.
 name: leader-sidecar
+# The sidecar's image; the tag is the library's appVersion (hack/set-version.sh
+# keeps them equal).
 image:
-  repository: leader-sidecar
+  repository: ghcr.io/leader-sidecar/leader-sidecar
   tag: v0.1.0
+  # sha256:...: the image is pulled by digest (repository@digest), the tag
+  # is then only a label.
+  digest: ""
   pullPolicy: IfNotPresent
 # true: a native sidecar (Kubernetes 1.29+): rendered for initContainers with
 # restartPolicy Always and a startupProbe, so the app starts once the sidecar
 # answers and stops before it. false: a plain container next to the app,
-# for clusters without native sidecars.
+# for clusters without native sidecars (1.25 to 1.28); rendering native
+# for a cluster older than 1.29 fails.
 native: true
 # true: the app containers start only once this replica leads. The native
 # sidecar's startupProbe asks /leader/ready, and the kubelet starts no app
@@ -143,6 +149,9 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 {{- end }}
 {{- $c := include "leader-sidecar-lib.deepMergeKeep" (list $defaults $given) | fromYaml }}
 {{- include "leader-sidecar-lib.validate" $c }}
+{{- if and $c.native (not (semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.native true needs Kubernetes 1.29 or later (native sidecar containers), and the cluster is %s: set sidecar.native=false to run the sidecar as a plain container" .Capabilities.KubeVersion.Version) }}
+{{- end }}
 {{- if kindIs "invalid" $c.releaseOnShutdown }}
 {{- $_ := set $c "releaseOnShutdown" $c.native }}
 {{- end }}

@@ -61,7 +61,7 @@ The sidecar container (one container, not a list item).
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
 {{- $mode := $c.readiness.mode -}}
 name: {{ $c.name }}
-image: {{ printf "%s:%s" $c.image.repository $c.image.tag | quote }}
+image: {{ include "leader-sidecar-lib.imageRef" $c.image | quote }}
 imagePullPolicy: {{ $c.image.pullPolicy }}
 {{- if $c.native }}
 # A native sidecar: started before the app containers, stopped after them.

@@ -6,6 +6,9 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 */}}
 {{- define "leader-sidecar-lib.validate" -}}
 {{- $c := . }}
+{{- if and $c.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" (toString $c.image.digest))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.image.digest must be sha256: and 64 hex digits, not %q" (toString $c.image.digest)) }}
+{{- end }}
 {{- if not (has $c.backend (list "lease" "sqlite")) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease or sqlite, not %q" (toString $c.backend)) }}
 {{- end }}

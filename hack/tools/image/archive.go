@@ -7,56 +7,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// imageSpec is one image to write: its reference and its binary.
-type imageSpec struct {
-	ref, binary, entrypoint string
-}
-
-// image builds the image of spec on base.
-func (s imageSpec) image(base v1.Layer, arch string) (v1.Image, error) {
-	bin, err := binaryLayer(s.binary, strings.TrimPrefix(s.entrypoint, "/"))
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, bin)
-	if err != nil {
-		return nil, err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", arch
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config = v1.Config{
-		Entrypoint: []string{s.entrypoint},
-		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-		},
-		User:       "65532:65532",
-		WorkingDir: "/",
-	}
-	return mutate.ConfigFile(img, cf)
-}
-
 // writeArchive writes every image into an OCI image layout and packs it as
-// a tar archive at out. Each manifest in the index is annotated with the
-// image's full reference (containerd's io.containerd.image.name) and its tag
-// (org.opencontainers.image.ref.name), as `ctr images import` reads them.
-func writeArchive(out string, base v1.Layer, arch string, specs []imageSpec) error {
+// a tar archive at out. With one platform each image is a manifest in the
+// layout's index; with several, an image index with one manifest per
+// platform. Each entry of the layout's index is annotated with the image's
+// full reference (containerd's io.containerd.image.name) and its tag
+// (org.opencontainers.image.ref.name), as `ctr images import`, skopeo's
+// oci-archive:FILE:TAG and crane read them.
+func writeArchive(out string, base v1.Layer, platforms []v1.Platform, c config, specs []imageSpec) error {
 	dir, err := os.MkdirTemp(filepath.Dir(out), ".layout-")
 	if err != nil {
 		return err
@@ -71,15 +36,24 @@ func writeArchive(out string, base v1.Layer, arch string, specs []imageSpec) err
 		if err != nil {
 			return fmt.Errorf("reference %q: %w", s.ref, err)
 		}
-		img, err := s.image(base, arch)
-		if err != nil {
-			return fmt.Errorf("image %s: %w", s.ref, err)
+		annotations := layout.WithAnnotations(map[string]string{
+			"io.containerd.image.name":          fullName(ref),
+			"org.opencontainers.image.ref.name": ref.Identifier(),
+		})
+		if len(platforms) == 1 {
+			img, err := s.image(base, platforms[0], c)
+			if err == nil {
+				err = p.AppendImage(img, layout.WithPlatform(platforms[0]), annotations)
+			}
+			if err != nil {
+				return fmt.Errorf("image %s: %w", s.ref, err)
+			}
+			continue
 		}
-		err = p.AppendImage(img, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: arch}),
-			layout.WithAnnotations(map[string]string{
-				"io.containerd.image.name":          fullName(ref),
-				"org.opencontainers.image.ref.name": ref.Identifier(),
-			}))
+		idx, err := s.index(base, platforms, c)
+		if err == nil {
+			err = p.AppendIndex(idx, annotations)
+		}
 		if err != nil {
 			return fmt.Errorf("image %s: %w", s.ref, err)
 		}
@@ -107,7 +81,9 @@ func fullName(ref name.Reference) string {
 	return registry + "/" + repo.RepositoryStr() + sep + ref.Identifier()
 }
 
-// tarDir packs the files under dir, with paths relative to it, into out.
+// tarDir packs the files under dir, with paths relative to it, into out,
+// in lexical order with fixed times, owners and modes, so that the same
+// layout always gives the same archive.
 func tarDir(dir, out string) error {
 	f, err := os.Create(out)
 	if err != nil {
@@ -119,19 +95,17 @@ func tarDir(dir, out string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
+		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: epoch, Format: tar.FormatPAX}
+		if d.IsDir() {
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
+			return tw.WriteHeader(h)
+		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		h.Name, h.ModTime, h.Uid, h.Gid, h.Uname, h.Gname = filepath.ToSlash(rel), epoch, 0, 0, "", ""
-		if d.IsDir() {
-			h.Name += "/"
-		}
-		if err := tw.WriteHeader(h); err != nil || d.IsDir() {
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o644, info.Size()
+		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
 		src, err := os.Open(path)

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // epoch is every file's time, so that layers are reproducible.
@@ -103,7 +104,7 @@ func binaryLayer(path, name string) (v1.Layer, error) {
 }
 
 // layerOf writes entries, sorted by name, into an uncompressed tar and makes
-// a gzip-compressed layer of it.
+// a gzip-compressed OCI layer of it.
 func layerOf(entries []entry) (v1.Layer, error) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	var buf bytes.Buffer
@@ -134,5 +135,5 @@ func layerOf(entries []entry) (v1.Layer, error) {
 	data := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 }
