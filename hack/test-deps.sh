@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite needs beyond Go: the
-# PostgreSQL server binaries (the tests start their own throwaway server)
-# and the envtest binaries (built by hack/envtest-binaries.sh). Installs
+# PostgreSQL server binaries (the tests start their own throwaway server),
+# the envtest binaries (built by hack/envtest-binaries.sh) and Helm 3 and 4
+# (hack/helm.sh). Installs
 # PostgreSQL from Debian's packages when missing and running as root;
 # otherwise says what to install.
 set -euo pipefail
@@ -18,3 +19,8 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null
+
+# Helm 3 and Helm 4 for the chart tests, built once into the cache (Helm 4
+# takes many minutes cold): before go test, so its timeout never covers it.
+"$(dirname "${BASH_SOURCE[0]}")/helm.sh" >/dev/null
+"$(dirname "${BASH_SOURCE[0]}")/helm.sh" 4 >/dev/null
