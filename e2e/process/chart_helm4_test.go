@@ -36,7 +36,7 @@ func helm4(t *testing.T) string {
 			return
 		}
 		start := time.Now()
-		cmd := exec.Command("../hack/helm.sh", "4")
+		cmd := exec.Command("../../hack/helm.sh", "4")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -89,7 +89,7 @@ func (h helmRunner) version(t *testing.T) string {
 func chartsWith(t *testing.T, h helmRunner) (dir, mychart string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "charts")
-	if err := os.CopyFS(dir, os.DirFS("../charts")); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("../../charts")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.run("dependency", "build", filepath.Join(dir, "leader-sidecar-example")); err != nil {

@@ -43,7 +43,7 @@ type chartMeta struct {
 // readChartMeta reads charts/<chart>/Chart.yaml of the repository.
 func readChartMeta(t *testing.T, chart string) chartMeta {
 	t.Helper()
-	return parseChartMeta(t, chart, mustRead(t, filepath.Join("..", "charts", chart, "Chart.yaml")))
+	return parseChartMeta(t, chart, mustRead(t, filepath.Join("..", "..", "charts", chart, "Chart.yaml")))
 }
 
 func parseChartMeta(t *testing.T, what string, raw []byte) chartMeta {
@@ -130,8 +130,8 @@ func TestChartVersionsAgree(t *testing.T) {
 	if !releaseVersion.MatchString(version) {
 		t.Fatalf("the library's appVersion %q is not vX.Y.Z", version)
 	}
-	checkVersionsAgree(t, "..", version)
-	if out, err := exec.Command("../hack/set-version.sh", "--check", version).CombinedOutput(); err != nil {
+	checkVersionsAgree(t, "../..", version)
+	if out, err := exec.Command("../../hack/set-version.sh", "--check", version).CombinedOutput(); err != nil {
 		t.Fatalf("hack/set-version.sh --check %s: %v\n%s", version, err, out)
 	}
 }
@@ -158,14 +158,14 @@ func TestChartDefaultImages(t *testing.T) {
 		t.Fatalf("the library's default sidecar image: %q, want %s", got, wantSidecar)
 	}
 
-	out, err := exec.Command("../hack/chart-images.sh").Output()
+	out, err := exec.Command("../../hack/chart-images.sh").Output()
 	if err != nil {
 		t.Fatalf("hack/chart-images.sh: %v", stderrOf(err))
 	}
 	if got, want := string(out), "sidecar "+wantSidecar+"\napp "+wantApp+"\n"; got != want {
 		t.Fatalf("hack/chart-images.sh printed\n%swant\n%s", got, want)
 	}
-	out, err = exec.Command("../hack/cluster-images.sh", "--refs").Output()
+	out, err = exec.Command("../../hack/cluster-images.sh", "--refs").Output()
 	if err != nil {
 		t.Fatalf("hack/cluster-images.sh --refs: %v", stderrOf(err))
 	}
@@ -182,14 +182,20 @@ func TestChartDefaultImages(t *testing.T) {
 // new version's images.
 func TestSetVersion(t *testing.T) {
 	root := t.TempDir()
-	if err := os.CopyFS(filepath.Join(root, "charts"), os.DirFS("../charts")); err != nil {
+	if err := os.CopyFS(filepath.Join(root, "charts"), os.DirFS("../../charts")); err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier helm dependency build left in the source tree (not
+	// part of the repository) would pin the old version.
+	example := filepath.Join(root, "charts", "leader-sidecar-example")
+	if err := errors.Join(os.RemoveAll(filepath.Join(example, "Chart.lock")), os.RemoveAll(filepath.Join(example, "charts"))); err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(root, "hack", "set-version.sh")
 	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(script, mustRead(t, "../hack/set-version.sh"), 0o755); err != nil {
+	if err := os.WriteFile(script, mustRead(t, "../../hack/set-version.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	old := readChartMeta(t, "leader-sidecar-lib").AppVersion

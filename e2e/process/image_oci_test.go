@@ -29,7 +29,7 @@ const imageTestVersion = "image-test"
 func buildImages(t *testing.T) (sidecar, worker string) {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("../hack/image.sh", dir)
+	cmd := exec.Command("../../hack/image.sh", dir)
 	cmd.Env = append(os.Environ(), "VERSION="+imageTestVersion, "PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -168,7 +168,7 @@ func TestImageReproducible(t *testing.T) {
 func TestImageToolRefusesBadFlags(t *testing.T) {
 	tool := filepath.Join(t.TempDir(), "image-tool")
 	build := exec.Command(sidecartest.GoTool(), "build", "-o", tool, ".")
-	build.Dir = "../hack/tools/image"
+	build.Dir = "../../hack/tools/image"
 	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building hack/tools/image: %v\n%s", err, out)

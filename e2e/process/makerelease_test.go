@@ -30,7 +30,7 @@ import (
 // returns its stdout, stderr and exit status.
 func runRelease(t *testing.T, dir, version string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command("../hack/release.sh", dir)
+	cmd := exec.Command("../../hack/release.sh", dir)
 	cmd.Env = append(os.Environ(), "VERSION="+version, "HELM="+sidecartest.Helm(t),
 		"PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	var out, errOut bytes.Buffer
@@ -150,7 +150,7 @@ func checkBinaryArchive(t *testing.T, path, version, osArch string) {
 		t.Fatalf("%s holds %q, want %q", filepath.Base(path), names, want)
 	}
 	for _, doc := range []string{"LICENSE", "README.md"} {
-		if !bytes.Equal(files[top+"/"+doc], mustRead(t, "../"+doc)) {
+		if !bytes.Equal(files[top+"/"+doc], mustRead(t, "../../"+doc)) {
 			t.Errorf("%s: %s is not the repository's", filepath.Base(path), doc)
 		}
 	}

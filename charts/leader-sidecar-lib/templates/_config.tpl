@@ -57,6 +57,15 @@ retryPeriod: 2s
 # default, leaseDuration / 3 (5s). Must leave room for a retry:
 # renewInterval + 1.2 x retryPeriod < renewDeadline.
 renewInterval: ""
+appHealth:
+  # The app's own health endpoint on loopback, e.g.
+  # http://127.0.0.1:8080/healthz: while it fails, the replica neither leads
+  # nor contends (a leader releases at once). "": no check.
+  url: ""
+  period: 2s
+  # Checks in a row that flip the verdict, either way.
+  failures: 3
+  timeout: 1s
 # Release the Lease on SIGTERM so a standby takes over at once. null: true
 # for a native sidecar (it stops after the app), false for a plain container
 # (it may stop before the app, which could still act as leader).

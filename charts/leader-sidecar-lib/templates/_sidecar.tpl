@@ -99,6 +99,16 @@ env:
   - name: LEADER_SIDECAR_RENEW_INTERVAL
     value: {{ $c.renewInterval | quote }}
   {{- end }}
+  {{- with $c.appHealth.url }}
+  - name: LEADER_SIDECAR_APP_HEALTH_URL
+    value: {{ . | quote }}
+  - name: LEADER_SIDECAR_APP_HEALTH_PERIOD
+    value: {{ $c.appHealth.period | quote }}
+  - name: LEADER_SIDECAR_APP_HEALTH_FAILURES
+    value: {{ $c.appHealth.failures | toString | quote }}
+  - name: LEADER_SIDECAR_APP_HEALTH_TIMEOUT
+    value: {{ $c.appHealth.timeout | quote }}
+  {{- end }}
   - name: LEADER_SIDECAR_RELEASE_ON_SHUTDOWN
     value: {{ $c.releaseOnShutdown | toString | quote }}
   - name: LEADER_SIDECAR_HTTP_ADDRESS

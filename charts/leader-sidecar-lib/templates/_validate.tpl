@@ -21,6 +21,24 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 {{- if and $c.leaseName (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString $c.leaseName))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .), not %q" (toString $c.leaseName)) }}
 {{- end }}
+{{- if $c.appHealth.url }}
+{{- if not (regexMatch "^https?://(127\\.[0-9.]+|localhost|\\[::1\\])(:[0-9]+)?(/.*)?$" (toString $c.appHealth.url)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must be an http:// or https:// URL on loopback (127.0.0.1, localhost or [::1]): the app next to the sidecar, not %q" (toString $c.appHealth.url)) }}
+{{- end }}
+{{- if $c.waitForLeadership }}
+{{- fail "leader-sidecar-lib: sidecar.appHealth.url and sidecar.waitForLeadership exclude each other: with waitForLeadership the app starts only once its replica leads, so it could never pass the health check that lets its replica lead" }}
+{{- end }}
+{{- $f := $c.appHealth.failures }}
+{{- if not (and (or (kindIs "float64" $f) (kindIs "int64" $f) (kindIs "int" $f)) (ge (float64 $f) 1.0) (eq (float64 $f) (float64 (int64 $f)))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.failures must be a whole number of at least 1, not %v" $f) }}
+{{- end }}
+{{- range $key := list "period" "timeout" }}
+{{- $ms := include "leader-sidecar-lib.milliseconds" (list (printf "sidecar.appHealth.%s" $key) (index $c.appHealth $key)) | float64 }}
+{{- if le $ms 0.0 }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.%s must be greater than 0, not %v" $key (index $c.appHealth $key)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and $c.waitForLeadership (not $c.native) }}
 {{- fail "leader-sidecar-lib: sidecar.waitForLeadership needs sidecar.native true: only a native sidecar's startupProbe holds the app back" }}
 {{- end }}
