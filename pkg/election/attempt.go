@@ -112,6 +112,8 @@ func (e *Elector) decideAfterRead(present bool, rec backend.Record, version back
 		}
 	}
 	a := decide(e.observationLocked(seen), seen)
+	e.log.Debug("decided", "action", a.kind.String(), "token", a.token, "until", a.until,
+		"stepDown", a.stepDown, "holder", e.view.holder(), "seenToken", e.view.rec.Transitions)
 	if a.stepDown != "" {
 		e.stepDownLocked(a.stepDown)
 	}

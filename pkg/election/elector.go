@@ -97,9 +97,11 @@ func New(cfg Config) (*Elector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	log := cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe())
+	cfg.Backend = withRequestLog(cfg.Backend, log)
 	return &Elector{
 		cfg:      cfg,
-		log:      cfg.Logger.With("identity", cfg.Identity, "lease", cfg.Backend.Describe()),
+		log:      log,
 		pollFast: true,
 		lostCh:   make(chan struct{}),
 		wake:     make(chan struct{}, 1),

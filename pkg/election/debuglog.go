@@ -1,0 +1,77 @@
+package election
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// withRequestLog returns b with every store request logged at debug level
+// (operation, duration, version written, error), when log has debug
+// enabled; otherwise b itself. The optional interfaces of b are kept.
+func withRequestLog(b backend.Backend, log *slog.Logger) backend.Backend {
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return b
+	}
+	l := &requestLog{Backend: b, log: log}
+	snap, isSnap := b.(backend.Snapshotter)
+	loss, isLoss := b.(backend.LossNotifier)
+	switch {
+	case isSnap && isLoss:
+		return struct {
+			*requestLog
+			backend.Snapshotter
+			backend.LossNotifier
+		}{l, snap, loss}
+	case isSnap:
+		return struct {
+			*requestLog
+			backend.Snapshotter
+		}{l, snap}
+	case isLoss:
+		return struct {
+			*requestLog
+			backend.LossNotifier
+		}{l, loss}
+	}
+	return l
+}
+
+type requestLog struct {
+	backend.Backend
+	log *slog.Logger
+}
+
+func (r *requestLog) done(op string, start time.Time, rec *backend.Record, v backend.Version, err error) {
+	attrs := []any{"op", op, "took", time.Since(start)}
+	if rec != nil && err == nil {
+		attrs = append(attrs, "holder", rec.HolderIdentity, "token", rec.Transitions, "version", v)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	r.log.Debug("store request", attrs...)
+}
+
+func (r *requestLog) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	start := time.Now()
+	rec, v, err := r.Backend.Get(ctx)
+	r.done("get", start, &rec, v, err)
+	return rec, v, err
+}
+
+func (r *requestLog) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := r.Backend.Create(ctx, rec)
+	r.done("create", start, &rec, v, err)
+	return v, err
+}
+
+func (r *requestLog) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := r.Backend.Update(ctx, prev, rec)
+	r.done("update", start, &rec, v, err)
+	return v, err
+}
