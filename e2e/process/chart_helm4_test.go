@@ -109,7 +109,7 @@ func chartsWith(t *testing.T, h helmRunner) (dir, mychart string) {
 	write("templates/rbac.yaml", sidecartest.ReadmeBlock(t, `include "leader-sidecar-lib.rbac"`))
 	write("templates/extras.yaml", sidecartest.ReadmeBlock(t, `include "leader-sidecar-lib.extras"`))
 	created := string(mustRead(t, filepath.Join(mychart, "templates", "deployment.yaml")))
-	pod := sidecartest.ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers")
+	pod := sidecartest.ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers", "leader-sidecar-lib.strategy")
 	header, rest := sidecartest.MustCut(t, created, "  template:\n")
 	podMeta, _ := sidecartest.MustCut(t, rest, "    spec:\n")
 	strategy, podSpec := sidecartest.MustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")

@@ -79,7 +79,7 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers")
+	pod := ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers", "leader-sidecar-lib.strategy")
 	header, rest := MustCut(t, string(created), "  template:\n")
 	podMeta, _ := MustCut(t, rest, "    spec:\n")
 	strategy, podSpec := MustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")
