@@ -13,7 +13,7 @@
 //	               transitions INTEGER NOT NULL, handoff TEXT NOT NULL DEFAULT '')
 //
 // handoff is the record's hand-off marker (backend.EncodeHandoff: compact
-// JSON, '' for none). A file made before it existed gets the column from
+// JSON, the empty string for none). A file made before it existed gets the column from
 // the first Open of this release (ALTER TABLE ... ADD COLUMN, in the same
 // transaction as the table checks); its rows then carry no marker, and a
 // process of an older release keeps working on the file, leaving the
