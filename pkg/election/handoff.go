@@ -172,7 +172,10 @@ func (h *handoff) look(ctx context.Context, now time.Time) (backend.Version, str
 		}
 	}
 	h.lastRead = now
-	rec, version, err := e.cfg.Backend.Get(ctx)
+	// A read that hangs must not hold the offer open past its timeout.
+	readCtx, cancel := context.WithDeadline(ctx, h.offered.Add(h.timeout+handoffPoll))
+	defer cancel()
+	rec, version, err := e.cfg.Backend.Get(readCtx)
 	if err != nil {
 		return "", "", false // the next look reads again; the timeout bounds it
 	}
