@@ -1,10 +1,11 @@
-//go:build e2ehooks && unix
+//go:build e2ehooks && linux
 
 package main
 
 import (
 	"context"
 	"os"
+	"runtime"
 	"syscall"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -54,7 +55,18 @@ type stopAfterAccept struct{ backend.Backend }
 func (s *stopAfterAccept) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
 	v, err := s.Backend.Update(ctx, prev, rec)
 	if err == nil && rec.Handoff.Phase == backend.HandoffAccept {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		stopNow()
 	}
 	return v, err
+}
+
+// stopNow stops the process before the calling goroutine goes on. A
+// SIGSTOP sent to the process is taken by whichever thread the kernel
+// picks, and the others may run on for milliseconds meanwhile; one sent to
+// the calling thread stops it on its way back from the system call, and
+// the whole process with it.
+func stopNow() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
 }

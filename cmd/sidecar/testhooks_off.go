@@ -1,4 +1,4 @@
-//go:build !(e2ehooks && unix)
+//go:build !(e2ehooks && linux)
 
 package main
 
