@@ -98,7 +98,7 @@ func (h *handoff) offer(ctx context.Context) error {
 		ours := v.present && v.rec.HolderIdentity == e.cfg.Identity && v.rec.Transitions == token
 		switch {
 		case !claiming:
-			return fmt.Errorf("%w (the record names %q): nothing to hand off", ErrNotLeader, v.holder())
+			return fmt.Errorf("%w: nothing to hand off (the record names %q)", ErrNotLeader, v.holder())
 		case !ours && try == 0:
 			e.attempt(ctx)
 			continue
@@ -133,11 +133,15 @@ func (h *handoff) offer(ctx context.Context) error {
 func (h *handoff) awaitAccept(ctx context.Context) (backend.Version, string, error) {
 	e := h.e
 	for {
-		select {
-		case <-ctx.Done():
+		if ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-e.cfg.Clock.After(handoffPoll):
+			}
+		}
+		if err := ctx.Err(); err != nil {
 			h.withdraw(ctx)
-			return "", "", fmt.Errorf("hand-off to %s: %w; the offer was withdrawn and this replica still leads", h.target(), ctx.Err())
-		case <-e.cfg.Clock.After(handoffPoll):
+			return "", "", fmt.Errorf("hand-off to %s: %w; the offer was withdrawn and this replica still leads", h.target(), err)
 		}
 		now := e.cfg.Clock.Now()
 		if version, target, ok := h.look(ctx, now); ok {

@@ -79,7 +79,7 @@ func (e *Elector) Release(context.Context) (election.Status, error) {
 	if !e.status.Leader && e.status.Holder != e.status.Identity {
 		holder := e.status.Holder
 		e.mu.Unlock()
-		return e.Status(), fmt.Errorf("%w (the record names %q)", election.ErrNotLeader, holder)
+		return e.Status(), fmt.Errorf("%w: nothing to release (the record names %q)", election.ErrNotLeader, holder)
 	}
 	e.releases++
 	err, identity := e.releaseErr, e.status.Identity
@@ -125,7 +125,7 @@ func (e *Elector) SetHealthy(h bool) {
 func (e *Elector) Handoff(_ context.Context, to string) (election.Status, error) {
 	s := e.Status()
 	if !s.Leader {
-		return s, fmt.Errorf("%w (the record names %q): nothing to hand off", election.ErrNotLeader, s.Holder)
+		return s, fmt.Errorf("%w: nothing to hand off (the record names %q)", election.ErrNotLeader, s.Holder)
 	}
 	e.mu.Lock()
 	err := e.handoffErr
