@@ -83,6 +83,9 @@ type handoff struct {
 	version  backend.Version
 	offered  time.Time
 	lastRead time.Time
+	// moved says how a read found the record changed under the offer
+	// (another holder or token, or none); "" while it is unchanged.
+	moved string
 }
 
 // offer renews the record with an offer marker. If the record changed
@@ -159,67 +162,6 @@ func (h *handoff) awaitAccept(ctx context.Context) (backend.Version, string, err
 	}
 }
 
-// look checks the snapshot, or reads the record, for an accept. A record
-// that still names this candidate at its token becomes the one a
-// withdrawal or the transfer writes over.
-func (h *handoff) look(ctx context.Context, now time.Time) (backend.Version, string, bool) {
-	e := h.e
-	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok {
-		if rec, version, ok := snap.Snapshot(); ok {
-			if target, ok := h.acceptIn(rec); ok {
-				e.observe(true, rec, version)
-				return version, target, true
-			}
-		}
-		if now.Sub(h.lastRead) < handoffReadEvery {
-			return "", "", false
-		}
-	}
-	h.lastRead = now
-	// A read that hangs must not hold the offer open past its timeout.
-	readCtx, cancel := context.WithDeadline(ctx, h.offered.Add(h.timeout+handoffPoll))
-	defer cancel()
-	rec, version, err := e.cfg.Backend.Get(readCtx)
-	if err != nil {
-		return "", "", false // the next look reads again; the timeout bounds it
-	}
-	e.observe(true, rec, version)
-	if target, ok := h.acceptIn(rec); ok {
-		return version, target, true
-	}
-	if rec.HolderIdentity == e.cfg.Identity && rec.Transitions == h.token {
-		h.rec, h.version = rec, version
-	}
-	return "", "", false
-}
-
-// acceptIn returns the candidate that accepted this offer in rec, if one
-// did: the record still names this candidate at its token, and carries
-// an accept of its offer by a candidate the offer targets.
-func (h *handoff) acceptIn(rec backend.Record) (string, bool) {
-	me, a := h.e.cfg.Identity, rec.Handoff
-	ok := rec.HolderIdentity == me && rec.Transitions == h.token && a.Phase == backend.HandoffAccept &&
-		a.From == me && a.Token == h.token && a.To != "" && a.To != me && Targets(h.to, a.To)
-	return a.To, ok
-}
-
-// stillLeading fails once this candidate has stopped claiming, or the
-// record it last read names another holder or token.
-func (h *handoff) stillLeading(now time.Time) error {
-	e := h.e
-	e.mu.Lock()
-	claiming := e.claimingLocked(now) && !e.holdingOffLocked(now) && e.token == h.token
-	v := e.view
-	e.mu.Unlock()
-	switch {
-	case !claiming:
-		return fmt.Errorf("%w: it stopped leading during the hand-off (released, stopping, or its claim lapsed); nothing was handed off", ErrNotLeader)
-	case !v.present || v.rec.HolderIdentity != e.cfg.Identity || v.rec.Transitions != h.token:
-		return fmt.Errorf("hand-off: the record changed during the hand-off (it names %q at token %d); nothing was handed off", v.holder(), v.rec.Transitions)
-	}
-	return nil
-}
-
 // withdraw renews the record without the offer. If the record changed
 // meanwhile, it reads it once: an accept that landed at the last moment is
 // returned for the transfer; otherwise the loop's next renewal clears
@@ -240,12 +182,13 @@ func (h *handoff) withdraw(ctx context.Context) (backend.Version, string, bool) 
 	case err == nil:
 		e.won(rec, written, start)
 		return "", "", false
-	case errors.Is(err, backend.ErrConflict):
-		if fresh, version, err := e.cfg.Backend.Get(ctx); err == nil {
-			e.observe(true, fresh, version)
-			if target, ok := h.acceptIn(fresh); ok {
-				return version, target, true
-			}
+	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
+		fresh, version, err := e.cfg.Backend.Get(ctx)
+		if err == nil || errors.Is(err, backend.ErrNotFound) {
+			e.observe(err == nil, fresh, version)
+		}
+		if target, ok := h.acceptIn(fresh); ok && err == nil {
+			return version, target, true
 		}
 	default:
 		e.failed("hand-off withdrawal", err)
