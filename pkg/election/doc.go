@@ -178,12 +178,13 @@
 //  2. Accept. A candidate that sees an offer it may take writes the same
 //     record with the marker {accept, from L, to its own identity, token
 //     t}: holder, times and token unchanged. It may take the offer when
-//     the offer targets it (its identity, its Pod name, or anyone; see
-//     Targets), the record is live (seen unchanged for less than a lease),
-//     t is the highest token it has seen, and mayAcceptHandoff allows it
-//     (not stopping, not held off after a release). It remembers, in
-//     memory only, that it accepted L's offer at t. Of several candidates
-//     racing, compare-and-swap lets exactly one accept.
+//     the offer targets it (its identity, its Pod name, which is its
+//     identity's prefix, or anyone), the record is live (seen unchanged
+//     for less than a lease), t is the highest token it has seen, and
+//     mayAcceptHandoff allows it (not stopping, not held off after a
+//     release). It remembers, in memory only, that it accepted L's offer
+//     at t. Of several candidates racing, compare-and-swap lets exactly
+//     one accept.
 //  3. Transfer. L sees the accept, stops claiming first (Status says "not
 //     leader" before the write is sent), and writes holder X, token t+1,
 //     acquire and renew time now, its lease duration, marker {transfer,
@@ -201,7 +202,10 @@
 // (an accept that landed just before is then taken after all) and Handoff
 // fails with ErrNoTaker: nothing changed, L leads with token t. Candidates
 // are known only by their answers: a target that is not running, is
-// unknown, or may not lead now does not answer, and the error says so.
+// unknown, or may not lead now does not answer, and the error says so
+// after the timeout. A read that shows the record changed under the offer
+// (another holder or token, or none) ends the hand-off at once, handing
+// nothing off; what L reads meanwhile counts as seen, as any answer.
 //
 // Why it is safe. L claims until it decides to transfer and stops before
 // the transfer is sent; X claims only after its own compare-and-swap on

@@ -35,7 +35,7 @@ func (e *Elector) HandoffTimeout() time.Duration {
 }
 
 // Handoff moves leadership from this candidate, the leader, to the
-// candidate to names (its identity, or its Pod name: see Targets), or with
+// candidate to names (its identity, or its Pod name: see targets), or with
 // to empty to whichever candidate answers first, with the next token. It
 // follows the protocol of the package doc ("Planned hand-off"): an offer in
 // the record, an accept written by the candidate, then the transfer, which
@@ -52,11 +52,8 @@ func (e *Elector) HandoffTimeout() time.Duration {
 // stopped leading regardless, and the election carries on as after a
 // leader's crash.
 func (e *Elector) Handoff(ctx context.Context, to string) (Status, error) {
-	switch {
-	case len(to) > maxTargetLength:
+	if len(to) > maxTargetLength {
 		return e.Status(), fmt.Errorf("%w: the target is %d bytes long, more than any identity (%d)", ErrNoTaker, len(to), maxTargetLength)
-	case to == e.cfg.Identity:
-		return e.Status(), fmt.Errorf("%w: %q is this candidate itself, the leader", ErrNoTaker, to)
 	}
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -102,6 +99,8 @@ func (h *handoff) offer(ctx context.Context) error {
 		switch {
 		case !claiming:
 			return fmt.Errorf("%w: nothing to hand off (the record names %q)", ErrNotLeader, v.holder())
+		case h.to == e.cfg.Identity:
+			return fmt.Errorf("%w: %q is this candidate itself, the leader", ErrNoTaker, h.to)
 		case !ours && try == 0:
 			e.attempt(ctx)
 			continue

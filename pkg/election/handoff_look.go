@@ -59,7 +59,7 @@ func (h *handoff) look(ctx context.Context, now time.Time) (backend.Version, str
 func (h *handoff) acceptIn(rec backend.Record) (string, bool) {
 	me, a := h.e.cfg.Identity, rec.Handoff
 	ok := rec.HolderIdentity == me && rec.Transitions == h.token && a.Phase == backend.HandoffAccept &&
-		a.From == me && a.Token == h.token && a.To != "" && a.To != me && Targets(h.to, a.To)
+		a.From == me && a.Token == h.token && a.To != "" && a.To != me && targets(h.to, a.To)
 	return a.To, ok
 }
 

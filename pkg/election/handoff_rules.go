@@ -30,10 +30,10 @@ func mayAcceptHandoff(o observation, now time.Time) bool {
 	return !o.stopped && !o.leading && !now.Before(o.holdOffUntil)
 }
 
-// Targets reports whether the target of an offer, to, names the candidate
+// targets reports whether the target of an offer, to, names the candidate
 // identity: "" names every candidate, otherwise to is the identity itself
 // or its prefix (the Pod name, IdentityPrefix).
-func Targets(to, identity string) bool {
+func targets(to, identity string) bool {
 	return to == "" || to == identity || to == IdentityPrefix(identity)
 }
 
@@ -59,7 +59,7 @@ func (o observation) handoffStep(now time.Time) (action, bool) {
 	}
 	switch h.Phase {
 	case backend.HandoffOffer:
-		offered := h.From == v.rec.HolderIdentity && h.From != o.identity && Targets(h.To, o.identity) &&
+		offered := h.From == v.rec.HolderIdentity && h.From != o.identity && targets(h.To, o.identity) &&
 			h.Token >= 1 && h.Token < backend.MaxTransitions && now.Before(o.expiry())
 		return action{kind: accept, token: h.Token}, offered
 	case backend.HandoffTransfer:
