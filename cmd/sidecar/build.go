@@ -54,7 +54,7 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 		observers = append(observers, publisher)
 	}
 	elector, err := election.New(election.Config{
-		Backend:         m.InstrumentBackend(st.backend),
+		Backend:         m.InstrumentBackend(withTestHooks(st.backend)),
 		Identity:        el.identity,
 		LeaseDuration:   el.leaseDuration,
 		RenewDeadline:   el.renewDeadline,

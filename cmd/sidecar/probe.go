@@ -75,10 +75,7 @@ func defaultProbeAddress(environ []string) string {
 	if a, ok := lookup(environ, envName("ops-address")); ok && a != "" {
 		return a
 	}
-	if a, ok := lookup(environ, envName("http-address")); ok && a != "" {
-		return a
-	}
-	return "127.0.0.1:4040"
+	return defaultAppAddress(environ)
 }
 
 // dialable turns a listen address such as ":8081" or "0.0.0.0:8081" into

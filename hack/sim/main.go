@@ -81,11 +81,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var broken, excepted, reported int64
 	var virtual time.Duration
-	var events, terms int
+	var events, terms, handoffs, handedOff, stoppedTargets int
 	for r := range results {
 		virtual += r.Virtual
 		events += r.Events
 		terms += r.Terms
+		handoffs, handedOff, stoppedTargets = handoffs+r.Handoffs, handedOff+r.HandedOff, stoppedTargets+r.StoppedTargets
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -105,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "virtual time %v, %d events, %d terms, wall time %v\n",
 		virtual.Round(time.Second), events, terms, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting\n", handoffs, handedOff, stoppedTargets)
 	fmt.Fprintf(stdout, "%d schedules ended early by the documented exception (a first start creating a deleted record)\n", excepted)
 	fmt.Fprintf(stdout, "%d schedules, %d violations\n", *seeds, broken)
 	if broken > 0 {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -69,19 +70,33 @@ func Build(t testing.TB, pkg string) string {
 	return path
 }
 
-func buildOnce(pkg string) (string, error) {
+// HookedBinary is the sidecar built with -tags e2ehooks, once per test
+// binary: the test hooks of cmd/sidecar/testhooks.go, which the
+// environment turns on (SIDECAR_E2E_STOP_AFTER_ACCEPT=1: the sidecar
+// stops itself with SIGSTOP right after it accepted a hand-off).
+func HookedBinary(t testing.TB) string {
+	t.Helper()
+	path, err := buildOnce(sidecarPkg, "e2ehooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func buildOnce(pkg string, tags ...string) (string, error) {
+	key := strings.Join(append([]string{pkg}, tags...), " ")
 	buildsMu.Lock()
-	b := builds[pkg]
+	b := builds[key]
 	if b == nil {
 		b = &build{}
-		builds[pkg] = b
+		builds[key] = b
 	}
 	buildsMu.Unlock()
-	b.once.Do(func() { b.path, b.err = goBuild(pkg) })
+	b.once.Do(func() { b.path, b.err = goBuild(pkg, tags...) })
 	return b.path, b.err
 }
 
-func goBuild(pkg string) (string, error) {
+func goBuild(pkg string, tags ...string) (string, error) {
 	if binDir == "" {
 		return "", errors.New("sidecartest: nowhere to build " + pkg + ": call sidecartest.Main from TestMain")
 	}
@@ -89,8 +104,8 @@ func goBuild(pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(binDir, filepath.Base(pkg))
-	cmd := exec.Command(GoTool(), "build", "-trimpath", "-o", bin, "./"+pkg)
+	bin := filepath.Join(binDir, strings.Join(append([]string{filepath.Base(pkg)}, tags...), "-"))
+	cmd := exec.Command(GoTool(), "build", "-trimpath", "-tags="+strings.Join(tags, ","), "-o", bin, "./"+pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -8,8 +8,9 @@
 //   - Builds: [Main], called from a test package's TestMain, builds the
 //     sidecar (cmd/sidecar) once per test binary into a temporary
 //     directory it removes at the end; [Build] builds another command of
-//     the repository once (examples/worker); [RepoPath] names a file of
-//     the repository from any test directory.
+//     the repository once (examples/worker); [HookedBinary] builds the
+//     sidecar with its test hooks (-tags e2ehooks), for [SpawnBinary];
+//     [RepoPath] names a file of the repository from any test directory.
 //   - Processes: [Start], [Launch], [Spawn] and [Track] run a sidecar with
 //     the short test timings ([LeaseDuration], [RenewDeadline],
 //     [RetryPeriod]), a free loopback port and JSON logs; a [Sidecar] is

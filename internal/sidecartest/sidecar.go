@@ -73,8 +73,15 @@ func StartMany(t testing.TB, db string, n int) []*Sidecar {
 // logs, the environment env (plus PATH) and args.
 func Spawn(t testing.TB, env []string, args ...string) *Sidecar {
 	t.Helper()
+	return SpawnBinary(t, Binary(t), env, args...)
+}
+
+// SpawnBinary is Spawn with another build of the sidecar, such as
+// HookedBinary.
+func SpawnBinary(t testing.TB, bin string, env []string, args ...string) *Sidecar {
+	t.Helper()
 	base := append([]string{"--http-address", "127.0.0.1:0", "--log-format", "json"}, TimingArgs()...)
-	cmd := exec.Command(Binary(t), append(base, args...)...)
+	cmd := exec.Command(bin, append(base, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	return Track(t, cmd)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -26,12 +27,21 @@ type candidate struct {
 	busy     bool
 	pending  *call
 	then     func() // what to do when the activity finishes
+	// sleeps receives the activity's waits on its clock (Clock.After);
+	// sleeping is the channel of the wait in progress, if any.
+	sleeps   chan sleep
+	sleeping chan time.Time
 
-	crashed     bool
+	crashed bool
+	// ctx ends when the process crashes: an activity that waits on its
+	// clock (a hand-off) ends then, as the process would.
+	ctx         context.Context
+	cancel      context.CancelFunc
 	pausedUntil time.Duration
 	deferred    []func() // what arrived while paused
 	wakeGen     int      // invalidates wake events scheduled before
 	signalled   bool     // a change signal arrived during an activity
+	wokeBusy    bool     // the loop's timer fired during an activity
 	snapshot    store    // the state the watch delivered last
 	// sawRecord is set once a read, a write or a snapshot showed a record;
 	// freshToken is the token of a record this candidate created before it
@@ -105,12 +115,33 @@ func (c *candidate) park() {
 			return
 		}
 		c.w.send(c, req)
+	case sl := <-c.sleeps:
+		c.sleeping = sl.done
+		if c.crashed {
+			c.endSleep()
+			return
+		}
+		c.w.after(time.Duration(float64(sl.d)/c.clock.rate), func() {
+			c.whenRunning(func() {
+				if c.sleeping == sl.done {
+					c.endSleep()
+				}
+			})
+		})
 	case <-c.finished:
 		c.busy = false
 		if !c.crashed {
 			c.then()
 		}
 	}
+}
+
+// endSleep ends the activity's wait and lets it run until it blocks again.
+func (c *candidate) endSleep() {
+	done := c.sleeping
+	c.sleeping = nil
+	done <- c.clock.Now()
+	c.park()
 }
 
 // answer hands the pending request its result and lets the activity run
@@ -126,6 +157,7 @@ func (c *candidate) answer(r result) {
 func (c *candidate) wake() {
 	c.whenRunning(func() {
 		if c.busy {
+			c.wokeBusy = true
 			return
 		}
 		c.attempt()
@@ -133,6 +165,7 @@ func (c *candidate) wake() {
 }
 
 func (c *candidate) attempt() {
+	c.wokeBusy = false
 	c.start(func() { c.nextWait = c.d.Attempt(background) }, func() {
 		c.schedule(c.nextWait)
 		if c.signalled {
@@ -198,12 +231,16 @@ func (c *candidate) crash() {
 		return
 	}
 	c.crashed = true
+	c.cancel()
 	c.wakeGen++
 	for c.busy {
-		if c.pending == nil {
+		switch {
+		case c.pending != nil:
+			c.answer(result{err: errCrashed})
+		case c.sleeping != nil:
+			c.endSleep()
+		default:
 			c.park()
-			continue
 		}
-		c.answer(result{err: errCrashed})
 	}
 }

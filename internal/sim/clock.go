@@ -17,6 +17,7 @@ type driftingClock struct {
 	w       *world
 	rate    float64
 	started time.Duration // true time when the candidate started
+	sleeps  chan<- sleep  // the candidate's
 }
 
 func (c *driftingClock) Now() time.Time {
@@ -26,12 +27,27 @@ func (c *driftingClock) Now() time.Time {
 
 func (c *driftingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// The simulator drives every wait itself (election.Driver); the elector
-// asks its clock only for the time. These timers never fire.
-func (c *driftingClock) After(time.Duration) <-chan time.Time { return nil }
-func (c *driftingClock) NewTimer(time.Duration) clock.Timer   { return idleTimer{} }
-func (c *driftingClock) Sleep(time.Duration)                  {}
-func (c *driftingClock) Tick(time.Duration) <-chan time.Time  { return nil }
+// sleep is a wait of an activity on its candidate's clock, handed to the
+// world, which closes done after d of the candidate's time.
+type sleep struct {
+	d    time.Duration
+	done chan time.Time
+}
+
+// After hands the wait to the world through the candidate's activity, as
+// a store request is: the world schedules its end in virtual time. Only an
+// activity (a hand-off polling for an answer) waits this way.
+func (c *driftingClock) After(d time.Duration) <-chan time.Time {
+	done := make(chan time.Time, 1)
+	c.sleeps <- sleep{d: d, done: done}
+	return done
+}
+
+// The loop's own waits are the world's (election.Driver): these timers
+// never fire.
+func (c *driftingClock) NewTimer(time.Duration) clock.Timer  { return idleTimer{} }
+func (c *driftingClock) Sleep(time.Duration)                 {}
+func (c *driftingClock) Tick(time.Duration) <-chan time.Time { return nil }
 
 type idleTimer struct{}
 

@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
 var (
@@ -92,6 +94,9 @@ func (w *world) apply(c *candidate, req *call) result {
 	w.logf("store: %s %s by %s: %v", req.op, describeRequest(req), c.id, r)
 	if w.store.version != before {
 		w.changed()
+	}
+	if r.err == nil && req.op == opUpdate && req.rec.Handoff.Phase == backend.HandoffAccept && !c.crashed {
+		w.afterAccept(c)
 	}
 	return r
 }

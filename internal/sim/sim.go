@@ -4,7 +4,9 @@
 // virtual time, with a schedule of faults drawn from a seed: store latency
 // (up to beyond the renew deadline) and failures per request, store
 // outages, the leader's renew interval (anywhere in its valid range), process pauses of any length, crashes and restarts with a new
-// identity, graceful stops and releases, the record deleted or edited by
+// identity, graceful stops and releases, planned hand-offs (to a live
+// candidate, a crashed one, a name nobody has, or anyone, amid all the
+// other faults), the record deleted or edited by
 // hand (holder emptied or changed, token raised or lowered, lease duration
 // changed), change signals delayed, dropped and reordered, and clocks that
 // run at different rates.
@@ -46,6 +48,10 @@ type Options struct {
 	RenewInterval time.Duration
 	// FaultEvery is the mean time between faults. Default 4 seconds.
 	FaultEvery time.Duration
+	// NoHandoffs leaves planned hand-offs out of every schedule, which
+	// then replays as its seed did before they existed (see
+	// scheduleHandoffs: otherwise half the schedules have them).
+	NoHandoffs bool
 }
 
 func (o Options) withDefaults() Options {
@@ -152,6 +158,10 @@ type Result struct {
 	// happened in it.
 	Virtual       time.Duration
 	Events, Terms int
+	// Handoffs counts the planned hand-offs asked for, HandedOff those
+	// that returned with the record transferred, and StoppedTargets the
+	// accepting candidates paused or crashed right after their accept.
+	Handoffs, HandedOff, StoppedTargets int
 }
 
 // Run plays the schedule of opts.Seed.
@@ -178,6 +188,7 @@ func Run(opts Options) (Result, error) {
 		w.at(w.between(0, 5*time.Second), func() { w.startCandidate() })
 	}
 	scheduleFaults(w)
+	scheduleHandoffs(w)
 	w.run()
 	return Result{
 		Seed:          opts.Seed,
@@ -188,5 +199,9 @@ func Run(opts Options) (Result, error) {
 		Virtual:       w.now,
 		Events:        w.eventCount,
 		Terms:         w.check.terms,
+
+		Handoffs:       w.handoffCount.asked,
+		HandedOff:      w.handoffCount.done,
+		StoppedTargets: w.handoffCount.stopped,
 	}, nil
 }

@@ -26,31 +26,72 @@ func TestAScheduleReplaysExactly(t *testing.T) {
 // Within the drift the package doc tolerates, no schedule breaks an
 // invariant. (The violations the simulator found are regression tests of
 // package election's rules: a record created and deleted while a standby
-// was not looking, a record of ours that we do not know we wrote.)
+// was not looking, a record of ours that we do not know we wrote, a token
+// seen during a hand-off.)
 func TestSchedulesKeepTheInvariants(t *testing.T) {
-	seeds := []int64{
-		1930155, // a first start's create, answered after its claim lapsed, landed after a deletion
+	// Schedules found before hand-offs existed replay without them.
+	runs := []Options{
+		// a first start's create, answered after its claim lapsed, landed after a deletion
+		{Seed: 1930155, NoHandoffs: true},
+		// a leader polling for an accept read a snapshot with a token raised
+		// by hand, then recreated the deleted record below that token
+		{Seed: 9080},
 	}
-	for s := int64(1); s <= 300; s++ {
-		seeds = append(seeds, s)
+	for seed := int64(1); seed <= 300; seed++ {
+		runs = append(runs, Options{Seed: seed})
 	}
-	for _, seed := range seeds {
-		r, err := Run(Options{Seed: seed})
+	var handoffs, handedOff, stopped int
+	for _, o := range runs {
+		r, err := Run(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(r.Violations) > 0 {
-			t.Fatalf("seed %d: %v\n%s", seed, r.Violations, strings.Join(r.Trace, "\n"))
+			t.Fatalf("seed %d: %v\n%s", o.Seed, r.Violations, strings.Join(r.Trace, "\n"))
 		}
+		handoffs, handedOff, stopped = handoffs+r.Handoffs, handedOff+r.HandedOff, stopped+r.StoppedTargets
+	}
+	// The schedules do hand off, amid the other faults, and stop targets
+	// right after their accepts.
+	if handoffs < 100 || handedOff < 20 || stopped < 10 {
+		t.Fatalf("300 schedules asked for %d hand-offs, %d handed off, %d targets stopped after accepting: too few to test them",
+			handoffs, handedOff, stopped)
+	}
+	t.Logf("300 schedules: %d hand-offs asked for, %d handed off, %d targets stopped right after accepting", handoffs, handedOff, stopped)
+}
+
+// A schedule's hand-offs come from a stream of their own: a schedule
+// without them is the one its seed drew before they existed, and
+// NoHandoffs turns them off without changing anything else.
+func TestHandoffsLeaveOtherSchedulesAsTheyWere(t *testing.T) {
+	var with, without int
+	for seed := int64(1); seed <= 40; seed++ {
+		r, _ := Run(Options{Seed: seed})
+		off, _ := Run(Options{Seed: seed, NoHandoffs: true})
+		if r.Handoffs == 0 {
+			without++
+			if !slices.Equal(r.Trace, off.Trace) {
+				t.Fatalf("seed %d has no hand-offs, yet NoHandoffs changed its schedule", seed)
+			}
+			continue
+		}
+		with++
+		if off.Handoffs != 0 {
+			t.Fatalf("seed %d asked for %d hand-offs with NoHandoffs", seed, off.Handoffs)
+		}
+	}
+	if with < 5 || without < 10 {
+		t.Fatalf("of 40 seeds %d asked for hand-offs and %d none; want both kinds", with, without)
 	}
 }
 
 // Clocks that drift apart by more than LeaseDuration/RenewDeadline allows
 // do overlap, and the checker says so: it can fail. These seeds overlap
-// with clocks within 40% of true time.
+// with clocks within 40% of true time (schedules found before hand-offs
+// existed, replayed without them).
 func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
 	for _, seed := range []int64{582, 1029, 1086, 1147} {
-		r, err := Run(Options{Seed: seed, Drift: 0.4})
+		r, err := Run(Options{Seed: seed, Drift: 0.4, NoHandoffs: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,6 +97,7 @@ func (h handle) do(ctx context.Context, req *call) result {
 	if _, ok := c.seenBeforeWrite[req.rec.Transitions]; req.op != opGet && !ok {
 		c.seenBeforeWrite[req.rec.Transitions] = c.maxSeen
 	}
+	c.w.startedFor(c, req)
 	req.reply = make(chan result)
 	c.calls <- req
 	r := <-req.reply
@@ -147,5 +148,9 @@ func describe(rec backend.Record, present bool) string {
 	if !present {
 		return "(missing)"
 	}
-	return fmt.Sprintf("holder=%q token=%d lease=%ds", rec.HolderIdentity, rec.Transitions, rec.LeaseDurationSeconds)
+	s := fmt.Sprintf("holder=%q token=%d lease=%ds", rec.HolderIdentity, rec.Transitions, rec.LeaseDurationSeconds)
+	if h := rec.Handoff; !h.IsZero() {
+		s += fmt.Sprintf(" %s from=%q to=%q at=%d", h.Phase, h.From, h.To, h.Token)
+	}
+	return s
 }

@@ -29,6 +29,8 @@ type world struct {
 	store         store
 	renewInterval time.Duration // every candidate's
 	snapshots     bool          // candidates' backends are Snapshotters (the Lease backend's kind)
+	handoffs      bool          // the schedule has planned hand-offs
+	handoffCount  struct{ asked, done, stopped int }
 	profile       profile
 
 	candidates []*candidate
@@ -110,10 +112,12 @@ func (w *world) startCandidate() *candidate {
 		id:       fmt.Sprintf("c%d", w.started),
 		calls:    make(chan *call),
 		finished: make(chan struct{}),
+		sleeps:   make(chan sleep),
 
 		seenBeforeWrite: map[int64]int64{},
 	}
-	c.clock = &driftingClock{w: w, rate: 1 + w.opts.Drift*(2*w.rng.Float64()-1), started: w.now}
+	c.ctx, c.cancel = context.WithCancel(background)
+	c.clock = &driftingClock{w: w, rate: 1 + w.opts.Drift*(2*w.rng.Float64()-1), started: w.now, sleeps: c.sleeps}
 	var b backend.Backend
 	if w.snapshots {
 		b = snapshotHandle{handle{c}}

@@ -77,6 +77,10 @@ type Record struct {
 	// Every backend keeps values from 0 to math.MaxInt32 (a Lease stores an
 	// int32) and rejects a larger one with an error.
 	Transitions int64
+	// Handoff marks a planned hand-off in progress; zero when none. Not
+	// part of client-go's record: the Lease backend keeps it in an
+	// annotation, which client-go's writes leave as they find it.
+	Handoff Handoff
 }
 
 // Snapshotter is implemented by backends whose Watch keeps the latest
@@ -96,12 +100,13 @@ type Snapshotter interface {
 // MaxTransitions is the largest token every backend can store.
 const MaxTransitions = math.MaxInt32
 
-// CheckRecord returns an error if rec holds a value no backend can store.
+// CheckRecord returns an error if rec holds a value no backend can store,
+// or a hand-off marker the election never writes.
 func CheckRecord(rec Record) error {
 	if rec.Transitions < 0 || rec.Transitions > MaxTransitions {
 		return fmt.Errorf("transitions %d out of range [0, %d]", rec.Transitions, MaxTransitions)
 	}
-	return nil
+	return rec.Handoff.check()
 }
 
 // TimePrecision is the precision every backend keeps for AcquireTime and

@@ -30,6 +30,10 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		written, err = e.cfg.Backend.Update(ctx, version, write)
 	case recreate:
 		written, err = e.cfg.Backend.Create(ctx, write)
+	case accept:
+		written, err = e.cfg.Backend.Update(ctx, version, write)
+		e.acceptSent(write, written, err, start)
+		return false
 	default:
 		return false
 	}
@@ -79,6 +83,7 @@ func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok boo
 	rec := v.rec
 	rec.RenewTime = start
 	rec.LeaseDurationSeconds = e.leaseSeconds()
+	rec.Handoff = backend.Handoff{} // a renewal ends any hand-off left open
 	written, err := e.cfg.Backend.Update(ctx, v.version, rec)
 	switch {
 	case err == nil:
@@ -129,10 +134,13 @@ func (e *Elector) decideAfterRead(present bool, rec backend.Record, version back
 		renewed := rec
 		renewed.LeaseDurationSeconds = e.leaseSeconds()
 		renewed.RenewTime = seen
+		renewed.Handoff = backend.Handoff{}
 		if renewed.AcquireTime.IsZero() {
 			renewed.AcquireTime = seen
 		}
 		return a, renewed
+	case accept:
+		return a, acceptRecord(rec, e.cfg.Identity)
 	case acquire, recreate:
 		return a, backend.Record{
 			HolderIdentity:       e.cfg.Identity,
@@ -171,6 +179,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	newTerm := !e.leading || e.token != rec.Transitions
 	e.leading, e.renewedAt, e.token = true, start, rec.Transitions
 	if newTerm {
+		e.accepted = acceptedOffer{}
 		e.log.Info("became leader", "token", rec.Transitions)
 		e.tellLocked(func(o Observer) { o.LeadershipChanged(true, rec.Transitions) })
 	}

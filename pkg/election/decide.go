@@ -33,6 +33,8 @@ type observation struct {
 	// written is the version of this candidate's last write that it knows
 	// succeeded; "" if none.
 	written backend.Version
+	// accepted is the last hand-off offer this candidate accepted.
+	accepted acceptedOffer
 }
 
 type actionKind int
@@ -47,10 +49,13 @@ const (
 	acquire
 	// recreate: start a new term by creating the missing record.
 	recreate
+	// accept: accept the hand-off offered in the observed record (see
+	// handoffStep); the candidate does not lead by it.
+	accept
 )
 
 func (k actionKind) String() string {
-	return [...]string{"wait", "renew", "acquire", "recreate"}[k]
+	return [...]string{"wait", "renew", "acquire", "recreate", "accept"}[k]
 }
 
 // action is what decide tells a candidate to do.
@@ -77,6 +82,9 @@ type action struct {
 
 // decide applies the rules to o at now.
 func decide(o observation, now time.Time) action {
+	if a, ok := o.handoffStep(now); ok {
+		return a
+	}
 	v := o.view
 	switch {
 	case o.stopped || !v.known:

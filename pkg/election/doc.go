@@ -162,6 +162,72 @@
 // than s + LeaseDuration, after the sidecar's claim ended at s +
 // RenewDeadline.
 //
+// # Planned hand-off
+//
+// Handoff moves leadership from the leader L to a chosen candidate X (or
+// to whichever candidate answers first) with the next token, without a
+// moment in which two claim and without a registry of candidates: L asks
+// through the record itself, so idle standbys still send nothing. The
+// record carries a marker (backend.Handoff) and takes three writes, each a
+// compare-and-swap on the version just read:
+//
+//  1. Offer. L renews the record as usual (holder L, token t, its claim
+//     renewed from the start of this write) with the marker {offer, from
+//     L, to X or "" for anyone, token t}, then looks for an answer every
+//     10ms (from the backend's snapshot when it keeps one, reading the
+//     record at most every 100ms; otherwise reading it), for
+//     HandoffTimeout: a second, or half the renew deadline if shorter.
+//  2. Accept. A candidate that sees an offer it may take writes the same
+//     record with the marker {accept, from L, to its own identity, token
+//     t}: holder, times and token unchanged. It may take the offer when
+//     the offer targets it (its identity, its Pod name, which is its
+//     identity's prefix, or anyone), the record is live (seen unchanged
+//     for less than a lease), t is the highest token it has seen, and
+//     mayAcceptHandoff allows it (not stopping, not held off after a
+//     release). It remembers, in memory only, that it accepted L's offer
+//     at t. Of several candidates racing, compare-and-swap lets exactly
+//     one accept.
+//  3. Transfer. L sees the accept, stops claiming first (Status says "not
+//     leader" before the write is sent), and writes holder X, token t+1,
+//     acquire and renew time now, its lease duration, marker {transfer,
+//     from L, to X, token t+1}, over the accept's version. Whatever that
+//     write's outcome, L does not claim again: it is a standby.
+//  4. X, finding a record that names it with a transfer marker from L at
+//     t+1 while it remembers an accept of L's offer at t (made less than a
+//     lease duration ago), renews it like any renewal, clearing the
+//     marker, and leads with token t+1 from the start of that renewal. A
+//     transferred record without such an accept (edited by hand, or a
+//     marker left behind) is waited out like any record naming this
+//     candidate that it did not write.
+//
+// If no accept comes in time, L renews the record without the marker
+// (an accept that landed just before is then taken after all) and Handoff
+// fails with ErrNoTaker: nothing changed, L leads with token t. Candidates
+// are known only by their answers: a target that is not running, is
+// unknown, or may not lead now does not answer, and the error says so
+// after the timeout. A read that shows the record changed under the offer
+// (another holder or token, or none) ends the hand-off at once, handing
+// nothing off; what L reads meanwhile counts as seen, as any answer.
+//
+// Why it is safe. L claims until it decides to transfer and stops before
+// the transfer is sent; X claims only after its own compare-and-swap on
+// the transfer's version, so no write came between, and every write that
+// gives a claim is a write to this record. Its claim counts from the start
+// of that renewal, before the write lands, so standbys, who count a lease
+// from when they saw it, cannot take over before the claim ends. Every
+// record of the chain names a live holder and is a new version (the offer
+// and the transfer also carry new times, which is what client-go
+// candidates look at), so standbys and client-go candidates on the same
+// Lease keep waiting and never see a record they may take. If X dies after
+// accepting, the transfer names X and is never renewed: standbys take
+// over a lease after they saw it, exactly as after a leader's crash. If L
+// dies after offering, or its claim lapses before it transfers, the record
+// stops changing and is taken over a lease later as today; X's accept
+// expires unused. Every record the election writes sets or clears the
+// marker; one that client-go's writes carried along (they keep the Lease's
+// annotations) is inert: its token no longer matches the record's, or no
+// candidate remembers accepting it.
+//
 // # Liveness and cost
 //
 // Losing leadership never ends the loop: the candidate steps down and

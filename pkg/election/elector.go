@@ -59,6 +59,9 @@ type Elector struct {
 	writtenVersion backend.Version
 	// attemptFailed is set when the last attempt's request failed.
 	attemptFailed bool
+	// accepted is the last hand-off offer this candidate accepted
+	// (handoff_rules.go); cleared when a term starts.
+	accepted acceptedOffer
 	// exhaustedSince is the view.since of the record for which a token
 	// shortage was last reported: one report per version.
 	exhaustedSince time.Time

@@ -20,6 +20,16 @@ type hookedBackend struct {
 	lostAnswer error
 	// afterCreate runs once the next Create has landed, before it answers.
 	afterCreate func()
+	// beforeUpdate runs inside the next Update, before the store writes.
+	beforeUpdate func()
+}
+
+func (b *hookedBackend) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	if hook := b.beforeUpdate; hook != nil {
+		b.beforeUpdate = nil
+		hook()
+	}
+	return b.Backend.Update(ctx, prev, rec)
 }
 
 func (b *hookedBackend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
@@ -75,6 +85,19 @@ func duringNextGet(id string, steps ...step) step {
 	return func(h *harness) {
 		h.candidate(id)
 		h.handles[id].beforeGet = func() {
+			for _, s := range steps {
+				s(h)
+			}
+		}
+	}
+}
+
+// duringNextUpdate runs steps while id's next Update is in flight, before
+// the store writes it.
+func duringNextUpdate(id string, steps ...step) step {
+	return func(h *harness) {
+		h.candidate(id)
+		h.handles[id].beforeUpdate = func() {
 			for _, s := range steps {
 				s(h)
 			}

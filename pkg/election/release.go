@@ -9,9 +9,10 @@ import (
 )
 
 // ErrNotLeader is returned by Release when this candidate neither leads
-// nor is named as holder by the record: it has nothing to release, and
-// nothing was changed.
-var ErrNotLeader = errors.New("not the leader: nothing to release")
+// nor is named as holder by the record (it has nothing to release), and by
+// Handoff when it does not lead (it has nothing to hand off); nothing was
+// changed either way.
+var ErrNotLeader = errors.New("not the leader")
 
 // Release steps down at once and keeps this candidate out of the election
 // for ReleaseHoldOff. If the record names this candidate, it is rewritten
@@ -30,7 +31,7 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	if !e.leading && e.view.holder() != e.cfg.Identity {
 		holder := e.view.holder()
 		e.mu.Unlock()
-		return e.Status(), fmt.Errorf("%w (the record names %q)", ErrNotLeader, holder)
+		return e.Status(), fmt.Errorf("%w: nothing to release (the record names %q)", ErrNotLeader, holder)
 	}
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
 	e.stepDownLocked("released on request")

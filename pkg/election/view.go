@@ -66,5 +66,6 @@ func (e *Elector) observationLocked(now time.Time) observation {
 		ownLease:     e.cfg.LeaseDuration,
 		deferred:     e.deferredVersion,
 		written:      e.writtenVersion,
+		accepted:     e.accepted,
 	}
 }

@@ -45,7 +45,9 @@ type LeaderJSON struct {
 	AppHealthy *bool `json:"appHealthy"`
 	// Error is set only on answers to POST /leader/release that did not
 	// release: on a standby (409 Conflict), or when the release could not
-	// be written (503; the sidecar has stepped down regardless).
+	// be written (503; the sidecar has stepped down regardless); and on
+	// answers to POST /leader/handoff that did not hand off (409 on a
+	// standby, 422 when no candidate took it, 400 for a bad body, 503).
 	Error string `json:"error,omitempty"`
 }
 

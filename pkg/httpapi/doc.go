@@ -9,12 +9,17 @@
 //	GET  /leader/ready    200 while leading, 503 otherwise
 //	POST /leader/release  leader only: step down now and hold off; returns the
 //	                      new state (409 Conflict on a standby, which changes nothing)
+//	POST /leader/handoff  leader only: move leadership to {"to": "<identity or Pod
+//	                      name>"} or, without a body, to any candidate that answers,
+//	                      with the next token (election.Elector.Handoff); 200 with the
+//	                      new state, 409 on a standby, 422 when no candidate took it
+//	                      (nothing changed), 400 for another body, 503 on a store error
 //	GET  /healthz         200 while the election loop is not wedged
 //	GET  /readyz          200 once the store has been reached and the loop is healthy
 //	GET  /metrics         Prometheus text format
 //
-// The JSON of GET /leader, of each /leader/watch event and of a release's
-// answer is fence.LeaderJSON, the one definition that the fence client,
+// The JSON of GET /leader, of each /leader/watch event and of the answers
+// to a release and a hand-off is fence.LeaderJSON, the one definition that the fence client,
 // tests and tools read too.
 //
 // The ops API (for kubelet probes on the pod IP) serves only the read-only

@@ -15,8 +15,8 @@ type Options struct {
 	Metrics http.Handler
 	// KeepAlive is the interval of SSE keep-alive comments. Default 15s.
 	KeepAlive time.Duration
-	// ReleaseTimeout bounds the store write of POST /leader/release.
-	// Default 10s.
+	// ReleaseTimeout bounds the store writes of POST /leader/release and
+	// of POST /leader/handoff. Default 10s.
 	ReleaseTimeout time.Duration
 	// Done, when closed, ends open /leader/watch streams (server shutdown).
 	Done <-chan struct{}
@@ -64,6 +64,7 @@ func NewAppHandler(e Elector, info Info, opts Options) http.Handler {
 	mux.HandleFunc("GET /leader", a.leader)
 	mux.HandleFunc("GET /leader/watch", a.watch)
 	mux.Handle("POST /leader/release", localOnly(http.HandlerFunc(a.release), a.opts.AnyHost))
+	mux.Handle("POST /leader/handoff", localOnly(http.HandlerFunc(a.handoff), a.opts.AnyHost))
 	return mux
 }
 

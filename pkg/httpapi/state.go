@@ -15,6 +15,7 @@ type Elector interface {
 	Status() election.Status
 	Changed() <-chan struct{}
 	Release(ctx context.Context) (election.Status, error)
+	Handoff(ctx context.Context, to string) (election.Status, error)
 	Healthy() bool
 }
 

@@ -53,8 +53,8 @@ func TestLeaderAnswersValidForMs(t *testing.T) {
 	})
 }
 
-// GET /leader, a release and every /leader/watch event are the shared
-// wire type with no other field.
+// GET /leader, a release, a hand-off and every /leader/watch event are
+// the shared wire type with no other field.
 func TestAnswersAreTheSharedWireType(t *testing.T) {
 	for name, f := range map[string]*fakeElector{
 		"leader":   newFake(leading(7, time.Minute)),
@@ -74,6 +74,10 @@ func TestAnswersAreTheSharedWireType(t *testing.T) {
 			rec := serve(h, "POST", "/leader/release")
 			if st := decodeStrictly(t, rec.Body.Bytes()); st.Leader || (rec.Code != 200) != (st.Error != "") {
 				t.Fatalf("POST /leader/release: %d %+v", rec.Code, st)
+			}
+			rec = serve(h, "POST", "/leader/handoff") // a follower now: refused
+			if st := decodeStrictly(t, rec.Body.Bytes()); st.Leader || rec.Code != 409 || st.Error == "" {
+				t.Fatalf("POST /leader/handoff: %d %+v", rec.Code, st)
 			}
 		})
 	}

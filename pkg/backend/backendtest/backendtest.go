@@ -3,7 +3,8 @@
 // A backend's own tests call Run with an Opener. The suite checks the
 // contract of package backend: create-if-absent, compare-and-swap on the
 // version, exactly one winner among racing writers, the change signal after
-// another writer's update, and records that round-trip every field.
+// another writer's update, and records that round-trip every field, the
+// hand-off marker included (set, changed and cleared by later writes).
 package backendtest
 
 import (
@@ -38,6 +39,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("WatchSignalsOtherWriter", func(t *testing.T) { testWatch(t, open) })
 	t.Run("WatchClosesOnCancel", func(t *testing.T) { testWatchCloses(t, open) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
+	t.Run("HandoffMarker", func(t *testing.T) { testHandoffMarker(t, open) })
+	t.Run("RejectsMalformedHandoff", func(t *testing.T) { testRejectsMalformedHandoff(t, open) })
 	t.Run("RejectsTokenBeyondInt32", func(t *testing.T) { testRejectsTokenBeyondInt32(t, open) })
 	t.Run("ElectionsAreSeparate", func(t *testing.T) { testSeparate(t, open) })
 }
@@ -97,7 +100,8 @@ func AssertRecordEqual(t *testing.T, got, want backend.Record) {
 		got.LeaseDurationSeconds != want.LeaseDurationSeconds ||
 		!got.AcquireTime.Equal(want.AcquireTime) ||
 		!got.RenewTime.Equal(want.RenewTime) ||
-		got.Transitions != want.Transitions {
+		got.Transitions != want.Transitions ||
+		got.Handoff != want.Handoff {
 		t.Fatalf("record mismatch:\n got  %+v\n want %+v", got, want)
 	}
 }

@@ -44,9 +44,14 @@
 //
 // # What Update keeps
 //
-// Update writes the five fields above and keeps everything else on the
-// Lease: labels, annotations, owner references, spec.strategy,
-// spec.preferredHolder. It starts from the Lease as it was at the version
+// Update writes the five fields above, and the record's hand-off marker as
+// the annotation leader-sidecar.io/handoff (HandoffAnnotation: compact
+// JSON, removed when the record carries none), and keeps everything else
+// on the Lease: labels, other annotations, owner references,
+// spec.strategy, spec.preferredHolder. client-go candidates neither read
+// nor write the annotation; their writes keep it as they find it, and a
+// marker left behind that way is inert (its token no longer matches the
+// record's; see package election). It starts from the Lease as it was at the version
 // passed in: the copy this Backend read or wrote at that version if it
 // still has it, else a fresh Get, which must show that very version (or
 // Update returns ErrConflict without writing). Create makes a Lease with

@@ -93,17 +93,19 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 		return backend.Record{}, "", b.errorf("get", "%w", err)
 	}
 	b.known.put(l)
-	return recordFromSpec(&l.Spec), backend.Version(l.ResourceVersion), nil
+	return recordFromLease(l), backend.Version(l.ResourceVersion), nil
 }
 
 // Create implements backend.Backend. The new Lease carries only its name,
-// namespace and the record.
+// namespace and the record (its hand-off marker, if any, as the
+// HandoffAnnotation).
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	if err := backend.CheckRecord(rec); err != nil {
 		return "", b.errorf("create", "%w", err)
 	}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace}}
 	applyRecord(&l.Spec, rec)
+	applyHandoff(&l.ObjectMeta, rec.Handoff)
 	created, err := b.leases.Create(ctx, l, metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {

@@ -9,6 +9,35 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
+// HandoffAnnotation is the Lease annotation that holds the record's
+// hand-off marker (backend.EncodeHandoff: compact JSON), absent when there
+// is none. client-go's LeaseLock writes the spec over the object it read
+// last, so its writes keep the annotation as they find it; the election
+// makes such a leftover marker inert (see package election).
+const HandoffAnnotation = "leader-sidecar.io/handoff"
+
+// recordFromLease is the record a Lease holds: its spec (recordFromSpec)
+// and the hand-off marker of its annotation (backend.DecodeHandoff: absent
+// or garbled reads as none).
+func recordFromLease(l *coordinationv1.Lease) backend.Record {
+	rec := recordFromSpec(&l.Spec)
+	rec.Handoff = backend.DecodeHandoff(l.Annotations[HandoffAnnotation])
+	return rec
+}
+
+// applyHandoff writes h into the annotations of meta: set when h is a
+// marker, removed when it is none. Every other annotation is kept.
+func applyHandoff(meta *metav1.ObjectMeta, h backend.Handoff) {
+	if h.IsZero() {
+		delete(meta.Annotations, HandoffAnnotation)
+		return
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[HandoffAnnotation] = backend.EncodeHandoff(h)
+}
+
 // recordFromSpec reads the election record out of a Lease spec the way
 // client-go's LeaseSpecToLeaderElectionRecord does: every absent field is
 // the zero value, and present values are taken as they are.

@@ -99,7 +99,7 @@ func (b *Backend) Snapshot() (backend.Record, backend.Version, bool) {
 	if l == nil {
 		return backend.Record{}, "", false
 	}
-	return recordFromSpec(&l.Spec), backend.Version(l.ResourceVersion), true
+	return recordFromLease(l), backend.Version(l.ResourceVersion), true
 }
 
 // listWatch lists and watches only this Backend's Lease.

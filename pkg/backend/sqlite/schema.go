@@ -21,8 +21,15 @@ const (
 	lease_duration_seconds INTEGER NOT NULL,
 	acquire_time_us        INTEGER,
 	renew_time_us          INTEGER,
-	transitions            INTEGER NOT NULL
+	transitions            INTEGER NOT NULL,
+	handoff                TEXT NOT NULL DEFAULT ''
 )`
+	// addHandoff brings a file made before planned hand-offs up to date.
+	// Existing rows read as carrying no marker; a process of an older
+	// release keeps working on the file (it names its columns and leaves
+	// this one as it finds it).
+	addHandoff = `ALTER TABLE leader_records ADD COLUMN handoff TEXT NOT NULL DEFAULT ''`
+	hasHandoff = `SELECT count(*) FROM pragma_table_info('leader_records') WHERE name = 'handoff'`
 	// leader_versions has one row (id 1) whose value is the last version
 	// issued in this file, for any election.
 	createVersions = `CREATE TABLE IF NOT EXISTS leader_versions (
@@ -46,7 +53,8 @@ const nextVersion = `INSERT INTO leader_versions (id, last)
 	RETURNING last`
 
 // initSchema checks that the file is in WAL mode, then creates the tables
-// if missing inside a write transaction. Taking the write lock here also
+// if missing, and adds the handoff column to a table made before it, inside
+// a write transaction. Taking the write lock here also
 // proves at Open that the file is a database this process can write: a
 // read-only file, an unwritable directory, a file that is not a database and
 // a lock held past the busy timeout all fail now, not on the first write.
@@ -69,6 +77,15 @@ func (b *Backend) initSchema(ctx context.Context) error {
 	for _, stmt := range []string{createRecords, createVersions, probeWrite} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
+		}
+	}
+	var columns int
+	if err := tx.QueryRowContext(ctx, hasHandoff).Scan(&columns); err != nil {
+		return err
+	}
+	if columns == 0 {
+		if _, err := tx.ExecContext(ctx, addHandoff); err != nil {
+			return fmt.Errorf("adding the handoff column: %w", err)
 		}
 	}
 	return tx.Commit()

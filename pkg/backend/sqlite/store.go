@@ -14,19 +14,21 @@ import (
 
 const (
 	selectRecord = `SELECT version, holder, lease_duration_seconds, acquire_time_us,
-	renew_time_us, transitions FROM leader_records WHERE name = ?`
+	renew_time_us, transitions, handoff FROM leader_records WHERE name = ?`
 	selectVersion = `SELECT version FROM leader_records WHERE name = ?`
 	insertRecord  = `INSERT INTO leader_records (name, version, holder,
-	lease_duration_seconds, acquire_time_us, renew_time_us, transitions)
-	VALUES (:name, :version, :holder, :duration, :acquire, :renew, :transitions)`
+	lease_duration_seconds, acquire_time_us, renew_time_us, transitions, handoff)
+	VALUES (:name, :version, :holder, :duration, :acquire, :renew, :transitions, :handoff)`
 	updateRecord = `UPDATE leader_records SET version = :version, holder = :holder,
 	lease_duration_seconds = :duration, acquire_time_us = :acquire,
-	renew_time_us = :renew, transitions = :transitions WHERE name = :name`
+	renew_time_us = :renew, transitions = :transitions, handoff = :handoff WHERE name = :name`
 )
 
 // Get implements backend.Backend. Bad stored data never panics: NULL
 // columns read as zero values, a lease duration outside int32 is clamped,
-// and a value of the wrong type is an error naming its column.
+// a hand-off marker that does not parse reads as none
+// (backend.DecodeHandoff), and a value of the wrong type is an error
+// naming its column.
 //
 // After reading, Get checks that the path still names the file it read
 // (one stat); if not, it fails with backend.ErrStoreLost whatever it read.
@@ -56,9 +58,9 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 	}
 	var (
 		version, duration, transitions, acquire, renew sql.NullInt64
-		holder                                         sql.NullString
+		holder, handoff                                sql.NullString
 	)
-	if err := rows.Scan(&version, &holder, &duration, &acquire, &renew, &transitions); err != nil {
+	if err := rows.Scan(&version, &holder, &duration, &acquire, &renew, &transitions, &handoff); err != nil {
 		return backend.Record{}, "", fmt.Errorf("sqlite: get %q: stored record in %s is malformed: %w",
 			b.election, b.path, err)
 	}
@@ -68,6 +70,7 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 		AcquireTime:          fromMicros(acquire),
 		RenewTime:            fromMicros(renew),
 		Transitions:          transitions.Int64,
+		Handoff:              backend.DecodeHandoff(handoff.String),
 	}
 	return rec, formatVersion(version.Int64), nil
 }
@@ -148,6 +151,7 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		sql.Named("acquire", acquire),
 		sql.Named("renew", renew),
 		sql.Named("transitions", rec.Transitions),
+		sql.Named("handoff", backend.EncodeHandoff(rec.Handoff)),
 	); err != nil {
 		return "", b.fail(op, err)
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // Elector is a scripted httpapi.Elector. Like the real one, it stops
-// claiming leadership once ValidUntil has passed. Release steps it down.
+// claiming leadership once ValidUntil has passed. Release and Handoff step
+// it down.
 type Elector struct {
 	mu         sync.Mutex
 	status     election.Status
@@ -20,6 +21,8 @@ type Elector struct {
 	unhealthy  bool
 	releaseErr error
 	releases   int
+	handoffErr error
+	handoffs   []string
 }
 
 // NewElector returns an Elector reporting s.
@@ -76,7 +79,7 @@ func (e *Elector) Release(context.Context) (election.Status, error) {
 	if !e.status.Leader && e.status.Holder != e.status.Identity {
 		holder := e.status.Holder
 		e.mu.Unlock()
-		return e.Status(), fmt.Errorf("%w (the record names %q)", election.ErrNotLeader, holder)
+		return e.Status(), fmt.Errorf("%w: nothing to release (the record names %q)", election.ErrNotLeader, holder)
 	}
 	e.releases++
 	err, identity := e.releaseErr, e.status.Identity
@@ -111,4 +114,46 @@ func (e *Elector) SetHealthy(h bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.unhealthy = !h
+}
+
+// Handoff implements httpapi.Elector. Like the real one, it refuses a
+// candidate that does not lead with an error wrapping
+// election.ErrNotLeader and changes nothing; with an error set by
+// SetHandoffError it returns that error and changes nothing either.
+// Otherwise it records to and becomes a follower of to (or of "standby"
+// when to is empty).
+func (e *Elector) Handoff(_ context.Context, to string) (election.Status, error) {
+	s := e.Status()
+	if !s.Leader {
+		return s, fmt.Errorf("%w: nothing to hand off (the record names %q)", election.ErrNotLeader, s.Holder)
+	}
+	e.mu.Lock()
+	err := e.handoffErr
+	if err == nil {
+		e.handoffs = append(e.handoffs, to)
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return e.Status(), err
+	}
+	holder := to
+	if holder == "" {
+		holder = "standby"
+	}
+	e.Set(Following(s.Identity, holder))
+	return e.Status(), nil
+}
+
+// Handoffs is the target of every hand-off Handoff made, in order.
+func (e *Elector) Handoffs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.handoffs...)
+}
+
+// SetHandoffError makes Handoff on a leader return err and change nothing.
+func (e *Elector) SetHandoffError(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.handoffErr = err
 }

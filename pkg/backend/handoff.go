@@ -1,0 +1,104 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// HandoffPhase is the step a planned hand-off has reached (see package
+// election for the protocol).
+type HandoffPhase string
+
+// The phases of a planned hand-off, in the order they are written.
+const (
+	// HandoffOffer: the leader (From, still the holder) offers leadership
+	// to To, or to any candidate when To is empty, at its token.
+	HandoffOffer HandoffPhase = "offer"
+	// HandoffAccept: candidate To accepts the offer of From at Token; the
+	// record still names From as holder.
+	HandoffAccept HandoffPhase = "accept"
+	// HandoffTransfer: From has stopped claiming and written To as holder
+	// with the new token, Token.
+	HandoffTransfer HandoffPhase = "transfer"
+)
+
+// Handoff is the marker of a planned hand-off in a Record. The zero value
+// means none. Backends store it as they find it; only package election
+// gives it meaning, and every record it writes sets or clears it.
+type Handoff struct {
+	Phase HandoffPhase
+	// From is the identity of the leader handing off.
+	From string
+	// To is the candidate: in an offer, an identity, a Pod name (an
+	// identity's prefix) or "" for anyone; in an accept or a transfer,
+	// the full identity of the candidate that accepted.
+	To string
+	// Token is the leader's token in an offer or an accept, and the new
+	// holder's token in a transfer.
+	Token int64
+}
+
+// IsZero reports whether h is no marker at all.
+func (h Handoff) IsZero() bool { return h == Handoff{} }
+
+// check returns an error if h is not a marker the election writes.
+func (h Handoff) check() error {
+	switch h.Phase {
+	case "":
+		if !h.IsZero() {
+			return fmt.Errorf("hand-off marker %+v has no phase", h)
+		}
+		return nil
+	case HandoffOffer, HandoffAccept, HandoffTransfer:
+	default:
+		return fmt.Errorf("hand-off marker has an unknown phase %q", h.Phase)
+	}
+	if h.From == "" {
+		return fmt.Errorf("hand-off marker %+v names no leader", h)
+	}
+	if h.Token < 0 || h.Token > MaxTransitions {
+		return fmt.Errorf("hand-off marker token %d out of range [0, %d]", h.Token, MaxTransitions)
+	}
+	return nil
+}
+
+// handoffJSON is the stored form of a marker: compact JSON, one key per
+// field.
+type handoffJSON struct {
+	Phase HandoffPhase `json:"phase"`
+	From  string       `json:"from"`
+	To    string       `json:"to"`
+	Token int64        `json:"token"`
+}
+
+// EncodeHandoff is the text a backend stores for h: "" for no marker, else
+// compact JSON such as {"phase":"offer","from":"a_1","to":"b","token":7}.
+func EncodeHandoff(h Handoff) string {
+	if h.IsZero() {
+		return ""
+	}
+	b, err := json.Marshal(handoffJSON(h))
+	if err != nil { // a struct of strings and an int always encodes
+		return ""
+	}
+	return string(b)
+}
+
+// DecodeHandoff reads what EncodeHandoff wrote. Text that is empty, not
+// such JSON, or not a marker the election writes (edited by hand, say)
+// reads as no marker: a marker only ever adds a way to hand over, so a
+// garbled one costs a hand-off at most, never the election.
+func DecodeHandoff(text string) Handoff {
+	if text == "" {
+		return Handoff{}
+	}
+	var j handoffJSON
+	if err := json.Unmarshal([]byte(text), &j); err != nil {
+		return Handoff{}
+	}
+	h := Handoff(j)
+	if h.check() != nil {
+		return Handoff{}
+	}
+	return h
+}

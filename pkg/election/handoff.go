@@ -1,0 +1,213 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// ErrNoTaker is returned by Handoff when no candidate accepted the offer in
+// time (or the target named cannot be one). Nothing was handed off: the
+// leader still leads with the same token.
+var ErrNoTaker = errors.New("no candidate accepted the hand-off")
+
+const (
+	// handoffPoll is how often the leader looks for an accept while its
+	// offer is open.
+	handoffPoll = 10 * time.Millisecond
+	// handoffReadEvery is how often it reads the record while it looks,
+	// when the backend is a backend.Snapshotter: an accept then normally
+	// arrives through the watch, without a request.
+	handoffReadEvery = 100 * time.Millisecond
+	// maxHandoffTimeout bounds the wait for an accept.
+	maxHandoffTimeout = time.Second
+	// maxTargetLength bounds the target of a hand-off.
+	maxTargetLength = 1024
+)
+
+// HandoffTimeout is how long a leader waits for a candidate to accept its
+// offer: a second, or half the renew deadline when that is shorter.
+func (e *Elector) HandoffTimeout() time.Duration {
+	return min(maxHandoffTimeout, e.cfg.RenewDeadline/2)
+}
+
+// Handoff moves leadership from this candidate, the leader, to the
+// candidate to names (its identity, or its Pod name: see targets), or with
+// to empty to whichever candidate answers first, with the next token. It
+// follows the protocol of the package doc ("Planned hand-off"): an offer in
+// the record, an accept written by the candidate, then the transfer, which
+// this candidate writes after it has stopped claiming. It returns the
+// status afterwards: not leader, the new holder named.
+//
+// Errors: ErrNotLeader (wrapped) when this candidate does not lead, or
+// stopped leading meanwhile (a Release, a shutdown); nothing was offered or
+// handed off. ErrNoTaker (wrapped, with a message naming the target) when
+// no candidate accepted within HandoffTimeout: the offer is withdrawn and
+// this candidate still leads with its token. The context's error when ctx
+// ended first, also with the offer withdrawn. Any other error is the
+// store's: if the transfer itself could not be written, this candidate has
+// stopped leading regardless, and the election carries on as after a
+// leader's crash.
+func (e *Elector) Handoff(ctx context.Context, to string) (Status, error) {
+	if len(to) > maxTargetLength {
+		return e.Status(), fmt.Errorf("%w: the target is %d bytes long, more than any identity (%d)", ErrNoTaker, len(to), maxTargetLength)
+	}
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	h := &handoff{e: e, to: to, timeout: e.HandoffTimeout()}
+	if err := h.offer(ctx); err != nil {
+		return e.Status(), err
+	}
+	version, target, err := h.awaitAccept(ctx)
+	if err != nil {
+		return e.Status(), err
+	}
+	return h.transfer(ctx, version, target)
+}
+
+// handoff is one run of Handoff, on the leader. The caller holds opMu.
+type handoff struct {
+	e       *Elector
+	to      string
+	timeout time.Duration
+	// token is the leader's token; rec and version the latest record seen
+	// that still names the leader at that token.
+	token    int64
+	rec      backend.Record
+	version  backend.Version
+	offered  time.Time
+	lastRead time.Time
+	// moved says how a read found the record changed under the offer
+	// (another holder or token, or none); "" while it is unchanged.
+	moved string
+}
+
+// offer renews the record with an offer marker. If the record changed
+// since this candidate last wrote it, it applies the rules once (an
+// attempt) and tries again.
+func (h *handoff) offer(ctx context.Context) error {
+	e := h.e
+	for try := 0; ; try++ {
+		start := e.cfg.Clock.Now()
+		e.mu.Lock()
+		v, token, claiming := e.view, e.token, e.claimingLocked(start) && !e.holdingOffLocked(start)
+		e.mu.Unlock()
+		ours := v.present && v.rec.HolderIdentity == e.cfg.Identity && v.rec.Transitions == token
+		switch {
+		case !claiming:
+			return fmt.Errorf("%w: nothing to hand off (the record names %q)", ErrNotLeader, v.holder())
+		case h.to == e.cfg.Identity:
+			return fmt.Errorf("%w: %q is this candidate itself, the leader", ErrNoTaker, h.to)
+		case !ours && try == 0:
+			e.attempt(ctx)
+			continue
+		case !ours:
+			return fmt.Errorf("hand-off: the record changed under the leader (it names %q at token %d); try again", v.holder(), v.rec.Transitions)
+		case token >= backend.MaxTransitions:
+			return fmt.Errorf("%w: no token is left for the next term (token %d is the largest a store keeps)", ErrNoTaker, token)
+		}
+		rec := v.rec
+		rec.RenewTime = start
+		rec.LeaseDurationSeconds = e.leaseSeconds()
+		rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: e.cfg.Identity, To: h.to, Token: token}
+		written, err := e.cfg.Backend.Update(ctx, v.version, rec)
+		switch {
+		case err == nil:
+			e.won(rec, written, start)
+			h.token, h.rec, h.version, h.offered, h.lastRead = token, rec, written, start, start
+			e.log.Info("offering leadership", "to", h.target(), "token", token)
+			return nil
+		case try == 0 && (errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrNotFound)):
+			e.attempt(ctx)
+		default:
+			e.failed("hand-off offer", err)
+			return fmt.Errorf("hand-off: writing the offer: %w", err)
+		}
+	}
+}
+
+// awaitAccept looks for an accept of the offer every handoffPoll until
+// one is found (its version and the candidate's identity), this candidate
+// stops leading, or the offer times out and is withdrawn.
+func (h *handoff) awaitAccept(ctx context.Context) (backend.Version, string, error) {
+	e := h.e
+	for {
+		if ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-e.cfg.Clock.After(handoffPoll):
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			h.withdraw(ctx)
+			return "", "", fmt.Errorf("hand-off to %s: %w; the offer was withdrawn and this replica still leads", h.target(), err)
+		}
+		now := e.cfg.Clock.Now()
+		if version, target, ok := h.look(ctx, now); ok {
+			return version, target, nil
+		}
+		if err := h.stillLeading(now); err != nil {
+			return "", "", err
+		}
+		if !now.Before(h.offered.Add(h.timeout)) {
+			if version, target, ok := h.withdraw(ctx); ok {
+				return version, target, nil // accepted at the last moment
+			}
+			return "", "", h.noTaker()
+		}
+	}
+}
+
+// withdraw renews the record without the offer. If the record changed
+// meanwhile, it reads it once: an accept that landed at the last moment is
+// returned for the transfer; otherwise the loop's next renewal clears
+// what is left.
+func (h *handoff) withdraw(ctx context.Context) (backend.Version, string, bool) {
+	e := h.e
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
+	defer cancel()
+	start := e.cfg.Clock.Now()
+	if h.stillLeading(start) != nil {
+		return "", "", false
+	}
+	rec := h.rec
+	rec.RenewTime = start
+	rec.Handoff = backend.Handoff{}
+	written, err := e.cfg.Backend.Update(ctx, h.version, rec)
+	switch {
+	case err == nil:
+		e.won(rec, written, start)
+		return "", "", false
+	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
+		fresh, version, err := e.cfg.Backend.Get(ctx)
+		if err == nil || errors.Is(err, backend.ErrNotFound) {
+			e.observe(err == nil, fresh, version)
+		}
+		if target, ok := h.acceptIn(fresh); ok && err == nil {
+			return version, target, true
+		}
+	default:
+		e.failed("hand-off withdrawal", err)
+	}
+	return "", "", false
+}
+
+// noTaker is the error of an offer nobody accepted in time.
+func (h *handoff) noTaker() error {
+	if h.to == "" {
+		return fmt.Errorf("%w within %v: no other live candidate of this election may lead now; this replica still leads with token %d",
+			ErrNoTaker, h.timeout, h.token)
+	}
+	return fmt.Errorf("%w: candidate %q did not answer within %v: it is not a live candidate of this election, or it may not lead now; this replica still leads with token %d",
+		ErrNoTaker, h.to, h.timeout, h.token)
+}
+
+func (h *handoff) target() string {
+	if h.to == "" {
+		return "any candidate"
+	}
+	return h.to
+}

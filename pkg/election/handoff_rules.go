@@ -1,0 +1,85 @@
+package election
+
+import (
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// This file is the candidate's side of a planned hand-off (see the package
+// doc, "Planned hand-off"), as pure functions of what it knows and the
+// time, like decide.
+
+// acceptedOffer is what a candidate remembers of the last hand-off offer
+// it accepted: in memory only, so a marker that names it is inert unless
+// this very process accepted the offer it answers.
+type acceptedOffer struct {
+	// from and token are the offering leader and its token.
+	from  string
+	token int64
+	// at is when the attempt that wrote the accept started.
+	at time.Time
+}
+
+// mayAcceptHandoff is the one place that decides whether this candidate
+// may take leadership handed to it: accept an offer, and claim the record
+// transferred to it after its accept. A candidate that is stopping (or
+// lost its store), held off after a release, or still counts itself
+// leader (it will step down first) may not.
+func mayAcceptHandoff(o observation, now time.Time) bool {
+	return !o.stopped && !o.leading && !now.Before(o.holdOffUntil)
+}
+
+// targets reports whether the target of an offer, to, names the candidate
+// identity: "" names every candidate, otherwise to is the identity itself
+// or its prefix (the Pod name, IdentityPrefix).
+func targets(to, identity string) bool {
+	return to == "" || to == identity || to == IdentityPrefix(identity)
+}
+
+// handoffStep is what the hand-off asks of this candidate for the record
+// it observed, if anything (ok false: the other rules apply):
+//
+//   - accept an offer it may take: a live record (not yet expired) whose
+//     holder is offering at the record's token, which is the highest
+//     token this candidate has seen (so the transfer's token is new), to
+//     this candidate or to anyone;
+//   - renew, and so lead with its token from the start of that write, a
+//     record transferred to it by the leader whose offer it accepted, at
+//     that offer's token plus one, within a lease duration of its accept.
+//
+// A transferred record without such an accept (a hand edit, or a marker
+// left behind) is waited out by the other rules, as any record naming
+// this candidate that it did not write.
+func (o observation) handoffStep(now time.Time) (action, bool) {
+	v := o.view
+	h := v.rec.Handoff
+	if !v.present || h.IsZero() || h.Token != v.rec.Transitions || h.Token != o.highest || !mayAcceptHandoff(o, now) {
+		return action{}, false
+	}
+	switch h.Phase {
+	case backend.HandoffOffer:
+		offered := h.From == v.rec.HolderIdentity && h.From != o.identity && targets(h.To, o.identity) &&
+			h.Token >= 1 && h.Token < backend.MaxTransitions && now.Before(o.expiry())
+		return action{kind: accept, token: h.Token}, offered
+	case backend.HandoffTransfer:
+		a := o.accepted
+		ours := v.rec.HolderIdentity == o.identity && h.To == o.identity &&
+			a.from != "" && h.From == a.from && h.Token == a.token+1 && now.Before(a.at.Add(o.ownLease))
+		return action{kind: renew, token: h.Token}, ours
+	}
+	return action{}, false
+}
+
+// acceptRecord is the record a candidate writes to accept the offer in
+// rec: the same record, with the marker turned into an accept naming the
+// candidate by its full identity.
+func acceptRecord(rec backend.Record, identity string) backend.Record {
+	rec.Handoff = backend.Handoff{
+		Phase: backend.HandoffAccept,
+		From:  rec.Handoff.From,
+		To:    identity,
+		Token: rec.Handoff.Token,
+	}
+	return rec
+}
