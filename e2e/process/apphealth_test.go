@@ -132,3 +132,33 @@ func indexOf(all []*sidecartest.Sidecar, s *sidecartest.Sidecar) int {
 	}
 	return -1
 }
+
+// A replica whose app is unhealthy takes no hand-off: named, it does not
+// answer (422, the leader keeps its token); to anyone, the healthy standby
+// takes it.
+func TestHandoffSkipsAnUnhealthyStandby(t *testing.T) {
+	db := sidecartest.DBPath(t)
+	apps := []*app{newApp(t, true), newApp(t, true), newApp(t, true)}
+	var all []*sidecartest.Sidecar
+	for _, a := range apps {
+		all = append(all, healthGated(t, db, a))
+	}
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	sidecartest.AwaitSettled(t, all, leader)
+	standbys := sidecartest.Without(all, leader)
+	sick, well := standbys[0], standbys[1]
+	apps[indexOf(all, sick)].healthy.Store(false)
+	sidecartest.WaitTrue(t, "the standby's app unhealthy", 2*time.Second, func() bool { return !appHealthy(t, sick) })
+
+	code, st, err := leader.Handoff(sidecartest.IdentityOf(t, sick))
+	if err != nil || code != http.StatusUnprocessableEntity || !st.Leader || *st.Token != token {
+		t.Fatalf("hand-off to the unhealthy standby: %d %+v %v; want 422 and the leader keeping token %d", code, st, err, token)
+	}
+	code, st, err = leader.Handoff("")
+	if err != nil || code != http.StatusOK || st.Leader {
+		t.Fatalf("hand-off to anyone: %d %+v %v", code, st, err)
+	}
+	if next, nextToken := sidecartest.AwaitLeader(t, all, 5*time.Second); next != well || nextToken != token+1 {
+		t.Fatalf("after the hand-off to anyone the unhealthy standby leads, or token %d (want %d)", nextToken, token+1)
+	}
+}

@@ -24,10 +24,11 @@ type acceptedOffer struct {
 // mayAcceptHandoff is the one place that decides whether this candidate
 // may take leadership handed to it: accept an offer, and claim the record
 // transferred to it after its accept. A candidate that is stopping (or
-// lost its store), held off after a release, or still counts itself
-// leader (it will step down first) may not.
+// lost its store), sitting out (its app is unhealthy), held off after a
+// release, or still counts itself leader (it will step down first) may
+// not.
 func mayAcceptHandoff(o observation, now time.Time) bool {
-	return !o.stopped && !o.leading && !now.Before(o.holdOffUntil)
+	return !o.stopped && !o.leading && !o.sittingOut && !now.Before(o.holdOffUntil)
 }
 
 // targets reports whether the target of an offer, to, names the candidate

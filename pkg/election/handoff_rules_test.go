@@ -36,6 +36,7 @@ func TestHandoffStepRules(t *testing.T) {
 			return base(rec)
 		}, 0, wait},
 		{"while stopping", func() observation { o := base(offer("a", "", 3)); o.stopped = true; return o }, 0, wait},
+		{"while sitting out (an unhealthy app)", func() observation { o := base(offer("a", "", 3)); o.sittingOut = true; return o }, 0, wait},
 		{"while held off", func() observation {
 			o := base(offer("a", "", 3))
 			o.holdOffUntil = epoch.Add(time.Second)

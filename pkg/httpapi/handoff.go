@@ -31,7 +31,7 @@ type handoffRequest struct {
 func (a *api) handoff(w http.ResponseWriter, r *http.Request) {
 	to, err := readHandoffRequest(r.Body)
 	if err != nil {
-		st := newState(a.e.Status(), a.info, time.Now())
+		st := newState(a.e.Status(), a.info, time.Now(), a.opts.AppHealthy)
 		st.Error = err.Error()
 		writeJSON(w, http.StatusBadRequest, st)
 		return
@@ -39,7 +39,7 @@ func (a *api) handoff(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.opts.ReleaseTimeout)
 	defer cancel()
 	s, err := a.e.Handoff(ctx, to)
-	st := newState(s, a.info, time.Now())
+	st := newState(s, a.info, time.Now(), a.opts.AppHealthy)
 	code := http.StatusOK
 	switch {
 	case errors.Is(err, election.ErrNotLeader):
