@@ -12,16 +12,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // Options configures a Backend. Every field is required.
 type Options struct {
 	// Client talks to the API server; see NewClient.
-	Client kubernetes.Interface
+	Client *kubeclient.Client
 	// Namespace is the namespace of the Lease.
 	Namespace string
 	// Name is the name of the Lease, which is the name of the election.
@@ -31,7 +30,7 @@ type Options struct {
 // Backend stores the record of one election in one Lease. It is safe for
 // concurrent use.
 type Backend struct {
-	leases    coordinationclient.LeaseInterface
+	leases    *kubeclient.Leases
 	namespace string
 	name      string
 	known     objectCache
@@ -74,7 +73,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		leases:    opts.Client.CoordinationV1().Leases(opts.Namespace),
+		leases:    opts.Client.Leases(opts.Namespace),
 		namespace: opts.Namespace,
 		name:      opts.Name,
 		closing:   closing,
