@@ -59,7 +59,7 @@ func barPanel(title string, configs []string, bySys map[string]map[string]electi
 	pl := plot.New()
 	pl.Title.Text = title
 	pl.X.Label.Text = "elections × replicas"
-	pl.Legend.Top = true
+	pl.Legend.Top, pl.Legend.Left = true, true
 	width := vg.Points(18)
 	for i, sys := range []string{sysSidecar, sysClientGo} {
 		vals := make(plotter.Values, len(configs))
