@@ -21,12 +21,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
@@ -69,7 +69,6 @@ type Recorder struct {
 	pod, lease *corev1.ObjectReference
 	identity   string
 	instance   string // reportingInstance: Controller-<hostname>
-	clock      clock.Clock
 	sender     *sender
 }
 
@@ -91,7 +90,6 @@ func New(cfg Config) (*Recorder, error) {
 		cfg.Logger = slog.Default()
 	}
 	hostname, _ := os.Hostname()
-	c := clock.RealClock{}
 	return &Recorder{
 		pod: &corev1.ObjectReference{
 			APIVersion: "v1", Kind: "Pod",
@@ -103,8 +101,7 @@ func New(cfg Config) (*Recorder, error) {
 		},
 		identity: cfg.Identity,
 		instance: Controller + "-" + hostname,
-		clock:    c,
-		sender:   newSender(cfg.Client.Events(cfg.Pod.Namespace), cfg.Logger, c),
+		sender:   newSender(cfg.Client.Events(cfg.Pod.Namespace), cfg.Logger),
 	}, nil
 }
 
@@ -142,7 +139,7 @@ func (r *Recorder) record(eventType, action, note string) {
 	if len(note) > maxNote {
 		note = note[:maxNote]
 	}
-	now := r.clock.Now()
+	now := time.Now()
 	r.sender.enqueue(&eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%v.%x", r.pod.Name, now.UnixNano()),

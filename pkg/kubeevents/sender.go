@@ -10,7 +10,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 )
 
 // Limits of the background sender, as client-go's event broadcaster has
@@ -31,7 +30,6 @@ type eventCreator interface {
 type sender struct {
 	events eventCreator
 	log    *slog.Logger
-	clock  clock.Clock
 
 	ctx    context.Context // ends on stop, after the flush
 	cancel context.CancelFunc
@@ -43,9 +41,9 @@ type sender struct {
 	stopped bool
 }
 
-func newSender(events eventCreator, log *slog.Logger, c clock.Clock) *sender {
+func newSender(events eventCreator, log *slog.Logger) *sender {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &sender{events: events, log: log, clock: c, ctx: ctx, cancel: cancel,
+	return &sender{events: events, log: log, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), queue: make(chan *eventsv1.Event, queueSize)}
 }
 
@@ -74,9 +72,11 @@ func (s *sender) stop() {
 	}
 	s.mu.Unlock()
 	s.start.Do(func() { close(s.done) }) // never started: nothing to wait for
+	flush := time.NewTimer(flushTimeout)
+	defer flush.Stop()
 	select {
 	case <-s.done:
-	case <-s.clock.After(flushTimeout):
+	case <-flush.C:
 	}
 	s.cancel()
 	<-s.done
@@ -103,9 +103,11 @@ func (s *sender) send(ev *eventsv1.Event) {
 			return
 		}
 		s.log.Info("could not record a Kubernetes Event; retrying", "action", ev.Action, "in", retryWait, "err", err)
+		pause := time.NewTimer(retryWait)
 		select {
 		case <-s.ctx.Done():
-		case <-s.clock.After(retryWait):
+		case <-pause.C:
 		}
+		pause.Stop()
 	}
 }
