@@ -79,7 +79,7 @@ func (f *follower) watchOnce(ctx context.Context) error {
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
-	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+	case !initial && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)):
 		f.rv = "" // start over, at once
 		return nil
 	case initial && errors.As(err, &status):
