@@ -59,7 +59,7 @@ func (b *bench) elections(sys string, replicas int) (electionsResult, error) {
 	if err != nil {
 		return r, err
 	}
-	time.Sleep(max(3*time.Second, 2*c.Profile.Retry)) // start-up requests pass
+	time.Sleep(settleTime(c.Profile))
 	before, err := b.meter(groups)
 	if err != nil {
 		return r, err
