@@ -39,6 +39,9 @@ type results struct {
 	Startup   map[string]startupResult
 	Started   time.Time
 	Took      time.Duration
+	// Load is /proc/loadavg's 1, 5 and 15 minute averages at the start
+	// and at the end: other work on the machine distorts the figures.
+	LoadAvg [2]string
 }
 
 func key(sys string, p profile, backend string) string { return sys + "/" + p.Name + "/" + backend }
@@ -79,6 +82,7 @@ func run(c config) (string, error) {
 	b := &bench{cfg: c}
 	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Load: map[string]loadResult{},
 		Footprint: map[string]footprint{}, BinSize: map[string]int64{}, Startup: map[string]startupResult{}, Started: time.Now()}
+	res.LoadAvg[0] = loadAverage()
 	stop, err := b.setUp(res)
 	defer stop()
 	if err != nil {
@@ -92,7 +96,7 @@ func run(c config) (string, error) {
 			}
 		}
 	}
-	res.Took = time.Since(res.Started)
+	res.Took, res.LoadAvg[1] = time.Since(res.Started), loadAverage()
 	page := render(c, res)
 	if len(c.Only) > 0 {
 		return page, nil

@@ -50,6 +50,7 @@ func renderHeader(w *page, c config, r *results) {
 	w.p("| Go | %s |\n", runtime.Version())
 	w.p("| command | `export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh \\| tail -1); %s` |\n", strings.TrimSpace(c.Command))
 	w.p("| run took | %s |\n", r.Took.Round(time.Second))
+	w.p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", r.LoadAvg[0], r.LoadAvg[1])
 	w.p("| timings | default: lease 15s / renew deadline 10s / retry 2s (the sidecar renews every 5s, a third of the lease); short: 3s / 2s / 0.5s (renews every 1s) |\n\n")
 	if c.Smoke {
 		w.p("**Smoke run**: a trial or two per figure, short timings only; the figures are not meaningful.\n\n")
