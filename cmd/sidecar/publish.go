@@ -74,13 +74,11 @@ func eventRecorder(cfg sidecarConfig, st *store, kube *kubeClient, log *slog.Log
 		log.Info("not recording Kubernetes Events", "reason", reason)
 		return nil, func() {}
 	}
-	if pod.Namespace == "" {
-		pod.Namespace = st.namespace
-	}
 	client, err := kube.get()
 	if err == nil {
 		var rec *kubeevents.Recorder
-		if rec, err = kubeevents.New(client, pod, st.namespace, cfg.election.leaseName, cfg.election.identity); err == nil {
+		if rec, err = kubeevents.New(kubeevents.Config{Client: client, Pod: pod, LeaseNamespace: st.namespace,
+			LeaseName: cfg.election.leaseName, Identity: cfg.election.identity, Logger: log}); err == nil {
 			return rec, rec.Stop
 		}
 	}

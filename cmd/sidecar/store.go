@@ -68,7 +68,7 @@ func openLease(_ context.Context, cfg electionConfig, kube *kubeClient, log *slo
 	if err != nil {
 		return nil, fmt.Errorf("--namespace: %w", err)
 	}
-	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName})
+	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -8,26 +8,49 @@ import (
 )
 
 // TestSmoke runs every measurement of the benchmark once or twice with the
-// short timings, so the program cannot rot. It needs envtest
-// (KUBEBUILDER_ASSETS) and fails without it.
+// short timings, the many elections at 3 x 2 for a few seconds, so the
+// program cannot rot. It needs envtest (KUBEBUILDER_ASSETS) and fails
+// without it.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts envtest and some twenty processes")
+		t.Skip("starts envtest and some thirty processes")
 	}
 	out := t.TempDir()
-	c := smokeConfig(config{Out: out, Concurrency: 8, SQLite: true, Command: "go run ./hack/bench -smoke", Log: func(s string) { t.Log(s) }})
+	c := smokeConfig(config{Out: out, Concurrency: 8, Command: "go run ./hack/bench -smoke", Log: func(s string) { t.Log(s) }})
 	page, err := run(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"benchmarks.md", handoffPlot, failoverPlot} {
+	for _, f := range []string{"benchmarks.md", handoffPlot, failoverPlot, electionsPlot} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Fatalf("%s not written: %v", f, err)
 		}
 	}
-	for _, s := range []string{"Graceful hand-off", "client-go", "req/s", "Targets"} {
+	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
+		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "Targets"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}
+	}
+	if t.Failed() {
+		t.Log(page)
+	}
+}
+
+// TestFlags: -only names measurements that exist, counts are positive, and
+// -smoke shrinks the many elections to 3 x 2.
+func TestFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-only", "elections,footprint", "-replicas", "2,3", "-elections", "50"})
+	if err != nil || !c.runs("elections") || c.runs("handoff") || c.Elections.Count != 50 || len(c.Elections.Replicas) != 2 {
+		t.Fatalf("parseFlags: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+	c, err = parseFlags([]string{"-smoke"})
+	if err != nil || c.Elections.Count != 3 || c.Elections.Replicas[0] != 2 || c.Elections.Profile != profShort {
+		t.Fatalf("-smoke: %+v, %v", c.Elections, err)
 	}
 }

@@ -1,102 +1,129 @@
 // Command bench measures leader-sidecar against a candidate built on
 // client-go's tools/leaderelection (ReleaseOnCancel), on one envtest API
 // server in one run: graceful hand-off and crash fail-over latency, API
-// server requests per minute for 1..N standbys, GET /leader throughput
-// against a trivial net/http handler, and footprint. It writes
-// docs/benchmarks.md and latency plots next to it.
+// server requests per minute for 1..N standbys, many elections on one API
+// server, GET /leader throughput against a trivial net/http handler, and
+// footprint. It writes docs/benchmarks.md and plots next to it.
 //
 //	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
 //	go run ./hack/bench
 //
-// -smoke runs every measurement once or twice with the short timings only,
-// in seconds (the test in this directory does that).
+// Each measurement lives in a file of its own (handoff.go, failover.go,
+// cost.go, elections.go, throughput.go, footprint.go, startup.go) with the
+// section of the page it renders. -only runs some of them and prints their
+// sections without writing anything; -smoke runs every measurement once or
+// twice with the short timings only, in seconds (the test in this
+// directory does that).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 )
 
 type config struct {
 	Smoke        bool
-	Out          string // directory of benchmarks.md and the plots
-	Trials       int    // hand-off trials per system and profile
-	CrashTrials  int    // fail-over trials per system, short profile
-	CrashDefault int    // fail-over trials per system, default profile
+	Out          string   // directory of benchmarks.md and the plots
+	Only         []string // measurements to run (names in measurements); nil: all
+	SidecarBin   string   // a sidecar binary to measure instead of building ./cmd/sidecar
+	Trials       int      // hand-off trials per system and profile
+	CrashTrials  int      // fail-over trials per system, short profile
+	CrashDefault int      // fail-over trials per system, default profile
 	Standbys     []int
-	CostWindow   time.Duration // default profile; the short profile uses a quarter, at least 5s
+	CostWindow   time.Duration // default profile; the short profile uses a third, at least 5s
 	CostProfiles []string
+	Elections    electionsConfig
+	Idle         time.Duration // footprint: how long leader and standby idle before RSS is read
 	LoadDuration time.Duration
 	Concurrency  int
-	SQLite       bool
-	// SQLiteHandoffOnly measures the SQLite hand-off alone (sqliteHandoff).
-	SQLiteHandoffOnly bool
-	Command           string
-	Log               func(string)
+	Command      string
+	Log          func(string)
 }
-
-type bench struct {
-	cfg         config
-	kube        *kubetest.Env
-	tmp         string
-	sidecarBin  string
-	clientGoBin string
-	trivialBin  string
-	seq         atomic.Int64
-}
-
-func (b *bench) logf(format string, args ...any) { b.cfg.Log(fmt.Sprintf(format, args...)) }
 
 func main() {
-	var c config
-	var standbys, costProfiles string
-	flag.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
-	flag.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
-	flag.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile")
-	flag.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system with the short profile")
-	flag.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
-	flag.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
-	flag.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
-	flag.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
-	flag.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
-	flag.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
-	flag.BoolVar(&c.SQLite, "sqlite", true, "also measure the sidecar's hand-off on the SQLite backend")
-	flag.BoolVar(&c.SQLiteHandoffOnly, "sqlite-handoff-only", false, "measure only the sidecar's hand-off on the SQLite backend (-trials per profile; no API server), print it and write nothing")
-	flag.Parse()
-	for _, s := range strings.Split(standbys, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "bad -standbys %q\n", standbys)
-			os.Exit(2)
-		}
-		c.Standbys = append(c.Standbys, n)
+	c, err := parseFlags(os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
-	c.CostProfiles = strings.Split(costProfiles, ",")
-	c.Command = "go run ./hack/bench " + strings.Join(os.Args[1:], " ")
-	c.Log = func(s string) { fmt.Fprintln(os.Stderr, s) }
-	if c.Smoke {
-		c = smokeConfig(c)
-	}
-	measure := run
-	if c.SQLiteHandoffOnly {
-		measure = sqliteHandoff
-	}
-	page, err := measure(c)
+	page, err := run(c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 	fmt.Print(page)
+}
+
+// parseFlags reads the command line into a config.
+func parseFlags(args []string) (config, error) {
+	var c config
+	var standbys, replicas, costProfiles, only string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
+	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
+	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing")
+	fs.StringVar(&c.SidecarBin, "sidecar", "", "measure this sidecar binary instead of building ./cmd/sidecar (to compare builds)")
+	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile")
+	fs.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system with the short profile")
+	fs.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
+	fs.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
+	fs.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
+	fs.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
+	fs.IntVar(&c.Elections.Count, "elections", 50, "elections on one API server in the many-elections measurement")
+	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
+	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
+	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
+	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
+	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Standbys, err = parseCounts("-standbys", standbys); err != nil {
+		return c, err
+	}
+	if c.Elections.Replicas, err = parseCounts("-replicas", replicas); err != nil {
+		return c, err
+	}
+	if only != "" {
+		c.Only = strings.Split(only, ",")
+		for _, m := range c.Only {
+			if !slices.Contains(measurementNames(), m) {
+				return c, fmt.Errorf("-only: unknown measurement %q (known: %s)", m, strings.Join(measurementNames(), ", "))
+			}
+		}
+	}
+	c.CostProfiles = strings.Split(costProfiles, ",")
+	c.Elections.Profile = profDefault
+	c.Command = "go run ./hack/bench " + strings.Join(args, " ")
+	c.Log = func(s string) { fmt.Fprintln(os.Stderr, s) }
+	if c.Smoke {
+		c = smokeConfig(c)
+	}
+	return c, nil
+}
+
+// parseCounts parses a comma-separated list of positive numbers.
+func parseCounts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad %s %q", flagName, list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // smokeConfig shrinks c to a seconds-long run.
@@ -106,168 +133,8 @@ func smokeConfig(c config) config {
 	c.Standbys = []int{1, 2}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
+	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
+	c.Idle = 2 * time.Second
 	c.LoadDuration = 500 * time.Millisecond
 	return c
-}
-
-// results is everything one run measured.
-type results struct {
-	Handoff   map[string][]trial // key: system/profile/backend
-	Failover  map[string][]trial
-	Cost      []costResult
-	Load      map[string]loadResult // "trivial", "sidecar"
-	BinSize   map[string]int64
-	FirstAns  time.Duration
-	LeadStart map[string]time.Duration
-	Started   time.Time
-	Took      time.Duration
-}
-
-func key(sys string, p profile, backend string) string { return sys + "/" + p.Name + "/" + backend }
-
-func run(c config) (string, error) {
-	b := &bench{cfg: c}
-	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Load: map[string]loadResult{},
-		BinSize: map[string]int64{}, LeadStart: map[string]time.Duration{}, Started: time.Now()}
-	var err error
-	if b.tmp, err = os.MkdirTemp("", "leader-sidecar-bench"); err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(b.tmp)
-	defer killAll()
-	if err := b.build(res); err != nil {
-		return "", err
-	}
-	b.logf("starting kube-apiserver and etcd")
-	if b.kube, err = kubetest.Start(); err != nil {
-		return "", fmt.Errorf("starting envtest: %w", err)
-	}
-	defer b.kube.Stop()
-
-	profiles := []profile{profDefault, profShort}
-	if c.Smoke {
-		profiles = []profile{profShort}
-	}
-	systems := []string{sysSidecar, sysClientGo}
-
-	b.logf("graceful hand-off")
-	for _, p := range profiles {
-		for _, sys := range systems {
-			t, err := b.takeovers(sys, p, "lease", syscall.SIGTERM, c.Trials)
-			if err != nil {
-				return "", fmt.Errorf("hand-off %s %s: %w", sys, p.Name, err)
-			}
-			res.Handoff[key(sys, p, "lease")] = t
-		}
-		if c.SQLite {
-			t, err := b.takeovers(sysSidecar, p, "sqlite", syscall.SIGTERM, c.Trials)
-			if err != nil {
-				return "", fmt.Errorf("hand-off sqlite %s: %w", p.Name, err)
-			}
-			res.Handoff[key(sysSidecar, p, "sqlite")] = t
-		}
-	}
-
-	b.logf("crash fail-over")
-	for _, p := range []profile{profShort, profDefault} {
-		n := c.CrashTrials
-		if p == profDefault {
-			n = c.CrashDefault
-		}
-		if n == 0 {
-			continue
-		}
-		for _, sys := range systems {
-			t, err := b.takeovers(sys, p, "lease", syscall.SIGKILL, n)
-			if err != nil {
-				return "", fmt.Errorf("fail-over %s %s: %w", sys, p.Name, err)
-			}
-			res.Failover[key(sys, p, "lease")] = t
-		}
-	}
-
-	b.logf("API server cost")
-	for _, pn := range c.CostProfiles {
-		p := profShort
-		w := max(c.CostWindow/3, 5*time.Second)
-		if pn == "default" {
-			p, w = profDefault, c.CostWindow
-		}
-		if c.Smoke {
-			w = c.CostWindow
-		}
-		for _, n := range c.Standbys {
-			for _, sys := range systems {
-				r, err := b.cost(sys, p, n, w)
-				if err != nil {
-					return "", fmt.Errorf("cost %s %s %d: %w", sys, p.Name, n, err)
-				}
-				res.Cost = append(res.Cost, r)
-			}
-		}
-	}
-
-	b.logf("GET /leader throughput")
-	if err := b.throughput(res); err != nil {
-		return "", err
-	}
-
-	b.logf("start-up")
-	for _, sys := range systems {
-		first, lead, err := b.startup(sys, profDefault)
-		if err != nil {
-			return "", fmt.Errorf("start-up %s: %w", sys, err)
-		}
-		if sys == sysSidecar {
-			res.FirstAns = first
-		}
-		res.LeadStart[sys] = lead
-	}
-	res.Took = time.Since(res.Started)
-
-	page := render(c, res)
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return "", err
-	}
-	if err := plots(c.Out, res); err != nil {
-		return "", fmt.Errorf("plotting: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(c.Out, "benchmarks.md"), []byte(page), 0o644); err != nil {
-		return "", err
-	}
-	return page, nil
-}
-
-// build compiles the sidecar, the client-go candidate and the trivial
-// server from the module this program belongs to.
-func (b *bench) build(res *results) error {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	for _, t := range []struct {
-		pkg string
-		bin *string
-		sys string
-	}{
-		{"./cmd/sidecar", &b.sidecarBin, sysSidecar},
-		{"./hack/bench/clientgo", &b.clientGoBin, sysClientGo},
-		{"./hack/bench/trivial", &b.trivialBin, ""},
-	} {
-		*t.bin = filepath.Join(b.tmp, filepath.Base(t.pkg))
-		b.logf("building %s", t.pkg)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", *t.bin, t.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %v\n%s", t.pkg, err, out)
-		}
-		if t.sys != "" {
-			if fi, err := os.Stat(*t.bin); err == nil {
-				res.BinSize[t.sys] = fi.Size()
-			}
-		}
-	}
-	return nil
 }

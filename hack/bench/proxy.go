@@ -36,6 +36,10 @@ func (c counts) sub(o counts) counts {
 	return counts{c.Reads - o.Reads, c.Writes - o.Writes, c.Watches - o.Watches}
 }
 
+func (c counts) add(o counts) counts {
+	return counts{c.Reads + o.Reads, c.Writes + o.Writes, c.Watches + o.Watches}
+}
+
 func (p *countingProxy) snapshot() counts {
 	return counts{p.reads.Load(), p.writes.Load(), p.watches.Load()}
 }

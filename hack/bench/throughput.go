@@ -1,14 +1,16 @@
 package main
 
 import (
-	"context"
+	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 )
 
-// throughput loads a trivial handler and a sidecar's GET /leader in turn.
-func (b *bench) throughput(res *results) error {
+// measureThroughput loads a trivial handler and a sidecar's GET /leader
+// in turn.
+func measureThroughput(b *bench, res *results) error {
 	tr := exec.Command(b.trivialBin, "127.0.0.1:0")
 	stdout, err := tr.StdoutPipe()
 	if err != nil {
@@ -25,7 +27,10 @@ func (b *bench) throughput(res *results) error {
 	}
 	trivialAddr := strings.TrimSpace(string(buf[:n]))
 
-	ns := "throughput"
+	ns, err := b.namespace("throughput")
+	if err != nil {
+		return err
+	}
 	sc, err := b.spawn(sysSidecar, profDefault, "sqlite", ns, "bench", true)
 	if err != nil {
 		return err
@@ -59,4 +64,17 @@ func merge(rs []loadResult) loadResult {
 	return m
 }
 
-var _ = context.Background
+func renderThroughput(w *page, c config, r *results) {
+	tv, sd := r.Load["trivial"], r.Load["sidecar"]
+	if tv.Requests == 0 {
+		return
+	}
+	w.section("`GET /leader` on loopback")
+	w.p("A Go load generator with %d workers and keep-alive connections, %s per target in two alternating halves, ", c.Concurrency, c.LoadDuration)
+	w.p("against a sidecar (leader, SQLite backend: the handler answers from memory either way) and a trivial `net/http` handler in its own process (the ceiling). ")
+	w.p("Load generator and server share the machine's %d CPUs.\n\n", runtime.NumCPU())
+	w.p("| target | requests | errors | req/s | p50 | p99 |\n|---|---|---|---|---|---|\n")
+	w.p("| trivial handler | %d | %d | %.0f | %s | %s |\n", tv.Requests, tv.Errors, tv.RPS, ms(tv.P50), ms(tv.P99))
+	w.p("| leader-sidecar `/leader` | %d | %d | %.0f | %s | %s |\n", sd.Requests, sd.Errors, sd.RPS, ms(sd.P50), ms(sd.P99))
+	w.p("| ratio | | | %s | | |\n\n", fmt.Sprintf("%.0f%%", 100*sd.RPS/tv.RPS))
+}

@@ -61,7 +61,11 @@ func Start() (*Env, error) {
 	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		ControlPlane:          envtest.ControlPlane{APIServer: apiServer},
+		ControlPlane: envtest.ControlPlane{
+			APIServer: apiServer,
+			// In dir, so that its process can be told from others (PIDs).
+			Etcd: &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")},
+		},
 	}
 	cfg, err := env.Start()
 	if err != nil {

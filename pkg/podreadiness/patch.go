@@ -18,7 +18,7 @@ const (
 )
 
 func (p *Publisher) pod(ctx context.Context) (*corev1.Pod, error) {
-	pod, err := p.cfg.Client.CoreV1().Pods(p.cfg.Namespace).Get(ctx, p.cfg.Name, metav1.GetOptions{})
+	pod, err := p.cfg.Client.Pods(p.cfg.Namespace).Get(ctx, p.cfg.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get Pod %s/%s: %w", p.cfg.Namespace, p.cfg.Name, err)
 	}
@@ -92,7 +92,7 @@ func (p *Publisher) patch(ctx context.Context, body map[string]any, subresource 
 	if subresource != "" {
 		sub = []string{subresource}
 	}
-	_, err = p.cfg.Client.CoreV1().Pods(p.cfg.Namespace).Patch(ctx, p.cfg.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, sub...)
+	_, err = p.cfg.Client.Pods(p.cfg.Namespace).Patch(ctx, p.cfg.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, sub...)
 	if err != nil {
 		return fmt.Errorf("patch Pod %s/%s %s: %w", p.cfg.Namespace, p.cfg.Name, subresource, err)
 	}

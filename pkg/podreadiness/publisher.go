@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // Mode is how leadership is published on the Pod.
@@ -28,7 +28,7 @@ const (
 
 // Config configures a Publisher.
 type Config struct {
-	Client kubernetes.Interface
+	Client *kubeclient.Client
 	// Namespace, Name and UID identify the Pod (Downward API). UID is
 	// required: it is the precondition of every patch.
 	Namespace, Name, UID string

@@ -14,15 +14,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-var env *kubetest.Env
+var (
+	env *kubetest.Env
+	// client is the sidecar's own Kubernetes client, which the Publisher
+	// uses; env.Client (client-go's clientset) checks what it did.
+	client *kubeclient.Client
+)
 
 func TestMain(m *testing.M) {
 	var err error
 	env, err = kubetest.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd: %v\n", err)
+		os.Exit(1)
+	}
+	if client, err = kubeclient.New(env.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -63,7 +73,7 @@ func newPod(t *testing.T, name string) *corev1.Pod {
 func start(t *testing.T, pod *corev1.Pod, mode Mode, uid string) *Publisher {
 	t.Helper()
 	p, err := New(Config{
-		Client: env.Client, Namespace: pod.Namespace, Name: pod.Name, UID: uid,
+		Client: client, Namespace: pod.Namespace, Name: pod.Name, UID: uid,
 		Mode: mode, ConditionType: condition, LabelKey: label, Identity: "me_1",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -192,7 +202,7 @@ func TestAnotherPodWithTheSameNameIsNeverTouched(t *testing.T) {
 }
 
 func TestNewRejectsIncompleteConfig(t *testing.T) {
-	base := Config{Client: env.Client, Namespace: "ns", Name: "p", UID: "u", Mode: ModeLabel, LabelKey: label, ConditionType: condition}
+	base := Config{Client: client, Namespace: "ns", Name: "p", UID: "u", Mode: ModeLabel, LabelKey: label, ConditionType: condition}
 	for name, mutate := range map[string]func(*Config){
 		"no client":        func(c *Config) { c.Client = nil },
 		"no UID":           func(c *Config) { c.UID = "" },

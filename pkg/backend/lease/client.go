@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // Defaults for ClientOptions fields left zero.
@@ -72,15 +73,16 @@ func RESTConfig(o ClientOptions) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewClient returns a clientset for cfg with o's rate limiter, user agent
+// NewClient returns the sidecar's Kubernetes client (package kubeclient:
+// Leases, Pods and Events only) for cfg with o's rate limiter, user agent
 // and per-request timeout applied to a copy; cfg itself is not changed.
 //
 // The timeout is enforced per request by a transport wrapper, and the
 // copy's Timeout is set to 0: client-go applies rest.Config.Timeout to
 // watches too, which would cut every watch off after Timeout and restart
 // it again and again, which is polling. Watches are exempt from o.Timeout;
-// the informer behind Backend.Watch bounds them itself (5-10 minutes).
-func NewClient(cfg *rest.Config, o ClientOptions) (kubernetes.Interface, error) {
+// Backend.Watch bounds them itself (5-10 minutes).
+func NewClient(cfg *rest.Config, o ClientOptions) (*kubeclient.Client, error) {
 	if cfg == nil {
 		return nil, errors.New("lease: no REST config")
 	}
@@ -104,7 +106,7 @@ func NewClient(cfg *rest.Config, o ClientOptions) (kubernetes.Interface, error) 
 		d := o.Timeout
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &timeoutTransport{next: rt, timeout: d} })
 	}
-	client, err := kubernetes.NewForConfig(c)
+	client, err := kubeclient.New(c)
 	if err != nil {
 		return nil, fmt.Errorf("lease: Kubernetes client: %w", err)
 	}

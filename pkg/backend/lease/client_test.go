@@ -39,7 +39,7 @@ func TestNewClientSettings(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewClient(%+v): %v", c.o, err)
 		}
-		rc := client.CoordinationV1().RESTClient().(*rest.RESTClient)
+		rc := client.Leases("").GetClient().(*rest.RESTClient)
 		if got := rc.GetRateLimiter().QPS(); got != c.qps {
 			t.Fatalf("NewClient(%+v): QPS %v, want %v", c.o, got, c.qps)
 		}
@@ -84,7 +84,7 @@ func TestNewClientTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
-	leases := client.CoordinationV1().Leases("ns")
+	leases := client.Leases("ns")
 	began := time.Now()
 	_, err = leases.Get(context.Background(), "x", metav1.GetOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > time.Second {

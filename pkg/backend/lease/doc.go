@@ -59,12 +59,15 @@
 //
 // # Change signal
 //
-// Watch runs a client-go informer on a list and watch of this one Lease
-// (field selector metadata.name=<name>). It survives watch timeouts, API
-// server restarts and expired resource versions (it lists again, and
-// signals then, since a change may have been missed), backs off while the
-// API server is unreachable, and sends no requests while idle apart from
-// re-establishing its watch every few minutes.
+// Watch follows this one Lease (field selector metadata.name=<name>) with
+// a plain watch and keeps only the last Lease it saw: no informer, no
+// cache of other objects. It starts from the Lease's current state,
+// streamed over the watch itself, survives watch timeouts and API server
+// restarts (it resumes from the last resourceVersion), starts over and
+// signals when that version has expired (a change may have been missed),
+// backs off while the API server is unreachable, and sends no requests
+// while idle apart from re-establishing its watch every five to ten
+// minutes.
 //
 // # Errors and permissions
 //
@@ -72,7 +75,8 @@
 // e.g. `lease team/db-leader: update: leases.coordination.k8s.io "db-leader"
 // is forbidden: User "..." cannot update resource "leases" ...`, so a
 // missing RBAC permission is named. The service account needs get, create
-// and update on the Lease, and list and watch for Watch. A Role may limit
-// get, update, list and watch to the Lease with resourceNames; create cannot
-// be limited by name.
+// and update on the Lease, and watch for Watch (list too on an API server
+// that cannot stream a watch's initial state: Watch then lists first). A
+// Role may limit get, update, list and watch to the Lease with
+// resourceNames; create cannot be limited by name.
 package lease

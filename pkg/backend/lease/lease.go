@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,35 +13,38 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-// Options configures a Backend. Every field is required.
+// Options configures a Backend. Every field but Logger is required.
 type Options struct {
 	// Client talks to the API server; see NewClient.
-	Client kubernetes.Interface
+	Client *kubeclient.Client
 	// Namespace is the namespace of the Lease.
 	Namespace string
 	// Name is the name of the Lease, which is the name of the election.
 	Name string
+	// Logger receives what Watch cannot do by itself (a watch refused or
+	// failing); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Backend stores the record of one election in one Lease. It is safe for
 // concurrent use.
 type Backend struct {
-	leases    coordinationclient.LeaseInterface
+	leases    *kubeclient.Leases
 	namespace string
 	name      string
+	log       *slog.Logger
 	known     objectCache
 	// latest is the Lease as a Watch last saw it (nil: not seen, or deleted).
 	latest atomic.Pointer[coordinationv1.Lease]
 
 	// beforeWatch, when set, is called before every watch request; it may
 	// change the request's options or fail it. Tests use it to make the
-	// API server end watches early and to make the informer list again.
+	// API server end watches early and to make Watch start over.
 	beforeWatch func(*metav1.ListOptions) error
 
 	closing    context.Context
@@ -72,11 +76,16 @@ func New(opts Options) (*Backend, error) {
 	if errs := validation.IsDNS1123Subdomain(opts.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("lease: name %q is not a valid Lease name: %s", opts.Name, strings.Join(errs, "; "))
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	closing, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		leases:    opts.Client.CoordinationV1().Leases(opts.Namespace),
+		leases:    opts.Client.Leases(opts.Namespace),
 		namespace: opts.Namespace,
 		name:      opts.Name,
+		log:       log.With("lease", opts.Namespace+"/"+opts.Name),
 		closing:   closing,
 		close:     cancel,
 	}, nil

@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // The package's tests share one API server (kube-apiserver and etcd run by
@@ -157,7 +159,7 @@ func newNamespace(t *testing.T) string {
 
 // newClient returns a client made by NewClient for the test API server,
 // fast enough not to throttle racing tests.
-func newClient(t *testing.T) kubernetes.Interface {
+func newClient(t *testing.T) *kubeclient.Client {
 	t.Helper()
 	c, err := NewClient(testCfg, ClientOptions{Timeout: 10 * time.Second, QPS: 1000, Burst: 2000, UserAgent: "lease-test"})
 	if err != nil {
@@ -167,7 +169,7 @@ func newClient(t *testing.T) kubernetes.Interface {
 }
 
 // newBackend opens a Backend and closes it when the test ends.
-func newBackend(t *testing.T, c kubernetes.Interface, ns, name string) *Backend {
+func newBackend(t *testing.T, c *kubeclient.Client, ns, name string) *Backend {
 	t.Helper()
 	b, err := New(Options{Client: c, Namespace: ns, Name: name})
 	if err != nil {

@@ -9,15 +9,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/backendtest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // impersonating returns a client acting as user, through NewClient.
-func impersonating(t *testing.T, user string) kubernetes.Interface {
+func impersonating(t *testing.T, user string) *kubeclient.Client {
 	t.Helper()
 	cfg := rest.CopyConfig(testCfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}

@@ -69,8 +69,8 @@ func update(t *testing.T, b *Backend, v backend.Version, token int64) backend.Ve
 }
 
 // shortWatches makes the API server end each of b's watch requests after
-// two seconds (a watch under a second with no events counts as broken and
-// makes the informer list again), and counts them.
+// two seconds (a watch under a second with no events counts as broken),
+// and counts them.
 func shortWatches(b *Backend, count *atomic.Int64) {
 	b.beforeWatch = func(opts *metav1.ListOptions) error {
 		count.Add(1)
@@ -99,9 +99,9 @@ func TestWatchReestablishedAfterServerTimeout(t *testing.T) {
 }
 
 // TestWatchSignalsAfterRelist: when a watch cannot resume (410 Gone: its
-// resourceVersion was compacted away), the informer lists again, and the
-// backend signals although nothing changed, since a change may have been
-// missed.
+// resourceVersion was compacted away), the watch starts over from the
+// Lease's current state, and the backend signals although nothing changed,
+// since a change may have been missed.
 func TestWatchSignalsAfterRelist(t *testing.T) {
 	var watches atomic.Int64
 	var gone atomic.Bool
@@ -147,10 +147,10 @@ func TestWatchSurvivesAPIServerRestart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The first signal may come from the informer's list after the restart
-	// rather than from the update (they coalesce); the second update's
-	// signal can only come from the re-established watch. The informer backs
-	// off (up to 30-60s) while the server is down.
+	// The first signal may come from the watch starting over after the
+	// restart rather than from the update (they coalesce); the second
+	// update's signal can only come from the re-established watch. The
+	// watch backs off (up to 30-60s) while the server is down.
 	drain(ch)
 	v = update(t, writer, v, 2)
 	expectSignal(t, ch, 60*time.Second, "first update after the API server restarted")
@@ -211,7 +211,7 @@ func TestWatchIdleSendsNoRequests(t *testing.T) {
 }
 
 // TestWatchEndsOnClose: Close closes every watch channel and waits for the
-// informer's goroutines; a Watch after Close is closed at once.
+// watches' goroutines; a Watch after Close is closed at once.
 func TestWatchEndsOnClose(t *testing.T) {
 	ns := newNamespace(t)
 	before := goleak.IgnoreCurrent()

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
+)
+
+// bench is one run: its configuration, binaries and API server.
+type bench struct {
+	cfg         config
+	kube        *kubetest.Env // nil when no measurement of the run needs it
+	tmp         string
+	sidecarBin  string
+	clientGoBin string
+	trivialBin  string
+	seq         atomic.Int64
+}
+
+func (b *bench) logf(format string, args ...any) { b.cfg.Log(fmt.Sprintf(format, args...)) }
+
+// results is everything one run measured; a measurement that did not run
+// leaves its part empty, and its section of the page out.
+type results struct {
+	Handoff   map[string][]trial // key: system/profile/backend
+	Failover  map[string][]trial
+	Cost      []costResult
+	Elections []electionsResult
+	Load      map[string]loadResult // "trivial", "sidecar"
+	Footprint map[string]footprint  // by system
+	BinSize   map[string]int64
+	Startup   map[string]startupResult
+	Started   time.Time
+	Took      time.Duration
+	// Load is /proc/loadavg's 1, 5 and 15 minute averages at the start
+	// and at the end: other work on the machine distorts the figures.
+	LoadAvg [2]string
+}
+
+func key(sys string, p profile, backend string) string { return sys + "/" + p.Name + "/" + backend }
+
+// measurement is one part of the benchmark.
+type measurement struct {
+	name     string
+	needsAPI bool // needs the envtest API server
+	measure  func(*bench, *results) error
+}
+
+// measurements, in the order a run makes them.
+var measurements = []measurement{
+	{"handoff", true, measureHandoff},
+	{"handoff-sqlite", false, measureHandoffSQLite},
+	{"failover", true, measureFailover},
+	{"cost", true, measureCost},
+	{"elections", true, measureElections},
+	{"throughput", false, measureThroughput},
+	{"footprint", true, measureFootprint},
+	{"startup", true, measureStartup},
+}
+
+func measurementNames() []string {
+	var names []string
+	for _, m := range measurements {
+		names = append(names, m.name)
+	}
+	return names
+}
+
+// runs reports whether the run includes the measurement name.
+func (c config) runs(name string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, name) }
+
+// run makes the configured measurements and renders the page; a full run
+// also writes it and the plots into c.Out.
+func run(c config) (string, error) {
+	b := &bench{cfg: c}
+	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Load: map[string]loadResult{},
+		Footprint: map[string]footprint{}, BinSize: map[string]int64{}, Startup: map[string]startupResult{}, Started: time.Now()}
+	res.LoadAvg[0] = loadAverage()
+	stop, err := b.setUp(res)
+	defer stop()
+	if err != nil {
+		return "", err
+	}
+	for _, m := range measurements {
+		if c.runs(m.name) {
+			b.logf("%s", m.name)
+			if err := m.measure(b, res); err != nil {
+				return "", fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+	}
+	res.Took, res.LoadAvg[1] = time.Since(res.Started), loadAverage()
+	page := render(c, res)
+	if len(c.Only) > 0 {
+		return page, nil
+	}
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return "", err
+	}
+	if err := plots(c.Out, res); err != nil {
+		return "", fmt.Errorf("plotting: %w", err)
+	}
+	return page, os.WriteFile(filepath.Join(c.Out, "benchmarks.md"), []byte(page), 0o644)
+}
+
+// setUp makes the temporary directory, the binaries and, if a measurement
+// needs it, the API server; stop undoes what was done, also after an error.
+func (b *bench) setUp(res *results) (stop func(), err error) {
+	var undo []func()
+	stop = func() {
+		killAll()
+		for _, f := range slices.Backward(undo) {
+			f()
+		}
+	}
+	if b.tmp, err = os.MkdirTemp("", "leader-sidecar-bench"); err != nil {
+		return stop, err
+	}
+	undo = append(undo, func() { os.RemoveAll(b.tmp) })
+	if err := b.build(res); err != nil {
+		return stop, err
+	}
+	for _, m := range measurements {
+		if m.needsAPI && b.cfg.runs(m.name) {
+			b.logf("starting kube-apiserver and etcd")
+			if b.kube, err = kubetest.Start(); err != nil {
+				return stop, fmt.Errorf("starting envtest: %w", err)
+			}
+			undo = append(undo, func() { _ = b.kube.Stop() })
+			break
+		}
+	}
+	return stop, nil
+}
+
+// build compiles the sidecar (unless -sidecar names one), the client-go
+// candidate and the trivial server from the module this program belongs
+// to, as the Dockerfile builds the sidecar.
+func (b *bench) build(res *results) error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	targets := []struct {
+		pkg string
+		bin *string
+		sys string
+	}{
+		{"./cmd/sidecar", &b.sidecarBin, sysSidecar},
+		{"./hack/bench/clientgo", &b.clientGoBin, sysClientGo},
+		{"./hack/bench/trivial", &b.trivialBin, ""},
+	}
+	for _, t := range targets {
+		*t.bin = filepath.Join(b.tmp, filepath.Base(t.pkg))
+		if t.sys == sysSidecar && b.cfg.SidecarBin != "" {
+			*t.bin = b.cfg.SidecarBin
+		} else {
+			b.logf("building %s", t.pkg)
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", *t.bin, t.pkg)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("building %s: %v\n%s", t.pkg, err, out)
+			}
+		}
+		if fi, err := os.Stat(*t.bin); err != nil {
+			return err
+		} else if t.sys != "" {
+			res.BinSize[t.sys] = fi.Size()
+		}
+	}
+	return nil
+}

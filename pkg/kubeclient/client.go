@@ -1,0 +1,90 @@
+package kubeclient
+
+import (
+	"errors"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// Leases reads, writes and watches the Leases of one namespace.
+type Leases = ResourceWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]
+
+// Pods reads and patches the Pods of one namespace.
+type Pods = Resource[*corev1.Pod]
+
+// Events writes the events.k8s.io/v1 Events of one namespace.
+type Events = Resource[*eventsv1.Event]
+
+// Client talks to one API server about Leases, Pods and Events. It is safe
+// for concurrent use.
+type Client struct {
+	coordination, core, events rest.Interface
+}
+
+// New returns a Client for cfg: one HTTP client and one rate limiter for
+// every resource. cfg is not changed.
+func New(cfg *rest.Config) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("kubeclient: no REST config")
+	}
+	c := rest.CopyConfig(cfg)
+	if c.RateLimiter == nil && c.QPS > 0 {
+		if c.Burst <= 0 {
+			return nil, fmt.Errorf("kubeclient: burst must be above 0 with QPS %v", c.QPS)
+		}
+		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	httpClient, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("kubeclient: %w", err)
+	}
+	var out Client
+	for _, g := range []struct {
+		into    *rest.Interface
+		gv      schema.GroupVersion
+		apiPath string
+	}{
+		{&out.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
+		{&out.core, corev1.SchemeGroupVersion, "/api"},
+		{&out.events, eventsv1.SchemeGroupVersion, "/apis"},
+	} {
+		gc := *c
+		gc.GroupVersion = &g.gv
+		gc.APIPath = g.apiPath
+		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
+		rc, err := rest.RESTClientForConfigAndClient(&gc, httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("kubeclient: %s: %w", g.gv, err)
+		}
+		*g.into = rc
+	}
+	return &out, nil
+}
+
+// Leases returns a client of the Leases in namespace.
+func (c *Client) Leases(namespace string) *Leases {
+	return &Leases{
+		Resource: &Resource[*coordinationv1.Lease]{resource: "leases", client: c.coordination, namespace: namespace,
+			newObject: func() *coordinationv1.Lease { return &coordinationv1.Lease{} }},
+		newList: func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
+	}
+}
+
+// Pods returns a client of the Pods in namespace.
+func (c *Client) Pods(namespace string) *Pods {
+	return &Pods{resource: "pods", client: c.core, namespace: namespace, newObject: func() *corev1.Pod { return &corev1.Pod{} }}
+}
+
+// Events returns a client of the events.k8s.io/v1 Events in namespace.
+func (c *Client) Events(namespace string) *Events {
+	return &Events{resource: "events", client: c.events, namespace: namespace, newObject: func() *eventsv1.Event { return &eventsv1.Event{} }}
+}

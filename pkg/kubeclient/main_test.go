@@ -1,0 +1,70 @@
+package kubeclient
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
+)
+
+// env is a real kube-apiserver and etcd (envtest) shared by the tests;
+// its Client, client-go's clientset, checks what this package's client did.
+var env *kubetest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = kubetest.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+	}
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent(),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// ctxFor ends with the test or after 30 seconds.
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient is a Client of the test API server.
+func newClient(t *testing.T) *Client {
+	t.Helper()
+	c, err := New(env.Config)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns, err := env.Client.CoreV1().Namespaces().Create(ctxFor(t),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubeclient-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
