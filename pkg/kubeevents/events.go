@@ -120,9 +120,8 @@ func (r *Recorder) LeadershipChanged(leading bool, token int64) {
 // token because its app failed its health check (a Warning Event: the app
 // needs looking at).
 func (r *Recorder) AppUnhealthy(token int64, cause error) {
-	r.sink.pending.Add(1)
-	r.recorder.Eventf(r.pod, r.lease, corev1.EventTypeWarning, Reason, "SteppedDownAppUnhealthy",
-		"%s stopped leading %s (token %d) because its app is unhealthy: %v", r.identity, r.leaseName(), token, cause)
+	r.record(corev1.EventTypeWarning, "SteppedDownAppUnhealthy",
+		fmt.Sprintf("%s stopped leading %s (token %d) because its app is unhealthy: %v", r.identity, r.leaseName(), token, cause))
 }
 
 // RenewFailed implements election.Observer; failures are logged and
