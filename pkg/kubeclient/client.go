@@ -8,18 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
 // Leases reads, writes and watches the Leases of one namespace.
-type Leases = ResourceWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]
+type Leases = gentype.ClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]
 
 // Pods reads and patches the Pods of one namespace.
-type Pods = Resource[*corev1.Pod]
+type Pods = gentype.Client[*corev1.Pod]
 
 // Events writes the events.k8s.io/v1 Events of one namespace.
-type Events = Resource[*eventsv1.Event]
+type Events = gentype.Client[*eventsv1.Event]
 
 // Client talks to one API server about Leases, Pods and Events. It is safe
 // for concurrent use.
@@ -72,19 +73,21 @@ func New(cfg *rest.Config) (*Client, error) {
 
 // Leases returns a client of the Leases in namespace.
 func (c *Client) Leases(namespace string) *Leases {
-	return &Leases{
-		Resource: &Resource[*coordinationv1.Lease]{resource: "leases", client: c.coordination, namespace: namespace,
-			newObject: func() *coordinationv1.Lease { return &coordinationv1.Lease{} }},
-		newList: func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
-	}
+	return gentype.NewClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList](
+		"leases", c.coordination, parameterCodec, namespace,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
+		gentype.PrefersProtobuf[*coordinationv1.Lease]())
 }
 
 // Pods returns a client of the Pods in namespace.
 func (c *Client) Pods(namespace string) *Pods {
-	return &Pods{resource: "pods", client: c.core, namespace: namespace, newObject: func() *corev1.Pod { return &corev1.Pod{} }}
+	return gentype.NewClient[*corev1.Pod]("pods", c.core, parameterCodec, namespace,
+		func() *corev1.Pod { return &corev1.Pod{} }, gentype.PrefersProtobuf[*corev1.Pod]())
 }
 
 // Events returns a client of the events.k8s.io/v1 Events in namespace.
 func (c *Client) Events(namespace string) *Events {
-	return &Events{resource: "events", client: c.events, namespace: namespace, newObject: func() *eventsv1.Event { return &eventsv1.Event{} }}
+	return gentype.NewClient[*eventsv1.Event]("events", c.events, parameterCodec, namespace,
+		func() *eventsv1.Event { return &eventsv1.Event{} }, gentype.PrefersProtobuf[*eventsv1.Event]())
 }

@@ -1,7 +1,6 @@
 package kubeclient
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -164,42 +163,5 @@ func TestEventsCreate(t *testing.T) {
 	got, err := env.Client.EventsV1().Events(ns).Get(ctxFor(t), "p.1", metav1.GetOptions{})
 	if err != nil || got.Action != "A" || got.Regarding.Name != "p" || got.Note != "n" {
 		t.Fatalf("the Event as stored: %v, %v", got, err)
-	}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// TestObjectsTravelAsProtobuf: requests ask for protobuf and send it, as
-// the clientset's do for built-in kinds.
-func TestObjectsTravelAsProtobuf(t *testing.T) {
-	ns := newNamespace(t)
-	var accepts, contentTypes []string
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			accepts = append(accepts, r.Header.Get("Accept"))
-			if r.Body != nil {
-				contentTypes = append(contentTypes, r.Header.Get("Content-Type"))
-			}
-			return rt.RoundTrip(r)
-		})
-	})
-	c, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases := c.Leases(ns)
-	if _, err := leases.Create(ctxFor(t), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leases.Get(ctxFor(t), "l", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	const protobuf = "application/vnd.kubernetes.protobuf"
-	if len(accepts) != 2 || len(contentTypes) != 1 || !strings.HasPrefix(accepts[0], protobuf) || !strings.HasPrefix(accepts[1], protobuf) ||
-		contentTypes[0] != protobuf {
-		t.Fatalf("Accept %q, Content-Type %q; want %s", accepts, contentTypes, protobuf)
 	}
 }

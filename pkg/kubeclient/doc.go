@@ -9,14 +9,11 @@
 // which every typed client under k8s.io/client-go/kubernetes/typed
 // imports, register every API group of k8s.io/api when the program starts:
 // dozens of groups the sidecar never sends, which cost megabytes of binary
-// and of heap in every replica. The clients here send exactly the
-// requests of client-go's generated typed clients, through client-go's
-// REST client, so requests, errors, rate limiting, protobuf encoding and
-// watches behave as with the clientset; only the scheme is smaller.
-// Nothing in this package imports k8s.io/client-go/kubernetes, nor
-// k8s.io/client-go/gentype, whose package also holds client-go's fake
-// clients and links k8s.io/client-go/testing with strategic merge
-// patching, managed fields and OpenAPI models.
+// and of heap in every replica. The clients here are client-go's own
+// generic typed clients (k8s.io/client-go/gentype) over client-go's REST
+// client, so requests, errors, rate limiting, protobuf encoding and
+// watches behave exactly as with the clientset; only the scheme is
+// smaller. Nothing in this package imports k8s.io/client-go/kubernetes.
 //
 // # Guarantees
 //
