@@ -147,9 +147,13 @@
 // a renewal starts at s+5s; if the store fails fast, retries start at
 // s+7s to s+7.4s and s+9s to s+9.8s; the leader stops claiming at s+10s:
 // three tries (the renewal and two retries) fit before demotion. A request
-// that hangs until its timeout uses up its share: a renewal that hangs for
-// the rest of the claim leaves no retry, and the leader steps down; the
-// rule above still holds.
+// that hangs cannot use up the claim: a leader's attempt is cut off after
+// half of what is left of its claim, and an attempt that took longer than
+// the jittered retry period is retried at once (the retry period counts
+// from the start of the failed attempt). At the defaults a renewal at s+5s
+// that hangs is cut off at s+7.5s, a retry that hangs too at s+8.75s, and
+// a third try starts at s+8.75s with 1.25s left. A standby's attempt may
+// take the whole renew deadline.
 //
 // client-go candidates on the same Lease judge expiry the same way, from
 // what they observe: each remembers when it last saw the Lease's record

@@ -57,8 +57,10 @@ type Elector struct {
 	// writtenVersion is the version of this candidate's last write that it
 	// knows succeeded.
 	writtenVersion backend.Version
-	// attemptFailed is set when the last attempt's request failed.
-	attemptFailed bool
+	// attemptFailed is set when the last attempt's request failed;
+	// attemptStarted is when the last attempt began.
+	attemptFailed  bool
+	attemptStarted time.Time
 	// accepted is the last hand-off offer this candidate accepted
 	// (handoff_rules.go); cleared when a term starts.
 	accepted acceptedOffer

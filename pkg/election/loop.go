@@ -74,6 +74,7 @@ func (e *Elector) step(ctx context.Context) {
 	defer e.busy()()
 	e.mu.Lock()
 	e.attemptFailed = false
+	e.attemptStarted = e.cfg.Clock.Now()
 	e.mu.Unlock()
 	attemptCtx, cancel := context.WithTimeout(ctx, e.attemptTimeout())
 	e.attempt(attemptCtx)
@@ -87,13 +88,14 @@ func (e *Elector) step(ctx context.Context) {
 	}
 }
 
-// attemptTimeout bounds one attempt: a leader may use what is left of its
-// renew deadline, a standby the whole deadline.
+// attemptTimeout bounds one attempt: a leader may use half of what is
+// left of its claim, so a request that hangs until it is cut off leaves
+// the other half for retries; a standby may use the whole renew deadline.
 func (e *Elector) attemptTimeout() time.Duration {
 	s := e.Status()
 	if s.Leader {
 		if left := s.ValidUntil.Sub(e.cfg.Clock.Now()); left > 0 {
-			return left
+			return left / 2
 		}
 	}
 	return e.cfg.RenewDeadline
@@ -101,8 +103,9 @@ func (e *Elector) attemptTimeout() time.Duration {
 
 // nextWait is how long to wait before the next attempt. A leader renews
 // RenewInterval after the start of its last successful renewal (at once if
-// that renewal took longer); after a failed request it always waits a
-// jittered RetryPeriod. A standby that learns of changes from snapshots
+// that renewal took longer); after a failed request the next attempt starts
+// a jittered RetryPeriod after the start of the failed one (at once if that
+// attempt took longer, as one cut off by its timeout does). A standby that learns of changes from snapshots
 // waits until the rules may next allow a write (the record's expiry, the
 // end of a hold-off); otherwise it polls every RetryPeriod with jitter,
 // cut short by that instant.
@@ -112,7 +115,7 @@ func (e *Elector) nextWait() time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.attemptFailed {
-		return poll
+		return max(0, e.attemptStarted.Add(poll).Sub(now))
 	}
 	if e.claimingLocked(now) {
 		return max(0, e.renewedAt.Add(e.cfg.RenewInterval).Sub(now))

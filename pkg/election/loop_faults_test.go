@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -146,6 +147,57 @@ func TestLeaderRenewsAtOnceAfterASlowRenewal(t *testing.T) {
 			if !a.Status().Leader {
 				t.Fatalf("the claim lapsed again %v after the slow renewal landed", time.Duration(i+1)*10*time.Millisecond)
 			}
+		}
+	})
+}
+
+// hangingUpdates makes the next n Updates hang until their context ends,
+// as a request to a store that never answers.
+type hangingUpdates struct {
+	backend.Backend
+	n       atomic.Int32
+	started chan time.Time
+}
+
+func (h *hangingUpdates) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
+	if h.n.Add(-1) >= 0 {
+		h.started <- time.Now()
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return h.Backend.Update(ctx, v, r)
+}
+
+// A leader's attempt may use half of what is left of its claim, and a
+// request cut off by that bound is retried at once: at the defaults a
+// renewal at +5s that hangs is cut off at +7.5s, the retry is cut off at
+// +8.75s, and the third try, at +8.75s, still falls inside the claim.
+func TestLeaderRetriesBeforeItsClaimEndsAfterRenewalsHang(t *testing.T) {
+	for _, hung := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("%d hung", hung), func(t *testing.T) { testRenewalsHang(t, hung) })
+	}
+}
+
+func testRenewalsHang(t *testing.T, hung int32) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &hangingUpdates{Backend: memory.NewStore().Open("loop"), started: make(chan time.Time, hung)}
+		a := start(t, h, "a", true)
+		time.Sleep(time.Second)
+		if !a.Status().Leader {
+			t.Fatal("a does not lead a free record")
+		}
+		claimedUntil := a.Status().ValidUntil
+		h.n.Store(hung) // the next renewals never get an answer
+		renewal := <-h.started
+		for time.Now().Before(claimedUntil.Add(DefaultRenewDeadline)) {
+			time.Sleep(10 * time.Millisecond)
+			if !a.Status().Leader {
+				t.Fatalf("a stopped claiming %v after its renewal hung: no try fitted before its claim ended",
+					time.Since(renewal))
+			}
+		}
+		if got := a.Status().Token; got != 1 {
+			t.Fatalf("token %d, want 1: a kept its term", got)
 		}
 	})
 }

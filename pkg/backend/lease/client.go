@@ -29,8 +29,9 @@ type ClientOptions struct {
 	// configuration of the Pod's service account.
 	Kubeconfig string
 	// Timeout bounds each request other than a watch (0: no bound).
-	// Callers pass renewDeadline/2, so a hung request cannot use up the
-	// leader's renew deadline by itself.
+	// The sidecar passes renewDeadline/2 as an outer bound for every
+	// request; the elector cuts a leader's renewals off sooner itself
+	// (package election, Room for retries).
 	Timeout time.Duration
 	// QPS and Burst size the client's own rate limiter (0: DefaultQPS,
 	// DefaultBurst).
