@@ -44,7 +44,7 @@ func TestFlags(t *testing.T) {
 	if err != nil || !c.runs("elections") || c.runs("handoff") || c.Elections.Count != 50 || len(c.Elections.Replicas) != 2 {
 		t.Fatalf("parseFlags: %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}} {
+	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

@@ -24,7 +24,7 @@ func measureHandoff(b *bench, res *results) error {
 // file (no API server), each profile.
 func measureHandoffSQLite(b *bench, res *results) error {
 	for _, p := range b.profiles() {
-		t, err := b.takeovers(sysSidecar, p, "sqlite", syscall.SIGTERM, b.cfg.Trials)
+		t, err := b.takeovers(sysSidecar, p, "sqlite", syscall.SIGTERM, b.cfg.SQLiteTrials)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}

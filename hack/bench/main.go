@@ -32,7 +32,8 @@ type config struct {
 	Out          string   // directory of benchmarks.md and the plots
 	Only         []string // measurements to run (names in measurements); nil: all
 	SidecarBin   string   // a sidecar binary to measure instead of building ./cmd/sidecar
-	Trials       int      // hand-off trials per system and profile
+	Trials       int      // hand-off trials per system and profile on a Lease
+	SQLiteTrials int      // hand-off trials per profile on SQLite
 	CrashTrials  int      // fail-over trials per system, short profile
 	CrashDefault int      // fail-over trials per system, default profile
 	Standbys     []int
@@ -72,7 +73,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
 	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing")
 	fs.StringVar(&c.SidecarBin, "sidecar", "", "measure this sidecar binary instead of building ./cmd/sidecar (to compare builds)")
-	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile")
+	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile on a Lease")
+	fs.IntVar(&c.SQLiteTrials, "sqlite-trials", 100, "graceful hand-off trials per profile on SQLite (about a second each)")
 	fs.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system with the short profile")
 	fs.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
 	fs.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
@@ -87,6 +89,11 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials} {
+		if n < 1 {
+			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
+		}
 	}
 	var err error
 	if c.Standbys, err = parseCounts("-standbys", standbys); err != nil {
@@ -129,7 +136,7 @@ func parseCounts(flagName, list string) ([]int, error) {
 // smokeConfig shrinks c to a seconds-long run.
 func smokeConfig(c config) config {
 	c.Smoke = true
-	c.Trials, c.CrashTrials, c.CrashDefault = 2, 1, 0
+	c.Trials, c.SQLiteTrials, c.CrashTrials, c.CrashDefault = 2, 2, 1, 0
 	c.Standbys = []int{1, 2}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
