@@ -36,6 +36,9 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 		// a leader polling for an accept read a snapshot with a token raised
 		// by hand, then recreated the deleted record below that token
 		{Seed: 9080},
+		// a leader saw, in a late snapshot, a token raised by hand before a
+		// deletion, then transferred the next term at that token
+		{Seed: 42517},
 	}
 	for seed := int64(1); seed <= 300; seed++ {
 		runs = append(runs, Options{Seed: seed})

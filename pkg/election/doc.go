@@ -192,14 +192,17 @@
 //     at t. Of several candidates racing, compare-and-swap lets exactly
 //     one accept.
 //  3. Transfer. L sees the accept, stops claiming first (Status says "not
-//     leader" before the write is sent), and writes holder X, token t+1,
-//     acquire and renew time now, its lease duration, marker {transfer,
-//     from L, to X, token t+1}, over the accept's version. Whatever that
-//     write's outcome, L does not claim again: it is a standby.
+//     leader" before the write is sent), and writes holder X, token t' =
+//     one above the highest token L has seen (t+1 unless a reset let L
+//     see a higher one), acquire and renew time now, its lease duration,
+//     marker {transfer, from L, to X, token t'}, over the accept's
+//     version. Whatever that write's outcome, L does not claim again: it
+//     is a standby.
 //  4. X, finding a record that names it with a transfer marker from L at
-//     t+1 while it remembers an accept of L's offer at t (made less than a
-//     lease duration ago), renews it like any renewal, clearing the
-//     marker, and leads with token t+1 from the start of that renewal. A
+//     a token t' above t while it remembers an accept of L's offer at t
+//     (made less than a lease duration ago), renews it like any renewal,
+//     clearing the marker, and leads with token t' from the start of that
+//     renewal. A
 //     transferred record without such an accept (edited by hand, or a
 //     marker left behind) is waited out like any record naming this
 //     candidate that it did not write.

@@ -117,3 +117,49 @@ func TestHandoffMarkersWithoutAnAcceptAreWaitedOut(t *testing.T) {
 		})
 	}
 }
+
+// A leader may have seen a token above its own term's: after a reset, a
+// late change signal can show it a record from before (a token raised by
+// hand, since deleted). The transfer then starts the new term above every
+// token the leader has seen, never at one it saw, and the target leads
+// with it.
+func TestHandoffTransfersAboveTheHighestTokenTheLeaderSaw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := settled(t, "b")
+		a := h.candidate("a")
+		a.mu.Lock()
+		a.highestToken = 4 // as a stale snapshot of the raised record left it
+		a.mu.Unlock()
+		p := startHandoff(h, "a", "b")
+		try("b", false)(h) // accepts the offer at token 1
+		if _, err := p.finish(h); err != nil {
+			t.Fatalf("Handoff: %v", err)
+		}
+		storedAs("b", 5)(h)
+		markerStored(backend.Handoff{Phase: backend.HandoffTransfer, From: "a", To: "b", Token: 5})(h)
+		try("b", true)(h)
+		leads("b", 5)(h)
+		try("a", false)(h)
+		atMostOneLeader(h)
+	})
+}
+
+// With the last token seen, nothing is handed off and the leader keeps
+// its term.
+func TestHandoffWithNoTokenLeftAboveTheHighestSeen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := settled(t, "b")
+		a := h.candidate("a")
+		a.mu.Lock()
+		a.highestToken = backend.MaxTransitions
+		a.mu.Unlock()
+		p := startHandoff(h, "a", "b")
+		try("b", false)(h)
+		status, err := p.finish(h)
+		if !errors.Is(err, ErrNoTaker) || !status.Leader || status.Token != 1 {
+			t.Fatalf("Handoff: %+v, %v; want ErrNoTaker, still leading with token 1", status, err)
+		}
+		leads("a", 1)(h)
+		atMostOneLeader(h)
+	})
+}

@@ -47,7 +47,8 @@ func targets(to, identity string) bool {
 //     this candidate or to anyone;
 //   - renew, and so lead with its token from the start of that write, a
 //     record transferred to it by the leader whose offer it accepted, at
-//     that offer's token plus one, within a lease duration of its accept.
+//     a token above that offer's (and the highest it has seen), within a
+//     lease duration of its accept.
 //
 // A transferred record without such an accept (a hand edit, or a marker
 // left behind) is waited out by the other rules, as any record naming
@@ -66,7 +67,7 @@ func (o observation) handoffStep(now time.Time) (action, bool) {
 	case backend.HandoffTransfer:
 		a := o.accepted
 		ours := v.rec.HolderIdentity == o.identity && h.To == o.identity &&
-			a.from != "" && h.From == a.from && h.Token == a.token+1 && now.Before(a.at.Add(o.ownLease))
+			a.from != "" && h.From == a.from && h.Token > a.token && now.Before(a.at.Add(o.ownLease))
 		return action{kind: renew, token: h.Token}, ours
 	}
 	return action{}, false

@@ -7,8 +7,8 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
-// transfer writes target as the holder with the next token over the
-// accept at version, after this candidate has stopped claiming. Whatever
+// transfer writes target as the holder with the next token (one above
+// the highest this candidate has seen) over the accept at version, after this candidate has stopped claiming. Whatever
 // the write's outcome, this candidate no longer leads: if it failed, or
 // its outcome is unknown, the election carries on as after a leader's
 // crash (the record, whichever it is, is waited out).
@@ -20,10 +20,17 @@ func (h *handoff) transfer(ctx context.Context, version backend.Version, target 
 		e.unlock()
 		return e.Status(), fmt.Errorf("%w: it stopped leading during the hand-off (released, stopping, or its claim lapsed); nothing was handed off", ErrNotLeader)
 	}
+	// One above every token seen: a record seen after a reset (a stale
+	// snapshot, a hand edit) may have carried a token above this term's.
+	next := max(h.token, e.highestToken) + 1
+	if next > backend.MaxTransitions {
+		e.unlock()
+		return e.Status(), fmt.Errorf("%w: no token is left for the next term (token %d was seen; %d is the largest a store keeps); this replica still leads with token %d",
+			ErrNoTaker, e.highestToken, backend.MaxTransitions, h.token)
+	}
 	e.stepDownLocked("handing leadership off to " + target)
 	e.unlock()
 
-	next := h.token + 1
 	rec := backend.Record{
 		HolderIdentity:       target,
 		LeaseDurationSeconds: e.leaseSeconds(),
