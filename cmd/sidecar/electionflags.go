@@ -39,7 +39,7 @@ func (f *electionFlags) addElection(fs *pflag.FlagSet) {
 	fs.StringVar(&f.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
 	fs.DurationVar(&f.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
-	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "wait after a failed attempt (the leader's too) and between a standby's attempts")
+	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "time from the start of a failed attempt (the leader's too) to the next, and between a standby's attempts")
 	fs.DurationVar(&f.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
 	f.set = fs
 }

@@ -26,13 +26,14 @@ type Config struct {
 	// renewal the leader keeps claiming leadership. Default 10s. Must
 	// exceed JitterFactor*RetryPeriod.
 	RenewDeadline time.Duration
-	// RetryPeriod is the wait, plus up to 20% jitter, before the next
-	// attempt after a failed one (the leader's included), and between a
-	// standby's polls when it cannot rely on change signals. Default 2s.
+	// RetryPeriod, plus up to 20% jitter, is the time from the start of a
+	// failed attempt (the leader's included) to the next attempt (at once
+	// if the failed one took longer), and between a standby's polls when
+	// it cannot rely on change signals. Default 2s.
 	RetryPeriod time.Duration
 	// RenewInterval is how long after the start of its last successful
-	// renewal the leader renews again. A failed renewal is retried after a
-	// jittered RetryPeriod, not a RenewInterval. Default:
+	// renewal the leader renews again. A failed renewal is retried a
+	// jittered RetryPeriod after it started, not a RenewInterval. Default:
 	// DefaultRenewInterval (LeaseDuration/3, 5s). Must be greater than 0,
 	// and RenewInterval + JitterFactor*RetryPeriod must be less than
 	// RenewDeadline. The interval never lengthens a claim (see the package
