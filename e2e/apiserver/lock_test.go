@@ -51,8 +51,14 @@ func (j journal) entries(t *testing.T) []entry {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only whole lines: the shell's >> creates the file before it writes,
+	// and a line may be read before its newline is written.
+	whole := string(data[:strings.LastIndexByte(string(data), '\n')+1])
 	var out []entry
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for _, l := range strings.Split(strings.TrimSuffix(whole, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
 		f := strings.Fields(l)
 		if len(f) != 4 {
 			t.Fatalf("journal line %q", l)

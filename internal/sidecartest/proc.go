@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Proc is a started sidecar process whose JSON logs are kept and read for
@@ -22,14 +23,24 @@ type Proc struct {
 	exitErr error
 }
 
+// logTail is how long, after the process has exited, its logs are still
+// read: a child it left running (a lock's command) may hold its stderr
+// open for ever.
+const logTail = 2 * time.Second
+
 // StartProc starts cmd, a sidecar that logs JSON to stderr, and follows
-// its logs and its exit.
+// its logs and its exit. Done closes once the process has exited and its
+// logs are read to the end, or logTail later.
 func StartProc(cmd *exec.Cmd) (*Proc, error) {
-	stderr, err := cmd.StderrPipe()
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stderr = w
+	err = cmd.Start()
+	_ = w.Close() // the process has its own copy
+	if err != nil {
+		_ = stderr.Close()
 		return nil, err
 	}
 	p := &Proc{cmd: cmd, logs: &LockedBuffer{}, ready: make(chan struct{}), done: make(chan struct{})}
@@ -39,8 +50,14 @@ func StartProc(cmd *exec.Cmd) (*Proc, error) {
 		p.readLogs(stderr)
 	}()
 	go func() {
-		<-logsDone // Wait closes the pipe: read it to the end first
-		p.exitErr = cmd.Wait()
+		err := cmd.Wait()
+		select {
+		case <-logsDone:
+		case <-time.After(logTail):
+		}
+		_ = stderr.Close() // ends a read still waiting on a pipe a child holds
+		<-logsDone
+		p.exitErr = err
 		close(p.done)
 	}()
 	return p, nil
