@@ -8,10 +8,11 @@ import (
 )
 
 // transfer writes target as the holder with the next token (one above
-// the highest this candidate has seen) over the accept at version, after this candidate has stopped claiming. Whatever
-// the write's outcome, this candidate no longer leads: if it failed, or
-// its outcome is unknown, the election carries on as after a leader's
-// crash (the record, whichever it is, is waited out).
+// the highest this candidate has seen) over the accept at version, after
+// this candidate has stopped claiming. Whatever the write's outcome, this
+// candidate no longer leads: if it failed, or its outcome is unknown, the
+// election carries on as after a leader's crash (the record, whichever it
+// is, is waited out).
 func (h *handoff) transfer(ctx context.Context, version backend.Version, target string) (Status, error) {
 	e := h.e
 	now := e.cfg.Clock.Now()

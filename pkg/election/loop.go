@@ -103,12 +103,13 @@ func (e *Elector) attemptTimeout() time.Duration {
 
 // nextWait is how long to wait before the next attempt. A leader renews
 // RenewInterval after the start of its last successful renewal (at once if
-// that renewal took longer); after a failed request the next attempt starts
-// a jittered RetryPeriod after the start of the failed one (at once if that
-// attempt took longer, as one cut off by its timeout does). A standby that learns of changes from snapshots
-// waits until the rules may next allow a write (the record's expiry, the
-// end of a hold-off); otherwise it polls every RetryPeriod with jitter,
-// cut short by that instant.
+// that renewal took longer); after a failed request the next attempt
+// starts a jittered RetryPeriod after the start of the failed one (at once
+// if that attempt took longer, as one cut off by its timeout does). A
+// standby that learns of changes from snapshots waits until the rules may
+// next allow a write (the record's expiry, the end of a hold-off);
+// otherwise it polls every RetryPeriod with jitter, cut short by that
+// instant.
 func (e *Elector) nextWait() time.Duration {
 	now := e.cfg.Clock.Now()
 	poll := jittered(e.cfg.RetryPeriod, e.cfg.Jitter())
