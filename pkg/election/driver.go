@@ -15,7 +15,7 @@ type Driver struct{ e *Elector }
 // Driver returns a Driver for e.
 func (e *Elector) Driver() Driver { return Driver{e} }
 
-// Attempt makes one attempt, bounded by the renew deadline as in Run, and
+// Attempt makes one attempt, bounded in time as in Run, and
 // returns how long Run would wait before the next one.
 func (d Driver) Attempt(ctx context.Context) time.Duration {
 	d.e.step(ctx)
