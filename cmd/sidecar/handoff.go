@@ -54,15 +54,8 @@ func runHandoff(ctx context.Context, p process, args []string) int {
 		fmt.Fprintf(p.stderr, "sidecar handoff: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := requestContext(ctx, *timeout, p.signals)
 	defer cancel()
-	go func() {
-		select {
-		case <-p.signals: // nil: never
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	st, err := postHandoff(ctx, "http://"+dialable(*address)+"/leader/handoff", *to)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar handoff: %v\n", err)

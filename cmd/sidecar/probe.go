@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -42,15 +43,8 @@ func runProbe(ctx context.Context, p process, args []string) int {
 		fmt.Fprintf(stderr, "sidecar probe: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := requestContext(ctx, *timeout, p.signals)
 	defer cancel()
-	go func() {
-		select {
-		case <-p.signals: // nil: never
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	url := "http://" + dialable(*address) + fs.Arg(0)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -76,6 +70,20 @@ func defaultProbeAddress(environ []string) string {
 		return a
 	}
 	return defaultAppAddress(environ)
+}
+
+// requestContext bounds the request of a client command (probe, handoff)
+// by timeout, and ends it early on a signal (signals may be nil).
+func requestContext(ctx context.Context, timeout time.Duration, signals <-chan os.Signal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // dialable turns a listen address such as ":8081" or "0.0.0.0:8081" into

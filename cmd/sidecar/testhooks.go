@@ -27,27 +27,7 @@ func withTestHooks(b backend.Backend) backend.Backend {
 		return b
 	}
 	h := &stopAfterAccept{Backend: b}
-	snap, isSnap := b.(backend.Snapshotter)
-	loss, isLoss := b.(backend.LossNotifier)
-	switch {
-	case isSnap && isLoss:
-		return struct {
-			*stopAfterAccept
-			backend.Snapshotter
-			backend.LossNotifier
-		}{h, snap, loss}
-	case isSnap:
-		return struct {
-			*stopAfterAccept
-			backend.Snapshotter
-		}{h, snap}
-	case isLoss:
-		return struct {
-			*stopAfterAccept
-			backend.LossNotifier
-		}{h, loss}
-	}
-	return h
+	return backend.Wrapped(b, h)
 }
 
 type stopAfterAccept struct{ backend.Backend }

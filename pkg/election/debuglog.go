@@ -16,27 +16,7 @@ func withRequestLog(b backend.Backend, log *slog.Logger) backend.Backend {
 		return b
 	}
 	l := &requestLog{Backend: b, log: log}
-	snap, isSnap := b.(backend.Snapshotter)
-	loss, isLoss := b.(backend.LossNotifier)
-	switch {
-	case isSnap && isLoss:
-		return struct {
-			*requestLog
-			backend.Snapshotter
-			backend.LossNotifier
-		}{l, snap, loss}
-	case isSnap:
-		return struct {
-			*requestLog
-			backend.Snapshotter
-		}{l, snap}
-	case isLoss:
-		return struct {
-			*requestLog
-			backend.LossNotifier
-		}{l, loss}
-	}
-	return l
+	return backend.Wrapped(b, l)
 }
 
 type requestLog struct {

@@ -14,27 +14,7 @@ import (
 // and no others (a snapshot is no request, so it is not timed).
 func (m *Metrics) InstrumentBackend(b backend.Backend) backend.Backend {
 	i := &instrumented{Backend: b, m: m}
-	snap, isSnap := b.(backend.Snapshotter)
-	loss, isLoss := b.(backend.LossNotifier)
-	switch {
-	case isSnap && isLoss:
-		return struct {
-			*instrumented
-			backend.Snapshotter
-			backend.LossNotifier
-		}{i, snap, loss}
-	case isSnap:
-		return struct {
-			*instrumented
-			backend.Snapshotter
-		}{i, snap}
-	case isLoss:
-		return struct {
-			*instrumented
-			backend.LossNotifier
-		}{i, loss}
-	}
-	return i
+	return backend.Wrapped(b, i)
 }
 
 type instrumented struct {
