@@ -52,7 +52,17 @@
 //
 // The database runs in WAL journal mode with synchronous=FULL: readers never
 // block the writer, and a committed write survives a crash of the process or
-// of the host, so a fencing token never goes backwards. A writer that finds
+// of the host, so a fencing token never goes backwards. The one exception
+// is a release (a write that names no holder): it commits with
+// synchronous=NORMAL, without waiting for the disk, which takes one fsync
+// off a graceful hand-off. It still survives a crash of the process (its
+// pages are in the WAL file before Commit returns), and the next commit
+// with FULL makes it durable along with itself (the WAL is synced in
+// order). Only a crash of the host can forget it, and with it every
+// process that shares the file (a network filesystem is refused); the
+// record then names the last holder at its last durable renewal, which
+// starts no term: candidates wait it out as after a crash, and the next
+// term's token is still one above it. A writer that finds
 // the write lock taken waits up to Options.BusyTimeout for it; past that the
 // call fails with an error naming the file and the timeout.
 //

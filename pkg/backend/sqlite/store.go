@@ -99,11 +99,16 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	})
 }
 
+// beforeCommit, when set (by tests), sees each write's transaction just
+// before it commits.
+var beforeCommit func(*sql.Tx)
+
 // write runs one BEGIN IMMEDIATE transaction: it checks that the path
 // still names the file open (one stat, under the write lock, before
 // anything is read or written), reads the stored version, lets check refuse
 // the write, then runs stmt (insertRecord or
-// updateRecord) with rec and a new version, and commits.
+// updateRecord) with rec and a new version, and commits (synchronous=FULL,
+// or NORMAL for a release: relaxedCommit).
 func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record,
 	check func(stored backend.Version, found bool) error,
 ) (backend.Version, error) {
@@ -122,7 +127,12 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		return "", fmt.Errorf("sqlite: %s %q: renew time: %w", op, b.election, err)
 	}
 
-	tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE, from the DSN
+	conn, done, err := b.writeConn(ctx, rec)
+	if err != nil {
+		return "", b.fail(op, err)
+	}
+	defer done()
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE, from the DSN
 	if err != nil {
 		return "", b.fail(op, err)
 	}
@@ -154,6 +164,9 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		sql.Named("handoff", backend.EncodeHandoff(rec.Handoff)),
 	); err != nil {
 		return "", b.fail(op, err)
+	}
+	if beforeCommit != nil {
+		beforeCommit(tx)
 	}
 	if err := tx.Commit(); err != nil {
 		return "", b.fail(op, err)
