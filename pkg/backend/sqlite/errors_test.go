@@ -128,7 +128,7 @@ func TestNetworkFilesystem(t *testing.T) {
 // would have.
 func rawConn(t *testing.T, path string) *sql.Conn {
 	t.Helper()
-	db, err := sql.Open("sqlite", dsn(path, time.Second, true))
+	db, err := sql.Open("sqlite", dsn(path, time.Second, writerPool))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 //
 //	update <prev-version> <holder>  ->  won <version> | conflict | error <message>
 //	create <holder>                 ->  won <version> | exists | error <message>
+//	release <prev-version>          ->  won <version> | conflict | error <message>
 //
 // Reading the command is the start signal: all helpers block on stdin until
 // the test writes the same command to each.
@@ -53,6 +54,8 @@ func helperMain() int {
 		switch {
 		case len(f) == 3 && f[0] == "update":
 			v, err = b.Update(ctx, backend.Version(f[1]), record(f[2]))
+		case len(f) == 2 && f[0] == "release":
+			v, err = b.Update(ctx, backend.Version(f[1]), record(""))
 		case len(f) == 2 && f[0] == "create":
 			v, err = b.Create(ctx, record(f[1]))
 		default:

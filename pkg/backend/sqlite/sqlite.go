@@ -79,8 +79,9 @@ type Backend struct {
 	warnings     []string
 	log          *slog.Logger
 
-	db      *sql.DB // Get, Create and Update; writes begin IMMEDIATE
-	watchDB *sql.DB // one dedicated connection per active Watch
+	db        *sql.DB // Get, Create and Update; writes begin IMMEDIATE
+	releaseDB *sql.DB // one connection for releases (durability.go)
+	watchDB   *sql.DB // one dedicated connection per active Watch
 
 	file     os.FileInfo   // the database file as Open found it
 	lost     chan struct{} // closed once the path no longer names file
@@ -133,7 +134,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if warning != "" {
 		b.warnings = append(b.warnings, warning)
 	}
-	if b.db, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, true)); err != nil {
+	if b.db, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, writerPool)); err != nil {
 		return nil, b.fail("open", err)
 	}
 	b.db.SetMaxOpenConns(writerConns)
@@ -142,15 +143,21 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		_ = b.db.Close()
 		return nil, b.fail("open", err)
 	}
-	if b.watchDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, false)); err != nil {
+	if b.releaseDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, releasePool)); err != nil {
 		_ = b.db.Close()
+		return nil, b.fail("open", err)
+	}
+	b.releaseDB.SetMaxOpenConns(1)
+	b.releaseDB.SetMaxIdleConns(1)
+	if b.watchDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, watchPool)); err != nil {
+		_ = errors.Join(b.releaseDB.Close(), b.db.Close())
 		return nil, b.fail("open", err)
 	}
 	// A watch's connection is closed, not pooled, when the watch ends or
 	// fails, so a failed connection is never handed to the next watch.
 	b.watchDB.SetMaxIdleConns(0)
 	if err := b.rememberFile(); err != nil {
-		_ = errors.Join(b.watchDB.Close(), b.db.Close())
+		_ = errors.Join(b.watchDB.Close(), b.releaseDB.Close(), b.db.Close())
 		return nil, err
 	}
 	b.closing, b.stop = context.WithCancel(context.Background())
@@ -199,19 +206,31 @@ func checkLocation(path string) error {
 	return nil
 }
 
-// dsn builds a file: URI for the driver. The writer pool begins every
-// transaction with BEGIN IMMEDIATE and puts the file in WAL mode (a no-op
-// once it is); the watch pool only reads, and never creates the file.
-func dsn(path string, busyTimeout time.Duration, writer bool) string {
+// pool is what a handle's connections are for, which sets their DSN.
+type pool int
+
+const (
+	writerPool  pool = iota // Get, and writes that name a holder: synchronous=FULL
+	releasePool             // releases: synchronous=NORMAL (durability.go)
+	watchPool               // PRAGMA data_version only; never creates the file
+)
+
+// dsn builds a file: URI for the driver. Both writing pools begin every
+// transaction with BEGIN IMMEDIATE and put the file in WAL mode (a no-op
+// once it is).
+func dsn(path string, busyTimeout time.Duration, p pool) string {
 	ms := int64(math.Ceil(float64(busyTimeout) / float64(time.Millisecond)))
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(ms, 10))
 	q.Set("_synchronous", "FULL")
-	if writer {
+	if p == releasePool {
+		q.Set("_synchronous", "NORMAL")
+	}
+	if p == watchPool {
+		q.Set("mode", "rw")
+	} else {
 		q.Set("_txlock", "immediate")
 		q.Set("_journal_mode", "WAL")
-	} else {
-		q.Set("mode", "rw") // a watch never creates the file
 	}
 	// In a URI '%', '?' and '#' in the path would be read as an escape, the
 	// query and the fragment.
@@ -244,7 +263,7 @@ func (b *Backend) Close() error {
 		b.watches.Wait()
 		b.sides.mu.Lock() // a removal of stale files needs the connections open
 		defer b.sides.mu.Unlock()
-		if err := errors.Join(b.watchDB.Close(), b.db.Close()); err != nil {
+		if err := errors.Join(b.watchDB.Close(), b.releaseDB.Close(), b.db.Close()); err != nil {
 			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
 		}
 	})

@@ -127,12 +127,7 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		return "", fmt.Errorf("sqlite: %s %q: renew time: %w", op, b.election, err)
 	}
 
-	conn, done, err := b.writeConn(ctx, rec)
-	if err != nil {
-		return "", b.fail(op, err)
-	}
-	defer done()
-	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE, from the DSN
+	tx, err := b.writerFor(rec).BeginTx(ctx, nil) // BEGIN IMMEDIATE, from the DSN
 	if err != nil {
 		return "", b.fail(op, err)
 	}
