@@ -2,12 +2,9 @@ package kubeclient
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,26 +16,10 @@ import (
 var env *kubetest.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-	}
-	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreCurrent(),
-			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kubetest.Main(m, func(e *kubetest.Env) error {
+		env = e
+		return nil
+	}, kubetest.IdleClientGoroutines()...)
 }
 
 // ctxFor ends with the test or after 30 seconds.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
@@ -134,7 +135,7 @@ func TestStopBeforeAnyEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := goleak.Find(append(leakOptions(), before)...); err != nil {
+	if err := goleak.Find(append(kubetest.IdleClientGoroutines(), before)...); err != nil {
 		t.Fatalf("New started a goroutine: %v", err)
 	}
 	r.Stop()
@@ -143,7 +144,7 @@ func TestStopBeforeAnyEvent(t *testing.T) {
 	if n := posts.Load(); n != 0 {
 		t.Fatalf("%d Events posted after Stop", n)
 	}
-	goleak.VerifyNone(t, append(leakOptions(), before)...)
+	goleak.VerifyNone(t, append(kubetest.IdleClientGoroutines(), before)...)
 }
 
 func TestNewRejects(t *testing.T) {

@@ -2,10 +2,8 @@ package podreadiness
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -25,27 +23,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = kubetest.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: starting kube-apiserver and etcd: %v\n", err)
-		os.Exit(1)
-	}
-	if client, err = kubeclient.New(env.Config); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-	}
-	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1")); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kubetest.Main(m, func(e *kubetest.Env) (err error) {
+		env = e
+		client, err = kubeclient.New(env.Config)
+		return err
+	}, goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
 }
 
 const (
