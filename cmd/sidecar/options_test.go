@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,7 +201,7 @@ func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
 	}{
 		{"no cluster, no kubeconfig", []string{"--backend", "lease"}, nil, "--kubeconfig: not running in a Kubernetes cluster"},
 		{"missing kubeconfig", []string{"--backend", "lease", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, "/nonexistent/kubeconfig\\\" does not exist"},
-		{"bad POD_NAMESPACE", []string{"--backend", "lease", "--kubeconfig", writeKubeconfig(t)}, []string{"POD_NAMESPACE=Not_Valid"}, "from POD_NAMESPACE is not a valid namespace name"},
+		{"bad POD_NAMESPACE", []string{"--backend", "lease", "--kubeconfig", kubeconfigFor(t, "https://127.0.0.1:1")}, []string{"POD_NAMESPACE=Not_Valid"}, "from POD_NAMESPACE is not a valid namespace name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,24 +215,8 @@ func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
 
 func TestPodReadinessModesNeedThePod(t *testing.T) {
 	code, _, stderr := runArgs(t, []string{"--readiness-mode", "label", "--sqlite-path", t.TempDir() + "/x.db",
-		"--kubeconfig", writeKubeconfig(t)}, "POD_NAME=app-0", "POD_NAMESPACE=default")
+		"--kubeconfig", kubeconfigFor(t, "https://127.0.0.1:1")}, "POD_NAME=app-0", "POD_NAMESPACE=default")
 	if code != 1 || !strings.Contains(stderr, "--readiness-mode label") || !strings.Contains(stderr, "POD_UID") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-}
-
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -7,26 +7,13 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// The example chart with every optional Pod setting, a PodDisruptionBudget
-// and a ServiceMonitor (the same settings e2e/process/chart_podsettings_test.go
-// checks as rendered) is accepted by a real API server: every object but
-// the ServiceMonitor, whose CRD envtest lacks, in a server-side dry run.
+// The example chart with every optional Pod setting
+// (sidecartest.PodSettings, which e2e/process/chart_podsettings_test.go
+// checks as rendered), a PodDisruptionBudget and a ServiceMonitor is
+// accepted by a real API server: every object but the ServiceMonitor,
+// whose CRD envtest lacks, in a server-side dry run.
 func TestChartPodSettingsAcceptedByTheAPIServer(t *testing.T) {
-	values := `priorityClassName: leaders
-topologySpreadConstraints:
-  - maxSkew: 1
-    topologyKey: topology.kubernetes.io/zone
-    whenUnsatisfiable: ScheduleAnyway
-  - maxSkew: 1
-    topologyKey: kubernetes.io/hostname
-    whenUnsatisfiable: DoNotSchedule
-    labelSelector:
-      matchLabels:
-        tier: mine
-imagePullSecrets:
-  - mirror-credentials
-  - name: other
-`
+	values := sidecartest.PodSettings
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
 	d := newDryRunner(t, k.Config)

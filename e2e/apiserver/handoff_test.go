@@ -16,24 +16,6 @@ import (
 // was asked for: the "well under a second", as a generous limit.
 const handoffBound = time.Second
 
-// awaitLeads waits until s answers leader:true with token, failing t if
-// that takes longer than within from began; it returns how long it took.
-func awaitLeads(t *testing.T, s *sidecartest.Sidecar, token int64, began time.Time, within time.Duration) time.Duration {
-	t.Helper()
-	for {
-		st, err := s.Leader()
-		took := time.Since(began)
-		if err == nil && st.Leader && *st.Token == token {
-			return took
-		}
-		if took > within {
-			t.Fatalf("sidecar %d does not lead with token %d %v after the hand-off was asked for (it answers %+v, %v)",
-				s.Pid(), token, within, st, err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // Sidecars on one Lease hand leadership to each other, by Pod name and to
 // anyone, while a client-go candidate contends for the same Lease: each
 // hand-off gives the next token to a sidecar within a second, the client-go
@@ -83,7 +65,7 @@ func TestLeaseHandoffsKeepAClientGoCandidateOut(t *testing.T) {
 			t.Fatalf("round %d: handed off to %s, want %s", round, st.Holder, sidecartest.IdentityOf(t, next))
 		}
 		token++
-		tookAll = append(tookAll, awaitLeads(t, next, token, began, handoffBound))
+		tookAll = append(tookAll, sidecartest.AwaitLeads(t, next, token, began, handoffBound))
 		leader = next
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -83,26 +83,11 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 	var log sidecartest.ClaimLog
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	sample := func(c *clientGoCandidate) {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(2 * time.Millisecond):
-				}
-				now := time.Now()
-				if c.leading.Load() {
-					log.Add(sidecartest.Claim{Who: c.identity, Term: sidecartest.Term{Epoch: 0, Token: c.token.Load()}, Sweep: -1, Sent: now, Answer: now})
-				}
-			}
-		})
-	}
 	for _, s := range sidecars {
 		// A frozen sidecar times out: keep sampling.
 		log.Sample(&wg, stop, s, func(error) bool { return true })
 	}
-	sample(cg1)
+	sampleClientGo(&log, &wg, stop, cg1)
 	time.Sleep(time.Second)
 	if ls, _ := sidecartest.Leaders(t, sidecars); len(ls) != 0 {
 		t.Fatal("a sidecar leads while the client-go candidate holds a live Lease")
@@ -125,7 +110,7 @@ func TestLeaseInteropWithClientGo(t *testing.T) {
 
 	// sidecar -> client-go: freeze the other sidecar, release the leader.
 	cg2 := startClientGo(t, k, ns, name, "client-go-2")
-	sample(cg2)
+	sampleClientGo(&log, &wg, stop, cg2)
 	other := sidecartest.Without(sidecars, leader)[0]
 	other.Signal(syscall.SIGSTOP)
 	resp, err := sidecartest.Client.Post("http://"+leader.Addr()+"/leader/release", "", nil)

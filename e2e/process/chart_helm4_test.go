@@ -7,9 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
@@ -19,40 +17,6 @@ import (
 // Helm 3 and on Helm 4, each making its own helm create chart, over the
 // settings that take the templates' every branch and with the optional
 // objects on.
-
-var (
-	helm4Once sync.Once
-	helm4Path string
-	helm4Err  error
-)
-
-// helm4 returns the Helm 4 binary: $HELM4 if set, else what `hack/helm.sh 4`
-// installs. It fails t (never skips).
-func helm4(t *testing.T) string {
-	t.Helper()
-	helm4Once.Do(func() {
-		if p := os.Getenv("HELM4"); p != "" {
-			helm4Path = p
-			return
-		}
-		start := time.Now()
-		cmd := exec.Command("../../hack/helm.sh", "4")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helm4Err = fmt.Errorf("hack/helm.sh 4: %v\n%s", err, stderr.String())
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		helm4Path = lines[len(lines)-1]
-		fmt.Fprintf(os.Stderr, "helm4: %s (hack/helm.sh 4 took %v)\n", helm4Path, time.Since(start).Round(time.Millisecond))
-	})
-	if helm4Err != nil {
-		t.Fatalf("no Helm 4: %v", helm4Err)
-	}
-	return helm4Path
-}
 
 // helmRunner runs one helm binary, with its own cache, config and data
 // directories, and returns stdout or stderr as the error.
@@ -157,8 +121,8 @@ imagePullSecrets: [mirror-credentials]
 func TestChartLintHelm3AndHelm4(t *testing.T) {
 	for _, c := range []struct {
 		major string
-		bin   func(*testing.T) string
-	}{{"v3.", func(t *testing.T) string { return sidecartest.Helm(t) }}, {"v4.", helm4}} {
+		bin   func(testing.TB) string
+	}{{"v3.", sidecartest.Helm}, {"v4.", sidecartest.Helm4}} {
 		t.Run("helm "+strings.TrimSuffix(c.major, "."), func(t *testing.T) {
 			h := helmRunner{bin: c.bin(t), home: t.TempDir()}
 			if v := h.version(t); !strings.HasPrefix(v, c.major) {

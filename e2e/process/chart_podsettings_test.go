@@ -19,26 +19,8 @@ import (
 // imagePullSecrets), image digests, extra env and args, and native
 // sidecars only from Kubernetes 1.29.
 
-// podSettings are Pod settings of every kind, as a values file; the
-// API server accepts them too (e2e/apiserver/chart_podsettings_test.go).
-const podSettings = `priorityClassName: leaders
-topologySpreadConstraints:
-  - maxSkew: 1
-    topologyKey: topology.kubernetes.io/zone
-    whenUnsatisfiable: ScheduleAnyway
-  - maxSkew: 1
-    topologyKey: kubernetes.io/hostname
-    whenUnsatisfiable: DoNotSchedule
-    labelSelector:
-      matchLabels:
-        tier: mine
-imagePullSecrets:
-  - mirror-credentials
-  - name: other
-`
-
 func TestChartPodSettings(t *testing.T) {
-	values := podSettings
+	values := sidecartest.PodSettings
 	check := func(t *testing.T, r *sidecartest.Rendered) {
 		t.Helper()
 		dep := sidecartest.One[*appsv1.Deployment](t, r)

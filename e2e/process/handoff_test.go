@@ -52,24 +52,6 @@ func sweep(all []*sidecartest.Sidecar) (*sidecartest.ClaimLog, func()) {
 	return log, halt
 }
 
-// awaitLeads waits until s answers leader:true with token, failing t if
-// that takes longer than within from began; it returns how long it took.
-func awaitLeads(t *testing.T, s *sidecartest.Sidecar, token int64, began time.Time, within time.Duration) time.Duration {
-	t.Helper()
-	for {
-		st, err := s.Leader()
-		took := time.Since(began)
-		if err == nil && st.Leader && *st.Token == token {
-			return took
-		}
-		if took > within {
-			t.Fatalf("sidecar %d does not lead with token %d %v after the hand-off was asked for (it answers %+v, %v)",
-				s.Pid(), token, within, st, err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // checkSweeps fails t on two claims at one instant, or a live sidecar that
 // did not answer, and returns the terms the sweeps saw.
 func checkSweeps(t *testing.T, log *sidecartest.ClaimLog, all []*sidecartest.Sidecar) map[sidecartest.Term]int {
@@ -100,7 +82,7 @@ func TestHandoffToANamedStandby(t *testing.T) {
 	if err != nil || code != http.StatusOK || st.Leader || st.Holder != sidecartest.IdentityOf(t, target) || st.Error != "" {
 		t.Fatalf("POST /leader/handoff: %d %+v %v; want 200, not leader, the target named", code, st, err)
 	}
-	took := awaitLeads(t, target, token+1, began, handoffBound)
+	took := sidecartest.AwaitLeads(t, target, token+1, began, handoffBound)
 	sidecartest.Steady(t, all, target, token+1, 500*time.Millisecond)
 	halt()
 

@@ -83,3 +83,21 @@ func AllAlive(t testing.TB, all []*Sidecar) {
 		}
 	}
 }
+
+// AwaitLeads waits until s answers leader:true with token, failing t if
+// that takes longer than within from began; it returns how long it took.
+func AwaitLeads(t testing.TB, s *Sidecar, token int64, began time.Time, within time.Duration) time.Duration {
+	t.Helper()
+	for {
+		st, err := s.Leader()
+		took := time.Since(began)
+		if err == nil && st.Leader && *st.Token == token {
+			return took
+		}
+		if took > within {
+			t.Fatalf("sidecar %d does not lead with token %d %v after the hand-off was asked for (it answers %+v, %v)",
+				s.Pid(), token, within, st, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

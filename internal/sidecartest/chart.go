@@ -99,15 +99,7 @@ func TemplateChart(t testing.TB, dir, ns, values string) (string, error) {
 func DecodeManifests(t testing.TB, stream string) *Rendered {
 	t.Helper()
 	r := &Rendered{}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range yamlDocuments(t, stream) {
 		jsonDoc, err := utilyaml.ToJSON(doc)
 		if err != nil {
 			t.Fatalf("manifest is not YAML: %v\n%s", err, doc)
@@ -130,6 +122,23 @@ func DecodeManifests(t testing.TB, stream string) *Rendered {
 		t.Fatal("helm template rendered nothing")
 	}
 	return r
+}
+
+// yamlDocuments splits a stream of YAML documents.
+func yamlDocuments(t testing.TB, stream string) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
 }
 
 var strictDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
@@ -176,3 +185,22 @@ func ContainerNamed(cs []corev1.Container, name string) *corev1.Container {
 	}
 	return nil
 }
+
+// PodSettings are the example chart's optional Pod settings of every kind,
+// as a values file: checked as rendered (e2e/process) and accepted by an
+// API server (e2e/apiserver).
+const PodSettings = `priorityClassName: leaders
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector:
+      matchLabels:
+        tier: mine
+imagePullSecrets:
+  - mirror-credentials
+  - name: other
+`

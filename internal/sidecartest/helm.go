@@ -12,40 +12,56 @@ import (
 	"time"
 )
 
+// helmInstall is one Helm binary, looked up once per test binary.
+type helmInstall struct {
+	name string   // for messages: "helm", "Helm 4"
+	env  string   // the variable that names a binary to use instead
+	args []string // hack/helm.sh's arguments
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
+	helm3 = helmInstall{name: "helm", env: "HELM"}
+	helm4 = helmInstall{name: "Helm 4", env: "HELM4", args: []string{"4"}}
 )
 
-// Helm returns the helm binary: $HELM if set, else what hack/helm.sh
-// installs. It fails t (never skips): the chart tests are part of the
-// suite.
-func Helm(t testing.TB) string {
+// Helm returns the helm binary (Helm 3): $HELM if set, else what
+// hack/helm.sh installs. It fails t (never skips): the chart tests are
+// part of the suite.
+func Helm(t testing.TB) string { return helm3.binary(t) }
+
+// Helm4 returns the Helm 4 binary: $HELM4 if set, else what
+// `hack/helm.sh 4` installs. It fails t (never skips).
+func Helm4(t testing.TB) string { return helm4.binary(t) }
+
+func (h *helmInstall) binary(t testing.TB) string {
 	t.Helper()
 	script := RepoPath(t, "hack", "helm.sh")
-	helmOnce.Do(func() {
-		if p := os.Getenv("HELM"); p != "" {
-			helmPath = p
+	h.once.Do(func() {
+		if p := os.Getenv(h.env); p != "" {
+			h.path = p
 			return
 		}
+		command := strings.Join(append([]string{"hack/helm.sh"}, h.args...), " ")
 		start := time.Now()
-		cmd := exec.Command(script)
+		cmd := exec.Command(script, h.args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			helmErr = fmt.Errorf("hack/helm.sh: %v\n%s", err, stderr.String())
+			h.err = fmt.Errorf("%s: %v\n%s", command, err, stderr.String())
 			return
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		helmPath = lines[len(lines)-1]
-		fmt.Fprintf(os.Stderr, "helm: %s (hack/helm.sh took %v)\n", helmPath, time.Since(start).Round(time.Millisecond))
+		h.path = lines[len(lines)-1]
+		fmt.Fprintf(os.Stderr, "%s: %s (%s took %v)\n", h.name, h.path, command, time.Since(start).Round(time.Millisecond))
 	})
-	if helmErr != nil {
-		t.Fatalf("no helm: %v", helmErr)
+	if h.err != nil {
+		t.Fatalf("no %s: %v", h.name, h.err)
 	}
-	return helmPath
+	return h.path
 }
 
 // RunHelm runs helm with args and returns stdout, or stderr as the error.

@@ -1,9 +1,6 @@
 package sidecartest
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
@@ -21,15 +18,7 @@ func RenderWithMonitors(t testing.TB, stream string) (*Rendered, []*unstructured
 	t.Helper()
 	var typed []string
 	var monitors []*unstructured.Unstructured
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range yamlDocuments(t, stream) {
 		u := &unstructured.Unstructured{}
 		if j, err := utilyaml.ToJSON(doc); err == nil && len(j) > 4 && u.UnmarshalJSON(j) == nil && u.GetAPIVersion() == MonitoringAPI {
 			monitors = append(monitors, u)

@@ -71,11 +71,7 @@ func TestSittingOutNeverLeadsUntilRejoin(t *testing.T) {
 // standby: Rejoin is no shortcut around the rules.
 func TestRejoinWaitsForTheLeaderLikeAnyStandby(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", true)
-		time.Sleep(time.Second)
-		b := start(t, store.Open("loop"), "b", true)
-		time.Sleep(time.Second)
+		_, a, b := leaderAndStandby(t)
 		if _, err := b.SitOut(t.Context(), "unhealthy"); err != nil {
 			t.Fatal(err)
 		}
@@ -92,11 +88,7 @@ func TestRejoinWaitsForTheLeaderLikeAnyStandby(t *testing.T) {
 // SitOut on a standby changes nothing in the store.
 func TestSitOutOnAStandbyWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", true)
-		time.Sleep(time.Second)
-		b := start(t, store.Open("loop"), "b", true)
-		time.Sleep(time.Second)
+		store, a, b := leaderAndStandby(t)
 		before, _, err := store.Open("loop").Get(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -112,4 +104,16 @@ func TestSitOutOnAStandbyWritesNothing(t *testing.T) {
 			t.Fatalf("record %+v after a standby sat out, was %+v", after, before)
 		}
 	})
+}
+
+// leaderAndStandby starts a, lets it lead, then starts b, which has seen a
+// lead by the time it returns (a second later each, in synctest time).
+func leaderAndStandby(t *testing.T) (store *memory.Store, a, b *running) {
+	t.Helper()
+	store = memory.NewStore()
+	a = start(t, store.Open("loop"), "a", true)
+	time.Sleep(time.Second)
+	b = start(t, store.Open("loop"), "b", true)
+	time.Sleep(time.Second)
+	return store, a, b
 }
