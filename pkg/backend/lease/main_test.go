@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
@@ -106,7 +107,7 @@ func runTests(m *testing.M) int {
 		code = 1
 	}
 	if code == 0 {
-		if err := goleak.Find(leakOptions()...); err != nil {
+		if err := goleak.Find(kubetest.IdleClientGoroutines()...); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: goroutines left after the tests: %v\n", err)
 			code = 1
 		}
@@ -125,18 +126,6 @@ func checkAssets(dir string) error {
 		}
 	}
 	return nil
-}
-
-// leakOptions ignores goroutines that outlive a Backend by design: klog's
-// flush daemon and the idle keep-alive connections of HTTP clients.
-func leakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
-		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-	}
 }
 
 // ctxFor returns a context that ends with the test or after 30 seconds.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/backendtest"
 )
@@ -239,7 +240,7 @@ func TestWatchEndsOnClose(t *testing.T) {
 			}
 		}
 	}
-	goleak.VerifyNone(t, append(leakOptions(), before)...)
+	goleak.VerifyNone(t, append(kubetest.IdleClientGoroutines(), before)...)
 }
 
 // TestWatchOfAMissingLeaseSignalsOnceListed: a first list that finds no
