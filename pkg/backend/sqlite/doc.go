@@ -54,17 +54,18 @@
 // block the writer, and a committed write survives a crash of the process or
 // of the host, so a fencing token never goes backwards. The one exception
 // is a release (a write that names no holder): it commits with
-// synchronous=NORMAL, without waiting for the disk, which takes one fsync
-// off a graceful hand-off. It still survives a crash of the process (its
-// pages are in the WAL file before Commit returns), and the next commit
-// with FULL makes it durable along with itself (the WAL is synced in
-// order). Only a crash of the host can forget it, and with it every
-// process that shares the file (a network filesystem is refused); the
-// record then names the last holder at its last durable renewal, which
-// starts no term: candidates wait it out as after a crash, and the next
-// term's token is still one above it. A writer that finds
-// the write lock taken waits up to Options.BusyTimeout for it; past that the
-// call fails with an error naming the file and the timeout.
+// synchronous=NORMAL, on a connection of its own opened at that level,
+// without waiting for the disk, which takes one fsync off a graceful
+// hand-off. It still survives a crash of the process (its pages are in the
+// WAL file before Commit returns), and the next write that names a holder
+// makes it durable along with itself (the WAL is synced in order). Only a
+// crash of the host can forget it, and with it every process that shares
+// the file (a network filesystem is refused); the record then names the
+// last holder as of its last durable write, which starts no term:
+// candidates wait it out as after a crash, and the next term's token is
+// still one above it. A writer that finds the write lock taken waits up to
+// Options.BusyTimeout for it; past that the call fails with an error naming
+// the file and the timeout.
 //
 // Each Watch reads PRAGMA data_version, a read, on a connection of its own.
 // The value changes whenever another connection commits to the file. A
