@@ -75,3 +75,13 @@ func TestAReleaseSurvivesTheCrashOfItsProcess(t *testing.T) {
 		t.Fatalf("after the crash: version %s holder %q, want the release: version %s holder \"\"", got, rec.HolderIdentity, released)
 	}
 }
+
+// TestTheReleaseConnectionIsOpenBeforeTheFirstRelease: Open opens the
+// release handle's one connection, so a graceful hand-off does not wait
+// for it to be opened.
+func TestTheReleaseConnectionIsOpenBeforeTheFirstRelease(t *testing.T) {
+	b := openT(t, filepath.Join(t.TempDir(), "leader.db"), "e")
+	if st := b.releaseDB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
+		t.Fatalf("release handle after Open: %d connections open, %d idle; want 1 and 1", st.OpenConnections, st.Idle)
+	}
+}

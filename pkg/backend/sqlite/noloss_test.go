@@ -20,6 +20,7 @@ func TestNoLossInNormalUse(t *testing.T) {
 	// No idle connections: between calls this handle holds the file by no
 	// connection at all, so SQLite's last close deletes -wal and -shm.
 	watched.db.SetMaxIdleConns(0)
+	watched.releaseDB.SetMaxIdleConns(0)
 
 	t.Run("processes and handles write", func(t *testing.T) {
 		other := openT(t, path, "e")

@@ -149,6 +149,12 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b.releaseDB.SetMaxOpenConns(1)
 	b.releaseDB.SetMaxIdleConns(1)
+	// Open the release connection now rather than at the first release,
+	// which is on the way of a graceful hand-off.
+	if err := b.releaseDB.PingContext(ctx); err != nil {
+		_ = errors.Join(b.releaseDB.Close(), b.db.Close())
+		return nil, b.fail("open", err)
+	}
 	if b.watchDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, watchPool)); err != nil {
 		_ = errors.Join(b.releaseDB.Close(), b.db.Close())
 		return nil, b.fail("open", err)
