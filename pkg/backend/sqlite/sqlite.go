@@ -134,36 +134,11 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if warning != "" {
 		b.warnings = append(b.warnings, warning)
 	}
-	if b.db, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, writerPool)); err != nil {
+	if err := b.openHandles(ctx); err != nil {
 		return nil, b.fail("open", err)
 	}
-	b.db.SetMaxOpenConns(writerConns)
-	b.db.SetMaxIdleConns(writerConns)
-	if err := b.initSchemaPatiently(ctx); err != nil {
-		_ = b.db.Close()
-		return nil, b.fail("open", err)
-	}
-	if b.releaseDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, releasePool)); err != nil {
-		_ = b.db.Close()
-		return nil, b.fail("open", err)
-	}
-	b.releaseDB.SetMaxOpenConns(1)
-	b.releaseDB.SetMaxIdleConns(1)
-	// Open the release connection now rather than at the first release,
-	// which is on the way of a graceful hand-off.
-	if err := b.releaseDB.PingContext(ctx); err != nil {
-		_ = errors.Join(b.releaseDB.Close(), b.db.Close())
-		return nil, b.fail("open", err)
-	}
-	if b.watchDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, watchPool)); err != nil {
-		_ = errors.Join(b.releaseDB.Close(), b.db.Close())
-		return nil, b.fail("open", err)
-	}
-	// A watch's connection is closed, not pooled, when the watch ends or
-	// fails, so a failed connection is never handed to the next watch.
-	b.watchDB.SetMaxIdleConns(0)
 	if err := b.rememberFile(); err != nil {
-		_ = errors.Join(b.watchDB.Close(), b.releaseDB.Close(), b.db.Close())
+		_ = b.closeHandles()
 		return nil, err
 	}
 	b.closing, b.stop = context.WithCancel(context.Background())
@@ -171,6 +146,53 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		b.warnings = append(b.warnings, warning)
 	}
 	return b, nil
+}
+
+// openHandles opens the writer pool, creating the schema if missing, the
+// release handle and the watch handle on b.path (see dsn). On failure it
+// closes what it opened.
+func (b *Backend) openHandles(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			_ = b.closeHandles()
+		}
+	}()
+	if b.db, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, writerPool)); err != nil {
+		return err
+	}
+	b.db.SetMaxOpenConns(writerConns)
+	b.db.SetMaxIdleConns(writerConns)
+	if err = b.initSchemaPatiently(ctx); err != nil {
+		return err
+	}
+	if b.releaseDB, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, releasePool)); err != nil {
+		return err
+	}
+	b.releaseDB.SetMaxOpenConns(1)
+	b.releaseDB.SetMaxIdleConns(1)
+	// Open the release connection now rather than at the first release,
+	// which is on the way of a graceful hand-off.
+	if err = b.releaseDB.PingContext(ctx); err != nil {
+		return err
+	}
+	if b.watchDB, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, watchPool)); err != nil {
+		return err
+	}
+	// A watch's connection is closed, not pooled, when the watch ends or
+	// fails, so a failed connection is never handed to the next watch.
+	b.watchDB.SetMaxIdleConns(0)
+	return nil
+}
+
+// closeHandles closes every handle openHandles opened.
+func (b *Backend) closeHandles() error {
+	var errs []error
+	for _, db := range []*sql.DB{b.watchDB, b.releaseDB, b.db} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func validate(opts *Options) error {
@@ -269,7 +291,7 @@ func (b *Backend) Close() error {
 		b.watches.Wait()
 		b.sides.mu.Lock() // a removal of stale files needs the connections open
 		defer b.sides.mu.Unlock()
-		if err := errors.Join(b.watchDB.Close(), b.releaseDB.Close(), b.db.Close()); err != nil {
+		if err := b.closeHandles(); err != nil {
 			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
 		}
 	})

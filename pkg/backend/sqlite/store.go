@@ -108,7 +108,7 @@ var beforeCommit func(*sql.Tx)
 // anything is read or written), reads the stored version, lets check refuse
 // the write, then runs stmt (insertRecord or
 // updateRecord) with rec and a new version, and commits (synchronous=FULL,
-// or NORMAL for a release: relaxedCommit).
+// or NORMAL for a release: writerFor).
 func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record,
 	check func(stored backend.Version, found bool) error,
 ) (backend.Version, error) {
