@@ -153,7 +153,9 @@
 // from the start of the failed attempt). At the defaults a renewal at s+5s
 // that hangs is cut off at s+7.5s, a retry that hangs too at s+8.75s, and
 // a third try starts at s+8.75s with 1.25s left. A standby's attempt may
-// take the whole renew deadline.
+// take the whole renew deadline. (The Lease backend's client closes its
+// connections when a request runs out of time, so a retry after a hung
+// request does not queue on the same, possibly dead, connection.)
 //
 // client-go candidates on the same Lease judge expiry the same way, from
 // what they observe: each remembers when it last saw the Lease's record

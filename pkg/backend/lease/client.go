@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
@@ -78,6 +80,15 @@ func RESTConfig(o ClientOptions) (*rest.Config, error) {
 // Leases, Pods and Events only) for cfg with o's rate limiter, user agent
 // and per-request timeout applied to a copy; cfg itself is not changed.
 //
+// A request that runs out of time (its own deadline, or the caller's)
+// closes every connection the client has open, so the next request dials
+// anew (freshAfterTimeout). Over HTTP/2 every request shares one
+// connection; when that connection dies silently (a dropped NAT or
+// conntrack entry, a dead route), nothing on it is answered again until
+// client-go's health check gives it up, up to 45 seconds later at its
+// defaults, long after a leader's claim has ended. kubelet closes its
+// connections after failed heartbeats for the same reason.
+//
 // The timeout is enforced per request by a transport wrapper, and the
 // copy's Timeout is set to 0: client-go applies rest.Config.Timeout to
 // watches too, which would cut every watch off after Timeout and restart
@@ -103,6 +114,15 @@ func NewClient(cfg *rest.Config, o ClientOptions) (*kubeclient.Client, error) {
 		c.UserAgent = o.UserAgent
 	}
 	c.Timeout = 0
+	dial := c.Dial
+	if dial == nil {
+		dial = defaultDialer.DialContext
+	}
+	dialer := connrotation.NewDialer(dial)
+	c.Dial = dialer.DialContext
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &freshAfterTimeout{next: rt, closeAll: dialer.CloseAll}
+	})
 	if o.Timeout > 0 {
 		d := o.Timeout
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &timeoutTransport{next: rt, timeout: d} })
@@ -113,6 +133,30 @@ func NewClient(cfg *rest.Config, o ClientOptions) (*kubeclient.Client, error) {
 	}
 	return client, nil
 }
+
+// defaultDialer dials as client-go does when a config names no dialer.
+var defaultDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// freshAfterTimeout closes every connection of the client when a request
+// fails because its deadline passed, so that the next request does not
+// wait on a connection that may be dead. A request cancelled for another
+// reason (the sidecar shutting down) closes nothing.
+type freshAfterTimeout struct {
+	next     http.RoundTripper
+	closeAll func()
+}
+
+// RoundTrip implements http.RoundTripper.
+func (f *freshAfterTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := f.next.RoundTrip(req)
+	if err != nil && errors.Is(req.Context().Err(), context.DeadlineExceeded) {
+		f.closeAll()
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go see the transport underneath.
+func (f *freshAfterTimeout) WrappedRoundTripper() http.RoundTripper { return f.next }
 
 // timeoutTransport bounds every request except watches, from sending it
 // to reading the last byte of its response.
