@@ -111,6 +111,10 @@ type faultResult struct {
 //	          inside its claim, recreates it with t+1 at its next renewal,
 //	          never answering leader:false in between; the standbys, which
 //	          saw a holder, would wait a lease duration before creating it
+//	stall     the leader's open connections go silently dead for more than
+//	          a lease duration (bytes dropped, nothing closed) while new
+//	          ones work; its timed-out renewal makes the client dial anew,
+//	          and it keeps its term t, never answering leader:false
 //
 // Invariants, checked per fault on every /leader answer (sampled every 5ms
 // per sidecar) and over the whole run: no older term claimed after a newer
@@ -142,7 +146,7 @@ func TestChaos(t *testing.T) {
 		c := &chaos{t: t, k: k, ns: k.Namespace(t), name: "chaos", upstream: u.Host, tlsName: u.Hostname(),
 			seed: seed, stop: make(chan struct{})}
 		t.Cleanup(c.halt)
-		c.run([]string{"kill", "pause", "apiserver", "partition", "delete"})
+		c.run([]string{"kill", "pause", "apiserver", "partition", "delete", "stall"})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		c := &chaos{t: t, db: sidecartest.DBPath(t), seed: seed, stop: make(chan struct{})}
@@ -190,6 +194,8 @@ func (c *chaos) run(faults []string) {
 			r, leader, token = c.partition(leader, token)
 		case "delete":
 			r, leader, token = c.deleteLease(leader, token)
+		case "stall":
+			r, leader, token = c.stall(leader, token)
 		case "storelock":
 			r, leader, token = c.storeLock(leader, token)
 		default:

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,10 @@ import (
 // every open connection and holds new ones, accepted but never forwarded,
 // as a network partition would (the client's requests hang rather than
 // fail fast). heal() forwards again and closes the held connections, so
-// the client dials anew.
+// the client dials anew. stall() makes the open connections silently dead
+// (the bytes sent on them are read and dropped, both ways, and nothing is
+// closed), as a dropped NAT entry or a dead peer would, while new
+// connections forward as before; unstall() closes the stalled ones.
 type tcpProxy struct {
 	ln       net.Listener
 	upstream string
@@ -23,9 +25,16 @@ type tcpProxy struct {
 	isCut bool
 	open  map[net.Conn]struct{} // both ends of every forwarded connection
 	held  map[net.Conn]struct{} // accepted while cut
+	links map[*link]struct{}    // every forwarded connection, as a pair
 
-	forwarded, heldCount, dialFailed atomic.Int64
-	wg                               sync.WaitGroup
+	forwarded, heldCount, dialFailed, stalledCount atomic.Int64
+	wg                                             sync.WaitGroup
+}
+
+// link is one forwarded connection: the client's end and the upstream's.
+type link struct {
+	client, upstream net.Conn
+	stalled          atomic.Bool // bytes read on either end are dropped
 }
 
 // newProxy listens on a free loopback port and forwards to upstream
@@ -36,7 +45,8 @@ func newProxy(t *testing.T, upstream string) *tcpProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{ln: ln, upstream: upstream, open: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{}}
+	p := &tcpProxy{ln: ln, upstream: upstream, open: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{},
+		links: map[*link]struct{}{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -76,7 +86,9 @@ func (p *tcpProxy) forward(c net.Conn) {
 		u.Close()
 		return
 	}
+	lk := &link{client: c, upstream: u}
 	p.open[c], p.open[u] = struct{}{}, struct{}{}
+	p.links[lk] = struct{}{}
 	p.mu.Unlock()
 	p.forwarded.Add(1)
 	var once sync.Once
@@ -87,13 +99,53 @@ func (p *tcpProxy) forward(c net.Conn) {
 			p.mu.Lock()
 			delete(p.open, c)
 			delete(p.open, u)
+			delete(p.links, lk)
 			p.mu.Unlock()
 		})
 	}
 	var pair sync.WaitGroup
-	pair.Go(func() { _, _ = io.Copy(u, c); closeBoth() })
-	pair.Go(func() { _, _ = io.Copy(c, u); closeBoth() })
+	pair.Go(func() { lk.pipe(u, c); closeBoth() })
+	pair.Go(func() { lk.pipe(c, u); closeBoth() })
 	pair.Wait()
+}
+
+// pipe copies src to dst until either fails; once the link is stalled it
+// reads and drops what src sends, until src is closed.
+func (lk *link) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !lk.stalled.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall makes every open connection silently dead; new ones forward.
+func (p *tcpProxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for lk := range p.links {
+		lk.stalled.Store(true)
+		p.stalledCount.Add(1)
+	}
+}
+
+// unstall closes the stalled connections.
+func (p *tcpProxy) unstall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for lk := range p.links {
+		if lk.stalled.Load() {
+			lk.client.Close()
+			lk.upstream.Close()
+		}
+	}
 }
 
 // cut closes every open connection and holds new ones until heal.
