@@ -115,6 +115,10 @@ type faultResult struct {
 //	          a lease duration (bytes dropped, nothing closed) while new
 //	          ones work; its timed-out renewal makes the client dial anew,
 //	          and it keeps its term t, never answering leader:false
+//	stallsb   the same for a standby's connections, for more than a lease
+//	          and a renew deadline: it takes the silent Lease for expired,
+//	          its read times out, it dials anew and reads the renewed
+//	          Lease; the leader keeps its term t throughout
 //
 // Invariants, checked per fault on every /leader answer (sampled every 5ms
 // per sidecar) and over the whole run: no older term claimed after a newer
@@ -146,7 +150,7 @@ func TestChaos(t *testing.T) {
 		c := &chaos{t: t, k: k, ns: k.Namespace(t), name: "chaos", upstream: u.Host, tlsName: u.Hostname(),
 			seed: seed, stop: make(chan struct{})}
 		t.Cleanup(c.halt)
-		c.run([]string{"kill", "pause", "apiserver", "partition", "delete", "stall"})
+		c.run([]string{"kill", "pause", "apiserver", "partition", "delete", "stall", "stallsb"})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		c := &chaos{t: t, db: sidecartest.DBPath(t), seed: seed, stop: make(chan struct{})}
@@ -196,6 +200,8 @@ func (c *chaos) run(faults []string) {
 			r, leader, token = c.deleteLease(leader, token)
 		case "stall":
 			r, leader, token = c.stall(leader, token)
+		case "stallsb":
+			r, leader, token = c.stallStandby(leader, token)
 		case "storelock":
 			r, leader, token = c.storeLock(leader, token)
 		default:
