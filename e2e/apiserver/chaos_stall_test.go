@@ -66,9 +66,9 @@ func (c *chaos) stallConnections(m *chaosMember, leader *sidecartest.Sidecar, to
 		t.Fatalf("%s: %d connections stalled, %d dialled in %v: the client kept waiting on the dead ones", m.pod, stalled, redialled, d)
 	}
 	sidecartest.Steady(t, c.live(), leader, tok, settledFor)
-	gaps := 0
+	gaps, who := 0, c.member(leader).i
 	for _, a := range c.window(at, time.Now()) {
-		if a.Who == c.member(leader).i && !a.State.Leader {
+		if a.Who == who && !a.State.Leader {
 			gaps++
 		}
 	}

@@ -23,9 +23,8 @@ type tcpProxy struct {
 
 	mu    sync.Mutex
 	isCut bool
-	open  map[net.Conn]struct{} // both ends of every forwarded connection
+	links map[*link]struct{}    // every forwarded connection
 	held  map[net.Conn]struct{} // accepted while cut
-	links map[*link]struct{}    // every forwarded connection, as a pair
 
 	forwarded, heldCount, dialFailed, stalledCount atomic.Int64
 	wg                                             sync.WaitGroup
@@ -45,8 +44,7 @@ func newProxy(t *testing.T, upstream string) *tcpProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{ln: ln, upstream: upstream, open: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{},
-		links: map[*link]struct{}{}}
+	p := &tcpProxy{ln: ln, upstream: upstream, links: map[*link]struct{}{}, held: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -87,18 +85,14 @@ func (p *tcpProxy) forward(c net.Conn) {
 		return
 	}
 	lk := &link{client: c, upstream: u}
-	p.open[c], p.open[u] = struct{}{}, struct{}{}
 	p.links[lk] = struct{}{}
 	p.mu.Unlock()
 	p.forwarded.Add(1)
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
-			c.Close()
-			u.Close()
+			lk.close()
 			p.mu.Lock()
-			delete(p.open, c)
-			delete(p.open, u)
 			delete(p.links, lk)
 			p.mu.Unlock()
 		})
@@ -126,6 +120,12 @@ func (lk *link) pipe(dst, src net.Conn) {
 	}
 }
 
+// close closes both ends.
+func (lk *link) close() {
+	lk.client.Close()
+	lk.upstream.Close()
+}
+
 // stall makes every open connection silently dead; new ones forward.
 func (p *tcpProxy) stall() {
 	p.mu.Lock()
@@ -142,8 +142,7 @@ func (p *tcpProxy) unstall() {
 	defer p.mu.Unlock()
 	for lk := range p.links {
 		if lk.stalled.Load() {
-			lk.client.Close()
-			lk.upstream.Close()
+			lk.close()
 		}
 	}
 }
@@ -153,8 +152,8 @@ func (p *tcpProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.isCut = true
-	for c := range p.open {
-		c.Close()
+	for lk := range p.links {
+		lk.close()
 	}
 }
 
@@ -173,8 +172,8 @@ func (p *tcpProxy) close() {
 	p.ln.Close()
 	p.mu.Lock()
 	p.isCut = true
-	for c := range p.open {
-		c.Close()
+	for lk := range p.links {
+		lk.close()
 	}
 	for c := range p.held {
 		c.Close()
