@@ -43,11 +43,8 @@ type candidate struct {
 	signalled   bool     // a change signal arrived during an activity
 	wokeBusy    bool     // the loop's timer fired during an activity
 	snapshot    store    // the state the watch delivered last
-	// sawRecord is set once a read, a write or a snapshot showed a record;
-	// freshToken is the token of a record this candidate created before it
-	// had seen any (the first start), for the checker's classification.
-	sawRecord  bool
-	freshToken int64
+	// sawRecord is set once a read, a write or a snapshot showed a record.
+	sawRecord bool
 	// maxSeen is the highest token in any record it has read or written;
 	// seenBeforeWrite, per token it wrote, what maxSeen was when it first
 	// wrote that token.

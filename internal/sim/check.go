@@ -14,10 +14,6 @@ import (
 // instant.
 type checker struct {
 	violations []Violation
-	// exceptions are overlaps the README documents: after the record was
-	// deleted, a candidate that had never seen it created it at once while
-	// the last holder still claimed.
-	exceptions []Violation
 	// epoch counts faults after which tokens may rightly start lower: the
 	// record deleted, or its token lowered by hand (see the README's "When
 	// tokens go back"). Token order is checked within an epoch; each
@@ -45,16 +41,11 @@ type Violation struct {
 	What string
 }
 
-func (c *checker) stopped() bool { return len(c.violations)+len(c.exceptions) > 0 }
+func (c *checker) stopped() bool { return len(c.violations) > 0 }
 
 func (c *checker) violate(w *world, what string) {
 	w.logf("VIOLATION: %s", what)
 	c.violations = append(c.violations, Violation{At: w.now, What: what})
-}
-
-func (c *checker) except(w *world, what string) {
-	w.logf("DOCUMENTED EXCEPTION: %s", what)
-	c.exceptions = append(c.exceptions, Violation{At: w.now, What: what})
 }
 
 func (c *checker) newEpoch() {
@@ -68,22 +59,15 @@ func (c *checker) afterEvent(w *world) {
 		c.order, c.lastToken, c.guard = map[fence.TermID]int{}, map[string]int64{}, fence.NewMemoryGuard()
 	}
 	var leaders []string
-	firstStart := false
 	for _, cand := range w.live() {
 		s := cand.e.Status()
 		if !s.Leader {
 			continue
 		}
 		leaders = append(leaders, fmt.Sprintf("%s (token %d, until %v)", cand.id, s.Token, s.ValidUntil.Sub(epoch)))
-		firstStart = firstStart || cand.freshToken == s.Token
 	}
 	if len(leaders) > 1 {
-		what := "two leaders at once: " + strings.Join(leaders, ", ")
-		if firstStart && c.epoch > 1 {
-			c.except(w, what)
-			return
-		}
-		c.violate(w, what)
+		c.violate(w, "two leaders at once: "+strings.Join(leaders, ", "))
 		return
 	}
 	for _, cand := range w.live() {

@@ -14,6 +14,10 @@ type store struct {
 	rec     backend.Record
 	present bool
 	version int64
+	// created is set by the first write; provesNeverCreated makes a Get
+	// of a record never created say so (backend.ErrNeverCreated), as the
+	// SQLite and memory stores do, where a Lease does not.
+	created, provesNeverCreated bool
 }
 
 func (s *store) versionString() backend.Version {
@@ -27,12 +31,15 @@ func (s *store) versionString() backend.Version {
 func (s *store) apply(c *call) result {
 	switch c.op {
 	case opGet:
+		if !s.present && !s.created && s.provesNeverCreated {
+			return result{err: fmt.Errorf("%w (%w)", backend.ErrNotFound, backend.ErrNeverCreated)}
+		}
 		if !s.present {
 			return result{err: backend.ErrNotFound}
 		}
 		return result{rec: s.rec, version: s.versionString()}
-	case opCreate:
-		if s.present {
+	case opCreate, opCreateFirst:
+		if s.present || c.op == opCreateFirst && s.created {
 			return result{err: backend.ErrAlreadyExists}
 		}
 		s.write(c.rec)
@@ -50,7 +57,7 @@ func (s *store) apply(c *call) result {
 }
 
 func (s *store) write(rec backend.Record) {
-	s.rec, s.present = rec, true
+	s.rec, s.present, s.created = rec, true, true
 	s.version++
 }
 
@@ -60,9 +67,10 @@ const (
 	opGet op = iota
 	opCreate
 	opUpdate
+	opCreateFirst
 )
 
-func (o op) String() string { return [...]string{"Get", "Create", "Update"}[o] }
+func (o op) String() string { return [...]string{"Get", "Create", "Update", "CreateFirst"}[o] }
 
 // call is one request from a candidate, parked until the world answers it.
 type call struct {
@@ -93,7 +101,6 @@ type handle struct{ c *candidate }
 
 func (h handle) do(ctx context.Context, req *call) result {
 	c := h.c
-	fresh := req.op == opCreate && !c.sawRecord
 	if _, ok := c.seenBeforeWrite[req.rec.Transitions]; req.op != opGet && !ok {
 		c.seenBeforeWrite[req.rec.Transitions] = c.maxSeen
 	}
@@ -106,9 +113,6 @@ func (h handle) do(ctx context.Context, req *call) result {
 		c.saw(r.rec)
 	case r.err == nil:
 		c.saw(req.rec)
-		if fresh {
-			c.freshToken = req.rec.Transitions
-		}
 	}
 	return r
 }
@@ -120,6 +124,11 @@ func (h handle) Get(ctx context.Context) (backend.Record, backend.Version, error
 
 func (h handle) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	r := h.do(ctx, &call{op: opCreate, rec: rec})
+	return r.version, r.err
+}
+
+func (h handle) createFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	r := h.do(ctx, &call{op: opCreateFirst, rec: rec})
 	return r.version, r.err
 }
 
@@ -135,6 +144,21 @@ func (h handle) Describe() string                          { return "sim#" + h.c
 func (h handle) Close() error                              { return nil }
 
 type snapshotHandle struct{ handle }
+
+// firstHandle and firstSnapshotHandle are the handles of a store that
+// proves a record never created: backend.FirstCreators.
+type (
+	firstHandle         struct{ handle }
+	firstSnapshotHandle struct{ snapshotHandle }
+)
+
+func (h firstHandle) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return h.createFirst(ctx, rec)
+}
+
+func (h firstSnapshotHandle) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return h.createFirst(ctx, rec)
+}
 
 func (h snapshotHandle) Snapshot() (backend.Record, backend.Version, bool) {
 	s := h.c.snapshot

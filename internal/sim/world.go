@@ -119,9 +119,14 @@ func (w *world) startCandidate() *candidate {
 	c.ctx, c.cancel = context.WithCancel(background)
 	c.clock = &driftingClock{w: w, rate: 1 + w.opts.Drift*(2*w.rng.Float64()-1), started: w.now, sleeps: c.sleeps}
 	var b backend.Backend
-	if w.snapshots {
+	switch first := w.store.provesNeverCreated; {
+	case w.snapshots && first:
+		b = firstSnapshotHandle{snapshotHandle{handle{c}}}
+	case w.snapshots:
 		b = snapshotHandle{handle{c}}
-	} else {
+	case first:
+		b = firstHandle{handle{c}}
+	default:
 		b = handle{c}
 	}
 	e, err := election.New(election.Config{

@@ -6,7 +6,9 @@
 //
 // Guarantees every implementation gives (checked by package backendtest):
 //
-//   - Get returns the stored record and its opaque Version, or ErrNotFound.
+//   - Get returns the stored record and its opaque Version, or ErrNotFound
+//     (wrapping ErrNeverCreated too when the store proves no record of the
+//     election ever existed in it).
 //   - Create stores a record where none exists, or fails with ErrAlreadyExists.
 //   - Update stores a record only if the stored version is still the version
 //     passed in; otherwise it fails with ErrConflict (or ErrNotFound when the
@@ -43,6 +45,12 @@ var (
 	// one's record, so a candidate must stop claiming at once and start
 	// again on the new store. Every later call returns it too.
 	ErrStoreLost = errors.New("store lost: it was deleted or replaced since it was opened")
+	// ErrNeverCreated may be wrapped, together with ErrNotFound, by the Get
+	// of a backend that is also a FirstCreator, when no record of this
+	// election was ever created in its store: a hint that CreateFirst may
+	// succeed. A store that cannot tell a record never created from one
+	// deleted (a Lease) returns ErrNotFound alone.
+	ErrNeverCreated = errors.New("no record of this election was ever created in this store")
 )
 
 // LossNotifier is implemented by backends whose store can be deleted or
@@ -52,6 +60,19 @@ var (
 // other reason, Close included.
 type LossNotifier interface {
 	Lost() <-chan struct{}
+}
+
+// FirstCreator is implemented by backends whose store keeps a trace of
+// every record it ever held, so that a record never created can be told
+// from one deleted (SQLite's version counter). An absence has no version,
+// so only such a store lets a candidate that finds no record lead at once:
+// success proves that no holder of an earlier record can exist.
+type FirstCreator interface {
+	// CreateFirst stores rec, as Create does, only if no record of this
+	// election was ever created in the store, judged in the same atomic
+	// step as the write; otherwise it fails with an error wrapping
+	// ErrAlreadyExists.
+	CreateFirst(ctx context.Context, rec Record) (Version, error)
 }
 
 // Version identifies one stored state of a record. It is opaque: callers

@@ -13,23 +13,33 @@ import (
 // caller holds opMu.
 func (e *Elector) attempt(ctx context.Context) bool {
 	start := e.cfg.Clock.Now()
-	if held, ok := e.renewBlind(ctx, start); ok {
-		return held
+	check := e.takeCheck(start)
+	if !check {
+		if held, ok := e.renewBlind(ctx, start); ok {
+			return held
+		}
 	}
 	rec, version, err := e.cfg.Backend.Get(ctx)
 	seen := e.cfg.Clock.Now() // expiry counts from the answer, not the question
 	present := err == nil
+	if check && e.unchangedSinceWritten(present, version, err) {
+		return true
+	}
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		e.failed("read", err)
 		return false
 	}
-	a, write := e.decideAfterRead(present, rec, version, seen)
+	a, write := e.decideAfterRead(present, errors.Is(err, backend.ErrNeverCreated), rec, version, seen)
 	var written backend.Version
 	switch a.kind {
 	case renew, acquire:
 		written, err = e.cfg.Backend.Update(ctx, version, write)
 	case recreate:
-		written, err = e.cfg.Backend.Create(ctx, write)
+		if f, ok := e.cfg.Backend.(backend.FirstCreator); ok && a.firstStart {
+			written, err = f.CreateFirst(ctx, write)
+		} else {
+			written, err = e.cfg.Backend.Create(ctx, write)
+		}
 	case accept:
 		written, err = e.cfg.Backend.Update(ctx, version, write)
 		e.acceptSent(write, written, err, start)
@@ -54,6 +64,31 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	return true
 }
 
+// takeCheck reports whether this attempt is a leader's check after a
+// change signal (checkAfterSignal), made before its renewal is due. A
+// check due when the renewal is due too is a renewal.
+func (e *Elector) takeCheck(start time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	due := e.checkDue
+	e.checkDue = false
+	return due && e.claimingLocked(start) && start.Before(e.renewedAt.Add(e.cfg.RenewInterval))
+}
+
+// unchangedSinceWritten reports whether a check's read leaves nothing to
+// do: the record is the version this leader wrote last, or the read failed
+// (the renewal, when due, finds out what the store says). A failed check
+// is not a failed renewal: the leader keeps its schedule.
+func (e *Elector) unchangedSinceWritten(present bool, version backend.Version, err error) bool {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		e.log.Debug("could not read the record after a change signal", "err", err)
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return present && version == e.writtenVersion
+}
+
 // recreatedUnclaimed records a record this candidate recreated but will
 // claim only after a lease duration (decide's deferClaim).
 func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version) {
@@ -63,7 +98,7 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 	e.reachedStore = true
 	e.observeLocked(true, rec, version, now)
 	e.deferredVersion, e.writtenVersion = version, version
-	e.log.Info("recreated the missing record; claiming it once an unseen holder's claim must be over",
+	e.log.Info("created the missing record; claiming it once any holder of an earlier record must have stopped claiming",
 		"token", rec.Transitions, "claimFrom", now.Add(max(time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.LeaseDuration)))
 }
 
@@ -99,7 +134,7 @@ func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok boo
 
 // decideAfterRead records what a read answered at seen, applies the rules
 // and returns the action with the record it writes.
-func (e *Elector) decideAfterRead(present bool, rec backend.Record, version backend.Version, seen time.Time) (action, backend.Record) {
+func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record, version backend.Version, seen time.Time) (action, backend.Record) {
 	e.mu.Lock()
 	defer e.unlock()
 	e.reachedStore = true
@@ -116,6 +151,10 @@ func (e *Elector) decideAfterRead(present bool, rec backend.Record, version back
 			e.tellLocked(func(o Observer) { o.TokenAnomaly(TokenRegressed, rec.Transitions, highest) })
 		}
 	}
+	// Only a store that can make the first create atomic (CreateFirst)
+	// lets a candidate lead at once on a record it had to create.
+	_, firstCreator := e.cfg.Backend.(backend.FirstCreator)
+	e.view.neverCreated = !present && neverCreated && firstCreator
 	a := decide(e.observationLocked(seen), seen)
 	e.log.Debug("decided", "action", a.kind.String(), "token", a.token, "until", a.until,
 		"stepDown", a.stepDown, "holder", e.view.holder(), "seenToken", e.view.rec.Transitions)
@@ -169,6 +208,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	e.failures.succeeded(e.log)
 	e.observeLocked(true, rec, version, now)
 	e.writtenVersion = version
+	e.readAgainUsed = false
 	// A Release or shutdown that began during this attempt wins: the record
 	// names us, but we do not claim it, and the release that follows
 	// clears it.
@@ -198,6 +238,11 @@ func (e *Elector) failed(op string, err error) {
 		return
 	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrAlreadyExists):
 		e.log.Debug("lost a race for the record", "op", op, "err", err)
+		if e.leading && !e.readAgainUsed {
+			e.readAgainNow, e.readAgainUsed = true, true
+			e.attemptFailed = false
+			return
+		}
 	default:
 		e.failures.failed(e.log, now, op, err)
 	}

@@ -55,3 +55,12 @@ func (r *requestLog) Update(ctx context.Context, prev backend.Version, rec backe
 	r.done("update", start, &rec, v, err)
 	return v, err
 }
+
+// CreateFirst is exposed by backend.Wrapped only when the inner backend
+// has it.
+func (r *requestLog) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := r.Backend.(backend.FirstCreator).CreateFirst(ctx, rec)
+	r.done("create-first", start, &rec, v, err)
+	return v, err
+}

@@ -74,9 +74,9 @@ type action struct {
 	// claims it only once it has seen its own record unchanged for a
 	// lease duration, as if another candidate had written it.
 	deferClaim bool
-	// firstStart, on recreate, means the candidate has never seen a
-	// record: it claims the record it creates at once, unless its claim
-	// has lapsed by the time the create is answered.
+	// firstStart, on recreate, means the store proved that no record was
+	// ever created: the candidate claims the record it creates at once,
+	// unless its claim has lapsed by the time the create is answered.
 	firstStart bool
 }
 
@@ -95,18 +95,21 @@ func decide(o observation, now time.Time) action {
 		return action{kind: wait, until: o.holdOffUntil, stepDown: o.stepDownIf(o.leading, "released")}
 	case !v.present:
 		// The holder may recreate at once: no one else may act before its
-		// claim ends. So may a candidate that never saw a record (the
-		// first start). Anyone else waits out the last holder's claim,
-		// then recreates the record but claims it a lease duration later:
-		// an absence has no version, so a record created and deleted again
-		// while this candidate was not looking (paused, or its watch
-		// coalesced both) may have a holder that still claims.
+		// claim ends. So may a candidate whose store proved that no record
+		// was ever created (the first start on a new store). Anyone else
+		// claims the record it creates only a lease duration later: an
+		// absence has no version, so a record created and deleted while
+		// this candidate was not looking (before it started, paused, or
+		// its watch coalesced both) may have a holder that still claims.
+		// One that saw a record first also waits out that record's claim
+		// before it creates.
 		if o.claiming {
 			return o.newTerm(recreate)
 		}
 		if !v.sawRecord {
 			a := o.newTerm(recreate)
-			a.firstStart = a.kind == recreate
+			a.firstStart = a.kind == recreate && v.neverCreated
+			a.deferClaim = a.kind == recreate && !v.neverCreated
 			return a
 		}
 		if !now.Before(o.expiry()) {

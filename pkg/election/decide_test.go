@@ -24,6 +24,7 @@ func TestDecide(t *testing.T) {
 	emptied.rec.AcquireTime, emptied.rec.RenewTime = epoch.Add(-time.Minute), epoch
 	gone := view{known: true, sawRecord: true, since: epoch, rec: backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15}}
 	neverSeen := view{known: true, since: epoch}
+	neverCreated := view{known: true, neverCreated: true, since: epoch}
 	standby := func(v view, highest int64) observation {
 		return observation{identity: "me", view: v, highest: highest, ownLease: 15 * time.Second}
 	}
@@ -60,7 +61,8 @@ func TestDecide(t *testing.T) {
 		{"a leader past its deadline does not take back an emptied record", leader(emptied, 3, false), 0,
 			action{kind: wait, until: at(15 * time.Second), stepDown: "the record was emptied"}},
 		// A missing record.
-		{"never seen: created at once", standby(neverSeen, 0), 0, action{kind: recreate, token: 1, firstStart: true}},
+		{"never created: created and claimed at once", standby(neverCreated, 0), 0, action{kind: recreate, token: 1, firstStart: true}},
+		{"never seen, maybe deleted: created, to be claimed later", standby(neverSeen, 0), 0, action{kind: recreate, token: 1, deferClaim: true}},
 		{"seen, then missing: waited out", standby(gone, 7), 14 * time.Second, action{kind: wait, until: at(15 * time.Second)}},
 		{"seen, then missing: recreated above the highest at expiry, to be claimed later", standby(gone, 7), 15 * time.Second,
 			action{kind: recreate, token: 8, deferClaim: true}},

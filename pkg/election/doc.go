@@ -38,38 +38,47 @@
 // hand) is waited out like an expiry, except by its holder while it still
 // claims, which takes it back at once with a new token.
 //
-// A missing record. A candidate that has never seen the record creates it
-// at once (the first start), and leads. One that saw a record and then
-// finds it missing (deleted by hand, say) waits, from the answer that first
-// showed it missing, the last record's lease duration (at least its own);
-// then it recreates the record, but claims it only after it has seen its
-// own new record unchanged for its lease duration, as it would another
-// holder's. Both waits are needed: an absence has no version, so a record
-// created and deleted again while this candidate was not looking (paused,
-// or its watch coalesced both changes) cannot be told from the absence it
-// saw first, and its holder may still claim; whoever that is finds the new
-// record at its next renewal and steps down, and its claim is over before
-// the second wait ends. The holder itself, while it still claims,
-// recreates the record at once with a new token and keeps leading, so a
-// live leader leaves no leaderless gap; without a live leader the election
-// is leaderless for two lease durations. Recreated records carry a token
-// above the highest the candidate has seen.
+// A missing record. An absence has no version, so a candidate that finds
+// no record cannot tell whether a record was created and deleted while it
+// was not looking (before it started, while paused, or between two
+// changes its watch coalesced), and whether that record's holder still
+// claims. So a candidate that finds no record creates it at once (the
+// next token above the highest it has seen) but claims it only after it
+// has seen its own new record unchanged for its lease duration, as it
+// would another holder's; a holder of a deleted record stops claiming
+// within its renew deadline, before that. One that saw a record and then
+// finds it missing first waits, from the answer that first showed it
+// missing, the last record's lease duration (at least its own), and then
+// does the same. Two exceptions, both where no other holder can claim:
+// the holder itself, while it still claims, recreates the record at once
+// with a new token and keeps leading, so a live leader leaves no
+// leaderless gap; and on a store that proves no record of the election
+// was ever created (backend.FirstCreator: SQLite, whose records cannot be
+// deleted), a candidate creates the first record with CreateFirst, which
+// fails if any record ever existed, and leads at once (unless the create
+// is answered after the claim it gives has lapsed: it is then claimed a
+// lease duration later, as a recreated one). The cost: on a new Lease the
+// first leader is elected one lease duration after the first candidate
+// starts, once per Lease; without a live leader, a deleted record leaves
+// the election leaderless for two lease durations.
 //
 // Records a candidate did not know it wrote. A record that names this
 // candidate but whose version it does not know it wrote (a request that
 // landed after the candidate gave up on it) is waited out like another
 // holder's unless the candidate still claims: the record may have landed
 // after the one it replaced was deleted under a holder that still claims.
+// For the same reason a candidate releases only a version it wrote and
+// claimed: a release is taken over at once.
 //
-// The known exception: a candidate that has never seen the record (a
-// process started after the record was deleted) creates it at once and
-// leads (unless the create is answered after the claim it gives has
-// lapsed: then it may have landed long after the candidate looked, and the
-// record is claimed a lease duration later, as a recreated one), even if the holder of the deleted record still claims, until that
-// holder's next renewal finds the new record (at most RenewInterval, plus
-// store latency). Its token restarts from the stored state, so it is equal
-// to or lower than the old holder's, and a guard refuses its writes
-// (pkg/fence). The simulator (internal/sim) counts these separately.
+// Change signals reach the leader too. A leader keeps its renewal
+// schedule, but when the backend signals a change that is not its own
+// last write (the snapshot shows another version, or the backend keeps
+// no snapshot), it reads the record at once: a record deleted, replaced
+// or written by someone else under it ends its claim (or, if deleted, is
+// recreated) within the signal's latency, not at its next renewal. On
+// SQLite, which keeps no snapshot, that is one local read after each
+// renewal. A leader whose write loses a race (a conflict, or a record
+// created by someone else first) reads again at once.
 //
 // Self-demotion. The leader claims leadership only while
 //

@@ -25,9 +25,13 @@ func (d Driver) Attempt(ctx context.Context) time.Duration {
 // Signal handles one change signal from the backend as Run does. It
 // reports whether an attempt is due now; if not, and reschedule is true,
 // the next attempt is due after wait instead of when it was due before.
+//
+// A leader keeps its renewal schedule unless the record may have changed
+// under it: then the attempt due now only reads the record, and writes
+// (or steps down) only if it is no longer the version the leader wrote.
 func (d Driver) Signal() (attemptNow bool, wait time.Duration, reschedule bool) {
 	if d.e.Status().Leader {
-		return false, 0, false // a leader keeps its renewal schedule
+		return d.e.checkAfterSignal(), 0, false
 	}
 	if !d.e.absorbSnapshot() {
 		return true, 0, false

@@ -61,6 +61,12 @@ type Elector struct {
 	// attemptStarted is when the last attempt began.
 	attemptFailed  bool
 	attemptStarted time.Time
+	// checkDue is set by a change signal on a leader: the next attempt
+	// reads the record before its renewal is due (checkAfterSignal).
+	checkDue bool
+	// readAgainNow is set when a leader's write lost a race: the next
+	// attempt starts at once; readAgainUsed keeps that to one in a row.
+	readAgainNow, readAgainUsed bool
 	// accepted is the last hand-off offer this candidate accepted
 	// (handoff_rules.go); cleared when a term starts.
 	accepted acceptedOffer

@@ -33,7 +33,16 @@ func (b *hookedBackend) Update(ctx context.Context, prev backend.Version, rec ba
 }
 
 func (b *hookedBackend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
-	v, err := b.Backend.Create(ctx, rec)
+	return b.create(ctx, rec, b.Backend.Create)
+}
+
+func (b *hookedBackend) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return b.create(ctx, rec, b.Backend.(backend.FirstCreator).CreateFirst)
+}
+
+func (b *hookedBackend) create(ctx context.Context, rec backend.Record,
+	create func(context.Context, backend.Record) (backend.Version, error)) (backend.Version, error) {
+	v, err := create(ctx, rec)
 	if hook := b.afterCreate; hook != nil {
 		b.afterCreate = nil
 		hook()

@@ -115,6 +115,13 @@ func (e *Elector) nextWait() time.Duration {
 	poll := jittered(e.cfg.RetryPeriod, e.cfg.Jitter())
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.readAgainNow {
+		// A leader's write lost a race: whoever won may have ended its
+		// claim, so it reads again at once (once) instead of claiming on
+		// for a retry period.
+		e.readAgainNow = false
+		return 0
+	}
 	if e.attemptFailed {
 		return max(0, e.attemptStarted.Add(poll).Sub(now))
 	}
@@ -135,6 +142,39 @@ func (e *Elector) nextWait() time.Duration {
 		return left
 	}
 	return poll
+}
+
+// checkAfterSignal handles a change signal on a leader. A snapshot that
+// shows the version the leader wrote last needs nothing; otherwise (no
+// snapshot, or another version) it reports that a check is due now: the
+// next attempt reads the record before the renewal is due, so a record
+// deleted, replaced or taken over under the leader ends its claim within
+// the change signal's latency instead of at its next renewal.
+func (e *Elector) checkAfterSignal() bool {
+	if !e.opMu.TryLock() {
+		// A hand-off or release is in progress: it reads and writes the
+		// record itself, and the loop must not wait for it.
+		return false
+	}
+	e.opMu.Unlock()
+	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok {
+		rec, version, ok := snap.Snapshot()
+		e.mu.Lock()
+		mine := ok && version == e.writtenVersion
+		if ok {
+			// Whatever the check's read finds, no term of this
+			// candidate's starts at or below a token it was shown.
+			e.highestToken = max(e.highestToken, rec.Transitions)
+		}
+		e.mu.Unlock()
+		if mine {
+			return false
+		}
+	}
+	e.mu.Lock()
+	e.checkDue = true
+	e.mu.Unlock()
+	return true
 }
 
 // absorbSnapshot reads the backend's snapshot after a change signal and, if

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -26,6 +27,20 @@ func (f *flaky) Get(ctx context.Context) (backend.Record, backend.Version, error
 		return backend.Record{}, "", errUnreachable
 	}
 	return f.Backend.Get(ctx)
+}
+
+func (f *flaky) Create(ctx context.Context, r backend.Record) (backend.Version, error) {
+	if f.down.Load() {
+		return "", errUnreachable
+	}
+	return f.Backend.Create(ctx, r)
+}
+
+func (f *flaky) CreateFirst(ctx context.Context, r backend.Record) (backend.Version, error) {
+	if f.down.Load() {
+		return "", errUnreachable
+	}
+	return f.Backend.(backend.FirstCreator).CreateFirst(ctx, r)
 }
 
 func (f *flaky) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
@@ -78,8 +93,8 @@ func TestLoopStepsDownWhenCutOffAndContendsAgain(t *testing.T) {
 // hanging blocks every Get until released, ignoring its context: a wedged
 // store client.
 type hanging struct {
-	backend.Backend
-	release chan struct{}
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	release         chan struct{}
 }
 
 func (h *hanging) Get(context.Context) (backend.Record, backend.Version, error) {
@@ -111,9 +126,9 @@ func TestHealthyReportsAWedgedLoop(t *testing.T) {
 // slowUpdates makes the next n Updates wait delay before they are written,
 // as a store whose write lock another process holds.
 type slowUpdates struct {
-	backend.Backend
-	n     atomic.Int32
-	delay time.Duration
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	n               atomic.Int32
+	delay           time.Duration
 }
 
 func (s *slowUpdates) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
@@ -154,9 +169,9 @@ func TestLeaderRenewsAtOnceAfterASlowRenewal(t *testing.T) {
 // hangingUpdates makes the next n Updates hang until their context ends,
 // as a request to a store that never answers.
 type hangingUpdates struct {
-	backend.Backend
-	n       atomic.Int32
-	started chan time.Time
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	n               atomic.Int32
+	started         chan time.Time
 }
 
 func (h *hangingUpdates) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
@@ -200,4 +215,85 @@ func testRenewalsHang(t *testing.T, hung int32) {
 			t.Fatalf("token %d, want 1: a kept its term", got)
 		}
 	})
+}
+
+// A leader whose record is deleted recreates it at the change signal, not
+// at its next renewal, and keeps leading with the next token.
+func TestLeaderRecreatesItsDeletedRecordAtTheSignal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		store.Delete("loop")
+		synctest.Wait()
+		rec, _, err := store.Open("loop").Get(t.Context())
+		if err != nil || rec.HolderIdentity != "a" || rec.Transitions != 2 {
+			t.Fatalf("right after the deletion: %+v, %v; want a's record with token 2", rec, err)
+		}
+		if s := a.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("a: %+v, want leading with token 2", s)
+		}
+	})
+}
+
+// A candidate that starts while the record is deleted, at any offset
+// around the deletion, never leads beside the holder of the deleted
+// record: not while that holder's requests succeed, nor while they fail
+// (it then claims on until its renew deadline), nor while its change
+// signals are lost. Every candidate is sampled every 10ms.
+func TestNewcomerAfterADeletionNeverLeadsBesideTheLastHolder(t *testing.T) {
+	type fault int
+	const (
+		none fault = iota
+		holderCutOff
+		holderDeaf
+	)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, f := range []fault{none, holderCutOff, holderDeaf} {
+		for round := range 40 {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				var hb backend.Backend = store.Open("loop")
+				cut := &flaky{Backend: hb}
+				hb = cut
+				if f == holderDeaf {
+					hb = deaf{hb}
+				}
+				a := start(t, hb, "a", false)
+				time.Sleep(time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
+				if f == holderCutOff {
+					cut.down.Store(true)
+				}
+				store.Delete("loop")
+				time.Sleep(time.Duration(rng.Int64N(int64(50 * time.Millisecond))))
+				c := start(t, store.Open("loop"), "c", false)
+				var both, cLed int
+				for range 4000 { // 40s
+					time.Sleep(10 * time.Millisecond)
+					as, cs := a.Status(), c.Status()
+					if as.Leader && cs.Leader {
+						both++
+					}
+					if cs.Leader {
+						cLed++
+					}
+				}
+				if both != 0 {
+					t.Fatalf("fault %d, round %d: a and c both led at %d of 4000 samples", f, round, both)
+				}
+				if f == holderCutOff && cLed == 0 {
+					t.Fatalf("fault %d, round %d: c never led while a was cut off", f, round)
+				}
+			})
+		}
+	}
+}
+
+// deaf never signals a change: a watch that lost its events.
+type deaf struct{ backend.Backend }
+
+func (deaf) Watch(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
 }

@@ -118,8 +118,8 @@ func TestObserverMayCallStatus(t *testing.T) {
 
 // losable is a store that can be replaced under its candidate.
 type losable struct {
-	backend.Backend
-	lost chan struct{}
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	lost            chan struct{}
 }
 
 func (l *losable) Lost() <-chan struct{} { return l.lost }
@@ -151,8 +151,8 @@ func TestLeaderStopsAtOnceWhenItsStoreIsLost(t *testing.T) {
 // lostOnRead answers every request with ErrStoreLost once lost is set: a
 // loss found by a check on the request rather than signalled.
 type lostOnRead struct {
-	backend.Backend
-	lost atomic.Bool
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	lost            atomic.Bool
 }
 
 func (l *lostOnRead) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {

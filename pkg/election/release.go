@@ -73,12 +73,19 @@ func (e *Elector) shutdown() error {
 // candidate. On a version conflict it reads again once: the conflict may be
 // its own renewal that raced the release. The caller holds opMu and has
 // already stopped claiming.
+//
+// Only a version this candidate wrote and claimed is released: a release
+// is taken at once, so releasing a record created but not yet claimed
+// (decide's deferClaim), or one naming this candidate that it does not
+// know it wrote, would let a standby lead while the holder of a deleted
+// record may still claim. Those are waited out like an expiry.
 func (e *Elector) releaseRecord(ctx context.Context) error {
 	for range 2 {
 		e.mu.Lock()
 		v := e.view
+		ours := v.version == e.writtenVersion && v.version != e.deferredVersion
 		e.mu.Unlock()
-		if v.holder() != e.cfg.Identity {
+		if v.holder() != e.cfg.Identity || !ours {
 			return nil
 		}
 		now := e.cfg.Clock.Now()

@@ -20,12 +20,12 @@ import (
 // clocked counts a handle's requests and can make them slow (the clock
 // steps forward inside the request, before the store answers) or fail.
 type clocked struct {
-	backend.Backend
-	clock   *clocktesting.FakeClock
-	latency time.Duration
-	fail    error
-	updates []time.Time // when each Update reached the store
-	gets    int
+	*memory.Backend // keeps CreateFirst: a first start leads at once
+	clock           *clocktesting.FakeClock
+	latency         time.Duration
+	fail            error
+	updates         []time.Time // when each Update reached the store
+	gets            int
 }
 
 func (c *clocked) Get(ctx context.Context) (backend.Record, backend.Version, error) {

@@ -48,9 +48,16 @@ func TestRulesUnderFaults(t *testing.T) {
 			advance(justUnder), try("a", false), storedAs("a", 2),
 			advance(15 * time.Second), try("a", true), leads("a", 2),
 		}},
-		{"a candidate that never saw a record creates it at once", []step{
-			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 7}),
-			deleteRecord(), try("a", true), leads("a", 1),
+		{"a candidate on a store that never held a record creates it and leads at once", []step{
+			try("a", true), leads("a", 1),
+		}},
+		{"a candidate that never saw a deleted record creates it, and claims it a lease later", []step{
+			// b still claims the deleted record: a's new record ends b's
+			// claim at b's next attempt, and a claims only after a lease.
+			try("b", true), deleteRecord(), try("a", false), storedAs("a", 1), leads("b", 1),
+			try("b", false), follows("b", "a"), follows("a", "a"),
+			advance(15*time.Second - justUnder), try("a", false), follows("a", "a"),
+			advance(justUnder), try("a", true), leads("a", 1),
 		}},
 		{"a record of ours that we do not know we wrote is waited out like another's", []step{
 			// a's first Create lands after it gave up on it; meanwhile the

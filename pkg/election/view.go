@@ -16,7 +16,10 @@ type view struct {
 	present bool
 	// sawRecord is set once any record has been seen.
 	sawRecord bool
-	rec       backend.Record
+	// neverCreated is set while the last answer said the record is missing
+	// and the store proved none was ever created (backend.ErrNeverCreated).
+	neverCreated bool
+	rec          backend.Record
 	// version is the record's version; empty while it is missing.
 	version backend.Version
 	// since is when this candidate first saw this version (or this
@@ -45,7 +48,7 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 		*v = view{known: true, present: true, sawRecord: true, rec: rec, version: version, since: at}
 		e.highestToken = max(e.highestToken, rec.Transitions)
 	} else {
-		v.known, v.present, v.version, v.since = true, false, "", at
+		v.known, v.present, v.version, v.since, v.neverCreated = true, false, "", at, false
 	}
 	e.notifyLocked()
 	return true

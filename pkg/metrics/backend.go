@@ -64,3 +64,12 @@ func (i *instrumented) Update(ctx context.Context, prev backend.Version, rec bac
 	i.observe("update", start, err)
 	return v, err
 }
+
+// CreateFirst is exposed by backend.Wrapped only when the inner backend
+// has it; it is timed as a create.
+func (i *instrumented) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	start := time.Now()
+	v, err := i.Backend.(backend.FirstCreator).CreateFirst(ctx, rec)
+	i.observe("create", start, err)
+	return v, err
+}

@@ -19,8 +19,12 @@ import (
 
 // Store is a set of records shared by the Backends opened on it.
 type Store struct {
-	mu       sync.Mutex
-	records  map[string]stored
+	mu      sync.Mutex
+	records map[string]stored
+	// created names every election whose record was ever created, deleted
+	// or not: a Get of a missing record wraps backend.ErrNeverCreated
+	// only for the others.
+	created  map[string]bool
 	versions int64
 	watchers map[string]map[chan struct{}]struct{}
 	fail     error
@@ -35,6 +39,7 @@ type stored struct {
 func NewStore() *Store {
 	return &Store{
 		records:  map[string]stored{},
+		created:  map[string]bool{},
 		watchers: map[string]map[chan struct{}]struct{}{},
 	}
 }
@@ -78,7 +83,10 @@ type Backend struct {
 	name  string
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.FirstCreator = (*Backend)(nil)
+)
 
 // Get implements backend.Backend.
 func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
@@ -89,6 +97,9 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 		return backend.Record{}, "", err
 	}
 	st, ok := s.records[b.name]
+	if !ok && !s.created[b.name] {
+		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w (%w)", b.name, backend.ErrNotFound, backend.ErrNeverCreated)
+	}
 	if !ok {
 		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w", b.name, backend.ErrNotFound)
 	}
@@ -108,6 +119,24 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 	}
 	if _, ok := s.records[b.name]; ok {
 		return "", fmt.Errorf("memory: create %q: %w", b.name, backend.ErrAlreadyExists)
+	}
+	return b.putLocked(rec), nil
+}
+
+// CreateFirst implements backend.FirstCreator: the Store remembers every
+// election whose record was ever created, deleted or not.
+func (b *Backend) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := b.checkLocked(ctx, "create"); err != nil {
+		return "", err
+	}
+	if err := backend.CheckRecord(rec); err != nil {
+		return "", fmt.Errorf("memory: create %q: %w", b.name, err)
+	}
+	if s.created[b.name] {
+		return "", fmt.Errorf("memory: create %q as the first record: one was created before: %w", b.name, backend.ErrAlreadyExists)
 	}
 	return b.putLocked(rec), nil
 }
@@ -148,6 +177,7 @@ func (b *Backend) putLocked(rec backend.Record) backend.Version {
 	rec.RenewTime = rec.RenewTime.Truncate(backend.TimePrecision)
 	v := b.store.nextVersionLocked()
 	b.store.records[b.name] = stored{rec: rec, version: v}
+	b.store.created[b.name] = true
 	b.store.notifyLocked(b.name)
 	return v
 }
