@@ -13,13 +13,20 @@ import (
 // caller holds opMu.
 func (e *Elector) attempt(ctx context.Context) bool {
 	start := e.cfg.Clock.Now()
-	check := e.takeCheck(start)
+	check, renewalDue := e.takeCheck(start)
 	if !check {
 		if held, ok := e.renewBlind(ctx, start); ok {
 			return held
 		}
 	}
-	rec, version, err := e.cfg.Backend.Get(ctx)
+	readCtx := ctx
+	if check {
+		// A check must not delay the renewal: it gives up when that is due.
+		var cancel context.CancelFunc
+		readCtx, cancel = context.WithTimeout(ctx, renewalDue.Sub(start))
+		defer cancel()
+	}
+	rec, version, err := e.cfg.Backend.Get(readCtx)
 	seen := e.cfg.Clock.Now() // expiry counts from the answer, not the question
 	present := err == nil
 	if check && e.unchangedSinceWritten(present, version, err) {
@@ -65,14 +72,15 @@ func (e *Elector) attempt(ctx context.Context) bool {
 }
 
 // takeCheck reports whether this attempt is a leader's check after a
-// change signal (checkAfterSignal), made before its renewal is due. A
-// check due when the renewal is due too is a renewal.
-func (e *Elector) takeCheck(start time.Time) bool {
+// change signal (checkAfterSignal), made before its renewal is due, and
+// when that is. A check due when the renewal is due too is a renewal.
+func (e *Elector) takeCheck(start time.Time) (check bool, renewalDue time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	due := e.checkDue
+	asked := e.checkDue
 	e.checkDue = false
-	return due && e.claimingLocked(start) && start.Before(e.renewedAt.Add(e.cfg.RenewInterval))
+	renewalDue = e.renewedAt.Add(e.cfg.RenewInterval)
+	return asked && e.claimingLocked(start) && start.Before(renewalDue), renewalDue
 }
 
 // unchangedSinceWritten reports whether a check's read leaves nothing to
@@ -104,12 +112,17 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 
 // renewBlind renews a record this candidate wrote last without reading it
 // first: an Update conditional on the version it wrote, so the leader costs
-// the store one request per renewal. It reports ok=false when a read is
-// needed (not leading, or the record changed under it).
+// the store one request per renewal, and a leader whose claim lapsed on a
+// slow store renews with one request too. It reports ok=false when a read
+// is needed (not its record, or the record changed under it).
 func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok bool) {
 	e.mu.Lock()
 	v := e.view
-	mine := e.leading && !e.stopped && !e.lost && !e.holdingOffLocked(start) && v.present &&
+	// Leading, or the record is still the version this candidate wrote
+	// last (its claim lapsed, a renewal too slow): nobody wrote since, so
+	// the conditional Update is a renewal like any other.
+	ours := e.leading || v.version == e.writtenVersion && v.version != e.deferredVersion
+	mine := ours && !e.stopped && !e.lost && !e.holdingOffLocked(start) && v.present &&
 		v.rec.HolderIdentity == e.cfg.Identity && v.rec.Transitions == e.token
 	e.mu.Unlock()
 	if !mine {

@@ -156,12 +156,15 @@
 // a renewal starts at s+5s; if the store fails fast, retries start at
 // s+7s to s+7.4s and s+9s to s+9.8s; the leader stops claiming at s+10s:
 // three tries (the renewal and two retries) fit before demotion. A request
-// that hangs cannot use up the claim: a leader's attempt is cut off after
-// half of what is left of its claim, and an attempt that took longer than
-// the jittered retry period is retried at once (the retry period counts
-// from the start of the failed attempt). At the defaults a renewal at s+5s
-// that hangs is cut off at s+7.5s, a retry that hangs too at s+8.75s, and
-// a third try starts at s+8.75s with 1.25s left. A standby's attempt may
+// that hangs cannot use up the claim: a leader's attempt is cut off when
+// what is left of its claim is down to half a retry period (or to half of
+// what was left when it started, if that is less), and an attempt cut
+// off so, or one that took longer than the jittered retry period, is
+// retried at once (the retry period counts from the start of the failed
+// attempt). At the defaults a
+// renewal at s+5s that hangs is cut off at s+9s, a retry that hangs too at
+// s+9.5s, and a third try starts at s+9.5s with 0.5s left; a store that
+// answers within 4s renews every time. A standby's attempt may
 // take the whole renew deadline. (The Lease backend's client closes its
 // connections when a request runs out of time, so a retry after a hung
 // request does not queue on the same, possibly dead, connection.)

@@ -61,6 +61,9 @@ type Elector struct {
 	// attemptStarted is when the last attempt began.
 	attemptFailed  bool
 	attemptStarted time.Time
+	// attemptCutOff is set when the last attempt failed because its
+	// bound (attemptTimeout) cut it off.
+	attemptCutOff bool
 	// checkDue is set by a change signal on a leader: the next attempt
 	// reads the record before its renewal is due (checkAfterSignal).
 	checkDue bool

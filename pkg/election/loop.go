@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -78,24 +79,28 @@ func (e *Elector) step(ctx context.Context) {
 	e.mu.Unlock()
 	attemptCtx, cancel := context.WithTimeout(ctx, e.attemptTimeout())
 	e.attempt(attemptCtx)
+	cutOff := errors.Is(attemptCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	defer e.unlock()
+	e.attemptCutOff = cutOff && e.attemptFailed
 	if e.leading && !e.claimingLocked(now) && !e.stopped {
 		e.stepDownLocked("could not renew within the renew deadline")
 	}
 }
 
-// attemptTimeout bounds one attempt: a leader may use half of what is
-// left of its claim, so a request that hangs until it is cut off leaves
-// the other half for retries; a standby may use the whole renew deadline.
+// attemptTimeout bounds one attempt: a leader may use what is left of its
+// claim but for a reserve of half a retry period (at most half of what is
+// left), so a request that hangs until it is cut off leaves room for a
+// retry on fresh connections, while a slow store that answers within the
+// claim still renews; a standby may use the whole renew deadline.
 func (e *Elector) attemptTimeout() time.Duration {
 	s := e.Status()
 	if s.Leader {
 		if left := s.ValidUntil.Sub(e.cfg.Clock.Now()); left > 0 {
-			return left / 2
+			return left - min(left/2, e.cfg.RetryPeriod/2)
 		}
 	}
 	return e.cfg.RenewDeadline
@@ -120,6 +125,11 @@ func (e *Elector) nextWait() time.Duration {
 		// claim, so it reads again at once (once) instead of claiming on
 		// for a retry period.
 		e.readAgainNow = false
+		return 0
+	}
+	if e.attemptFailed && e.attemptCutOff && e.claimingLocked(now) {
+		// A try cut off by its bound hung: the next one, on fresh
+		// connections, starts at once while the claim lasts.
 		return 0
 	}
 	if e.attemptFailed {

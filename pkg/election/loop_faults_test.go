@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -183,10 +184,11 @@ func (h *hangingUpdates) Update(ctx context.Context, v backend.Version, r backen
 	return h.Backend.Update(ctx, v, r)
 }
 
-// A leader's attempt may use half of what is left of its claim, and a
-// request cut off by that bound is retried at once: at the defaults a
-// renewal at +5s that hangs is cut off at +7.5s, the retry is cut off at
-// +8.75s, and the third try, at +8.75s, still falls inside the claim.
+// A leader's attempt is cut off when half a retry period of its claim is
+// left (half of what is left, if less), and a request cut off by that
+// bound is retried at once: at the defaults a renewal at +5s that hangs
+// is cut off at +9s, the retry at +9.5s, and the third try, at +9.5s,
+// still falls inside the claim (the package doc's schedule).
 func TestLeaderRetriesBeforeItsClaimEndsAfterRenewalsHang(t *testing.T) {
 	for _, hung := range []int32{1, 2} {
 		t.Run(fmt.Sprintf("%d hung", hung), func(t *testing.T) { testRenewalsHang(t, hung) })
@@ -202,8 +204,17 @@ func testRenewalsHang(t *testing.T, hung int32) {
 			t.Fatal("a does not lead a free record")
 		}
 		claimedUntil := a.Status().ValidUntil
+		claimFrom := claimedUntil.Add(-DefaultRenewDeadline)
 		h.n.Store(hung) // the next renewals never get an answer
 		renewal := <-h.started
+		tries := []time.Duration{renewal.Sub(claimFrom)}
+		for range hung - 1 {
+			tries = append(tries, (<-h.started).Sub(claimFrom))
+		}
+		want := []time.Duration{5 * time.Second, 9 * time.Second, 9500 * time.Millisecond}[:hung]
+		if !slices.Equal(tries, want) {
+			t.Fatalf("hung tries started at %v after the claim began, want %v", tries, want)
+		}
 		for time.Now().Before(claimedUntil.Add(DefaultRenewDeadline)) {
 			time.Sleep(10 * time.Millisecond)
 			if !a.Status().Leader {
@@ -296,4 +307,81 @@ func (deaf) Watch(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{})
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch
+}
+
+// slowStore answers every request correctly after latency, unless the
+// request's context ends first: then it does not land.
+type slowStore struct {
+	*memory.Backend
+	latency time.Duration
+}
+
+func (s *slowStore) wait(ctx context.Context) error {
+	select {
+	case <-time.After(s.latency):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slowStore) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	if err := s.wait(ctx); err != nil {
+		return backend.Record{}, "", err
+	}
+	return s.Backend.Get(ctx)
+}
+
+func (s *slowStore) Create(ctx context.Context, r backend.Record) (backend.Version, error) {
+	if err := s.wait(ctx); err != nil {
+		return "", err
+	}
+	return s.Backend.Create(ctx, r)
+}
+
+func (s *slowStore) CreateFirst(ctx context.Context, r backend.Record) (backend.Version, error) {
+	if err := s.wait(ctx); err != nil {
+		return "", err
+	}
+	return s.Backend.CreateFirst(ctx, r)
+}
+
+func (s *slowStore) Update(ctx context.Context, v backend.Version, r backend.Record) (backend.Version, error) {
+	if err := s.wait(ctx); err != nil {
+		return "", err
+	}
+	return s.Backend.Update(ctx, v, r)
+}
+
+// A store that answers every request slowly but within the claim keeps
+// its leader: at the defaults, up to 4s a request (the package doc), the
+// leader renews every time and, after its first term, the election is
+// never leaderless, nor has it two leaders.
+func TestLeaderOnASlowStoreKeepsRenewing(t *testing.T) {
+	for _, latency := range []time.Duration{2 * time.Second, 2600 * time.Millisecond, 3 * time.Second, 3900 * time.Millisecond} {
+		t.Run(latency.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				a := start(t, &slowStore{Backend: store.Open("loop"), latency: latency}, "a", true)
+				b := start(t, &slowStore{Backend: store.Open("loop"), latency: latency}, "b", true)
+				// The first term starts late in its claim (a read and a
+				// create took 2 latencies); from the next one on, the
+				// leader's renewals fit.
+				time.Sleep(time.Minute)
+				var leaderless, two int
+				for range 3000 { // 5 minutes
+					time.Sleep(100 * time.Millisecond)
+					switch len(leaders(a, b)) {
+					case 0:
+						leaderless++
+					case 2:
+						two++
+					}
+				}
+				if leaderless != 0 || two != 0 {
+					t.Fatalf("of 3000 samples %d had no leader and %d two, want 0 and 0", leaderless, two)
+				}
+			})
+		})
+	}
 }
