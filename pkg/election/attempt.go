@@ -51,6 +51,15 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		written, err = e.cfg.Backend.Update(ctx, version, write)
 		e.acceptSent(write, written, err, start)
 		return false
+	case releaseTransfer:
+		written, err = e.cfg.Backend.Update(ctx, version, write)
+		if err != nil {
+			e.failed(a.kind.String(), err)
+			return false
+		}
+		e.observe(true, write, written)
+		e.log.Info("released a hand-off it may no longer take", "token", write.Transitions)
+		return false
 	default:
 		return false
 	}
@@ -193,6 +202,8 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 		return a, renewed
 	case accept:
 		return a, acceptRecord(rec, e.cfg.Identity)
+	case releaseTransfer:
+		return a, releaseShape(a.token, seen)
 	case acquire, recreate:
 		return a, backend.Record{
 			HolderIdentity:       e.cfg.Identity,

@@ -52,10 +52,13 @@ const (
 	// accept: accept the hand-off offered in the observed record (see
 	// handoffStep); the candidate does not lead by it.
 	accept
+	// releaseTransfer: write the release shape, token kept, over a record
+	// transferred to this candidate that it may not take (handoffStep).
+	releaseTransfer
 )
 
 func (k actionKind) String() string {
-	return [...]string{"wait", "renew", "acquire", "recreate", "accept"}[k]
+	return [...]string{"wait", "renew", "acquire", "recreate", "accept", "release-transfer"}[k]
 }
 
 // action is what decide tells a candidate to do.

@@ -216,7 +216,9 @@
 //     a token t' above t while it remembers an accept of L's offer at t
 //     (made less than a lease duration ago), renews it like any renewal,
 //     clearing the marker, and leads with token t' from the start of that
-//     renewal. A
+//     renewal. If X may no longer lead by then (it sits out, or is held
+//     off after a release), it writes the release shape over the transfer
+//     instead, token t' kept, so a standby takes over at once. A
 //     transferred record without such an accept (edited by hand, or a
 //     marker left behind) is waited out like any record naming this
 //     candidate that it did not write.

@@ -163,3 +163,28 @@ func TestHandoffWithNoTokenLeftAboveTheHighestSeen(t *testing.T) {
 		atMostOneLeader(h)
 	})
 }
+
+// A target that sits out (its app turned unhealthy) between its accept
+// and the transfer releases the record transferred to it at once, token
+// kept, instead of leaving the election leaderless for a lease.
+func TestHandoffTargetThatSitsOutAfterAcceptingReleasesTheTransfer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := settled(t, "b", "c")
+		p := startHandoff(h, "a", "b")
+		try("b", false)(h) // accepts
+		if _, err := h.candidate("b").SitOut(h.t.Context(), "the app is unhealthy"); err != nil {
+			t.Fatalf("SitOut: %v", err)
+		}
+		if _, err := p.finish(h); err != nil {
+			t.Fatalf("Handoff: %v", err)
+		}
+		storedAs("b", 2)(h)
+		try("b", false)(h) // sees the transfer it may not take
+		storedAs("", 2)(h)
+		try("c", true)(h) // a release is taken at once
+		leads("c", 3)(h)
+		try("a", false)(h)
+		try("b", false)(h)
+		atMostOneLeader(h)
+	})
+}

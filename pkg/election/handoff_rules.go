@@ -56,7 +56,16 @@ func targets(to, identity string) bool {
 func (o observation) handoffStep(now time.Time) (action, bool) {
 	v := o.view
 	h := v.rec.Handoff
-	if !v.present || h.IsZero() || h.Token != v.rec.Transitions || h.Token != o.highest || !mayAcceptHandoff(o, now) {
+	if !v.present || h.IsZero() || h.Token != v.rec.Transitions || h.Token != o.highest {
+		return action{}, false
+	}
+	if !mayAcceptHandoff(o, now) {
+		// A transfer after this candidate's accept, which it may no
+		// longer take (it sits out, is held off, or is stopping): nobody
+		// claims it, so it is released at once rather than waited out.
+		if o.transferredToUs(now) && !o.stopped && !o.leading {
+			return action{kind: releaseTransfer, token: h.Token}, true
+		}
 		return action{}, false
 	}
 	switch h.Phase {
@@ -65,12 +74,19 @@ func (o observation) handoffStep(now time.Time) (action, bool) {
 			h.Token >= 1 && h.Token < backend.MaxTransitions && now.Before(o.expiry())
 		return action{kind: accept, token: h.Token}, offered
 	case backend.HandoffTransfer:
-		a := o.accepted
-		ours := v.rec.HolderIdentity == o.identity && h.To == o.identity &&
-			a.from != "" && h.From == a.from && h.Token > a.token && now.Before(a.at.Add(o.ownLease))
-		return action{kind: renew, token: h.Token}, ours
+		return action{kind: renew, token: h.Token}, o.transferredToUs(now)
 	}
 	return action{}, false
+}
+
+// transferredToUs reports whether the observed record is a transfer to
+// this candidate from the leader whose offer it accepted, at a token above
+// that offer's, within a lease duration of its accept.
+func (o observation) transferredToUs(now time.Time) bool {
+	v, a := o.view, o.accepted
+	h := v.rec.Handoff
+	return h.Phase == backend.HandoffTransfer && v.rec.HolderIdentity == o.identity && h.To == o.identity &&
+		a.from != "" && h.From == a.from && h.Token > a.token && now.Before(a.at.Add(o.ownLease))
 }
 
 // acceptRecord is the record a candidate writes to accept the offer in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -88,13 +89,7 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		if v.holder() != e.cfg.Identity || !ours {
 			return nil
 		}
-		now := e.cfg.Clock.Now()
-		released := backend.Record{
-			LeaseDurationSeconds: 1,
-			AcquireTime:          now,
-			RenewTime:            now,
-			Transitions:          v.rec.Transitions,
-		}
+		released := releaseShape(v.rec.Transitions, e.cfg.Clock.Now())
 		written, err := e.cfg.Backend.Update(ctx, v.version, released)
 		if err == nil {
 			e.observe(true, released, written)
@@ -111,6 +106,13 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		e.observe(err == nil, fresh, freshVersion)
 	}
 	return fmt.Errorf("release: the record kept changing: %w", backend.ErrConflict)
+}
+
+// releaseShape is the record a release writes, here and in client-go: no
+// holder, a lease of one second, acquire time equal to renew time, the
+// token kept (see isRelease).
+func releaseShape(token int64, now time.Time) backend.Record {
+	return backend.Record{LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: token}
 }
 
 // observe records an answer that has just arrived.
