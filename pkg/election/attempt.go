@@ -166,7 +166,11 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 		// A read found a change no snapshot reported: poll until the
 		// backend's watch shows it is keeping up again.
 		e.pollFast = true
-		if regressed {
+		// Once per lower token and holder, not at every renewal of a
+		// holder that started below the highest token seen.
+		term := &regressedTerm{holder: rec.HolderIdentity, token: rec.Transitions}
+		if regressed && (e.regressedReported == nil || *term != *e.regressedReported) {
+			e.regressedReported = term
 			highest := e.highestToken
 			e.log.Error("the record's token is lower than one seen before: it was recreated or edited; "+
 				"new terms continue above the highest token seen", "token", rec.Transitions, "highest", highest)

@@ -13,7 +13,8 @@
 // changes, including from an empty holder after a release; a renewal keeps
 // it. A candidate never writes a token lower than one it has seen: a
 // record whose token went back (recreated by a client-go candidate at 0,
-// edited by hand) is reported (Observer.TokenAnomaly) and the next term
+// edited by hand) is reported (Observer.TokenAnomaly, once per holder
+// and token, not at every renewal of that holder) and the next term
 // continues above the highest token seen. A token edited by hand on the
 // leader's own record starts a new term above it. No term starts beyond
 // backend.MaxTransitions: the candidate reports TokenExhausted and waits

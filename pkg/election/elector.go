@@ -73,6 +73,10 @@ type Elector struct {
 	// accepted is the last hand-off offer this candidate accepted
 	// (handoff_rules.go); cleared when a term starts.
 	accepted acceptedOffer
+	// regressedReported is the last record whose token was reported
+	// lower than one seen before (TokenRegressed), nil if none: one
+	// report each.
+	regressedReported *regressedTerm
 	// exhaustedSince is the view.since of the record for which a token
 	// shortage was last reported: one report per version.
 	exhaustedSince time.Time
@@ -83,6 +87,12 @@ type Elector struct {
 
 	// deliverMu keeps Observer calls in the order they were made.
 	deliverMu sync.Mutex
+}
+
+// regressedTerm names a term by its holder and token.
+type regressedTerm struct {
+	holder string
+	token  int64
 }
 
 // Status is a candidate's view of the election at one instant.

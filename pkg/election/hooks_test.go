@@ -82,6 +82,18 @@ func (o *recordingObserver) TokenAnomaly(a TokenAnomaly, seen, highest int64) {
 	o.add("%s seen=%d highest=%d", a, seen, highest)
 }
 
+func (o *recordingObserver) count(event string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, e := range o.events {
+		if e == event {
+			n++
+		}
+	}
+	return n
+}
+
 func (o *recordingObserver) has(event string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -143,6 +155,17 @@ func observed(id, event string) step {
 		h.candidate(id)
 		if o := h.observers[id]; !o.has(event) {
 			h.t.Fatalf("%s's observer was not told %q; it was told %q", id, event, o.events)
+		}
+	}
+}
+
+// observedTimes checks that id's observer was told event exactly n times.
+func observedTimes(id, event string, n int) step {
+	return func(h *harness) {
+		h.t.Helper()
+		h.candidate(id)
+		if got := h.observers[id].count(event); got != n {
+			h.t.Fatalf("%s's observer was told %q %d times, want %d; it was told %q", id, event, got, n, h.observers[id].events)
 		}
 	}
 }

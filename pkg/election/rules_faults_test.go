@@ -113,6 +113,17 @@ func TestRulesUnderFaults(t *testing.T) {
 			handEdit(backend.Record{LeaseDurationSeconds: 1, Transitions: 0}),
 			try("b", true), leads("b", 3), observed("b", "token-regressed seen=0 highest=2"),
 		}},
+		{"a lower token is reported once, not at every renewal of its holder", []step{
+			try("a", true), release("a"), try("b", true), leads("b", 2), try("a", false),
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 1}),
+			try("a", false), follows("a", "x"),
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 1, RenewTime: epoch.Add(time.Second)}),
+			try("a", false),
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 1, RenewTime: epoch.Add(2 * time.Second)}),
+			try("a", false), observedTimes("a", "token-regressed seen=1 highest=2", 1),
+			handEdit(backend.Record{HolderIdentity: "y", LeaseDurationSeconds: 15, Transitions: 1}),
+			try("a", false), observedTimes("a", "token-regressed seen=1 highest=2", 2),
+		}},
 		{"the highest token cannot be exceeded: reported, never wrapped", []step{
 			handEdit(backend.Record{LeaseDurationSeconds: 1, Transitions: backend.MaxTransitions}),
 			try("a", false), follows("a", ""), storedAs("", backend.MaxTransitions),
