@@ -7,15 +7,19 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-// kubeClient is the one Kubernetes client of a process, built on first
-// use: the lease backend, the Events and the Pod publisher share it, and a
-// process that needs none never loads a kubeconfig.
+// kubeClient holds a process's Kubernetes clients, each built on first
+// use, so a process that needs none never loads a kubeconfig. The
+// election's Lease has a client of its own, with its own connections: a
+// request that runs out of time closes its client's connections (so the
+// retry dials anew), and a Pod patch or an Event slowed by an admission
+// webhook must not abort a renewal in flight or reset the watch. The Pod
+// publisher and the Events share the other one.
 type kubeClient struct {
-	get func() (*kubeclient.Client, error)
+	forElection, forOthers func() (*kubeclient.Client, error)
 }
 
 func newKubeClient(cfg electionConfig) *kubeClient {
-	return &kubeClient{get: sync.OnceValues(func() (*kubeclient.Client, error) {
+	build := func() (*kubeclient.Client, error) {
 		rc, err := cfg.kube.source.restConfig()
 		if err != nil {
 			return nil, err
@@ -26,5 +30,6 @@ func newKubeClient(cfg electionConfig) *kubeClient {
 			Burst:     cfg.kube.burst,
 			UserAgent: "leader-sidecar/" + currentVersion(),
 		})
-	})}
+	}
+	return &kubeClient{forElection: sync.OnceValues(build), forOthers: sync.OnceValues(build)}
 }

@@ -17,7 +17,7 @@ func podPublisher(cfg sidecarConfig, kube *kubeClient, log *slog.Logger) (*podre
 	if mode != podreadiness.ModePodCondition && mode != podreadiness.ModeLabel {
 		return nil, nil
 	}
-	client, err := kube.get()
+	client, err := kube.forOthers()
 	if err != nil {
 		return nil, fmt.Errorf("--readiness-mode %s needs the Kubernetes API: %w", mode, err)
 	}
@@ -74,7 +74,7 @@ func eventRecorder(cfg sidecarConfig, st *store, kube *kubeClient, log *slog.Log
 		log.Info("not recording Kubernetes Events", "reason", reason)
 		return nil, func() {}
 	}
-	client, err := kube.get()
+	client, err := kube.forOthers()
 	if err == nil {
 		var rec *kubeevents.Recorder
 		if rec, err = kubeevents.New(kubeevents.Config{Client: client, Pod: pod, LeaseNamespace: st.namespace,

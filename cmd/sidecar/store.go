@@ -54,7 +54,7 @@ func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeClient, log *slo
 }
 
 func openLease(_ context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error) {
-	client, err := kube.get()
+	client, err := kube.forElection()
 	if err != nil {
 		return nil, err
 	}
