@@ -32,6 +32,7 @@ func (l *locker) run(ctx context.Context) int {
 		go func() { _ = s.serve() }()
 	}
 	defer func() {
+		l.stepDowns.finish()
 		stopElection()
 		<-e.done // stopped claiming, and released if it held the record
 		l.shutdownServers()
@@ -51,12 +52,17 @@ func (l *locker) run(ctx context.Context) int {
 		return 126
 	}
 	l.log.Info("leading: running the command", "token", st.Token, "pid", c.cmd.Process.Pid)
-	lost := l.supervise(ctx, c, st.Token, e)
+	lost, stepped := l.supervise(ctx, c, st.Token, e)
 	c.killLeftovers()
+	l.stepDowns.finish()
 	status = c.exitStatus()
-	if lost != "" {
+	switch {
+	case lost != "":
 		l.log.Error("leadership was lost while the command ran; exiting 1", "reason", lost, "command status", status)
 		return 1
+	case stepped != "":
+		l.log.Info("the command was stopped and leadership given up", "reason", stepped, "command status", status)
+		return status
 	}
 	l.log.Info("the command exited; releasing the lease", "status", status)
 	return status
@@ -80,6 +86,9 @@ func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st electi
 		case sig := <-l.p.signals:
 			l.log.Info("signal before leading; not running the command", "signal", sig)
 			return st, 128 + signalNumber(sig), false
+		case req := <-l.stepDowns.requests:
+			// No CMD runs yet: nothing to stop first.
+			req.reply(req.perform(ctx, l.elector))
 		case <-ctx.Done():
 			return st, 128 + int(syscall.SIGTERM), false
 		}
@@ -87,11 +96,24 @@ func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st electi
 }
 
 // supervise watches the claim while CMD runs, passes signals on to it,
-// and stops it if leadership is lost: SIGTERM, then SIGKILL after
-// --kill-grace. It returns once CMD has exited, with why leadership was
-// lost, or "" if it was not.
-func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electionRun) (lost string) {
-	var kill <-chan time.Time
+// and stops it if leadership is lost or the app API asks for a release or
+// a hand-off: SIGTERM, then SIGKILL after --kill-grace. It returns once
+// CMD has exited, with why leadership was lost ("" if it was not), and
+// what the lock did on request after CMD had exited, what is left of its
+// group killed ("" if nothing was asked).
+func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electionRun) (lost, stepped string) {
+	var (
+		pending  *stepDown // the release or hand-off waiting for CMD to exit
+		stopping bool      // SIGTERM sent, SIGKILL due at kill
+		kill     <-chan time.Time
+	)
+	stop := func() {
+		if !stopping {
+			stopping = true
+			c.signal(syscall.SIGTERM)
+			kill = time.After(l.cfg.killGrace)
+		}
+	}
 	electionDone, ctxDone := e.done, ctx.Done()
 	for {
 		changed := l.elector.Changed()
@@ -100,8 +122,7 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 			st := l.elector.Status()
 			if lost = lossReason(st, token, e); lost != "" {
 				l.log.Error("leadership lost: stopping the command", "reason", lost, "kill grace", l.cfg.killGrace)
-				c.signal(syscall.SIGTERM)
-				kill = time.After(l.cfg.killGrace)
+				stop()
 			} else {
 				// The claim ends at ValidUntil unless a renewal moves it
 				// (which closes changed): look again then.
@@ -110,7 +131,26 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 		}
 		select {
 		case <-c.done:
-			return lost
+			if pending == nil {
+				return lost, ""
+			}
+			if lost != "" {
+				pending.reply(l.elector.Status(), fmt.Errorf("%w: leadership was lost while the command was being stopped (%s)", election.ErrNotLeader, lost))
+				return lost, ""
+			}
+			c.killLeftovers()
+			return "", l.performStepDown(pending)
+		case req := <-l.stepDowns.requests:
+			switch {
+			case lost != "":
+				req.reply(l.elector.Status(), fmt.Errorf("%w: leadership was lost (%s); the command is being stopped", election.ErrNotLeader, lost))
+			case pending != nil:
+				req.reply(l.elector.Status(), errStepDownUnderWay)
+			default:
+				pending = req
+				l.log.Info("stopping the command before giving up leadership", "request", req.what(), "kill grace", l.cfg.killGrace)
+				stop()
+			}
 		case <-changed:
 		case <-lapse:
 		case <-electionDone:
@@ -126,6 +166,26 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 			l.log.Error("the command outlived --kill-grace: SIGKILL", "kill grace", l.cfg.killGrace)
 			c.signal(syscall.SIGKILL)
 		}
+	}
+}
+
+// performStepDown releases or hands off once CMD is gone, answers the
+// request, and says what was done. The writes get their own time (the
+// asker may have given up meanwhile): a lease left held would make the
+// next candidate wait it out.
+func (l *locker) performStepDown(req *stepDown) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*l.cfg.election.renewDeadline)
+	defer cancel()
+	st, err := req.perform(ctx, l.elector)
+	req.reply(st, err)
+	switch {
+	case err != nil:
+		l.log.Warn("the command was stopped, but the step-down failed", "request", req.what(), "err", err)
+		return fmt.Sprintf("stopped for %s, which failed: %v", req.what(), err)
+	case req.handoff:
+		return "handed off to " + st.Holder + " (" + req.what() + ")"
+	default:
+		return "released (" + req.what() + ")"
 	}
 }
 
