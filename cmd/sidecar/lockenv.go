@@ -65,7 +65,10 @@ its environment:
 
 It keeps renewing while CMD runs. If leadership is lost (the claim lapses,
 another term begins, the SQLite file is deleted or replaced) CMD's process
-group gets SIGTERM, then SIGKILL after --kill-grace. SIGTERM and SIGINT
+group gets SIGTERM, then SIGKILL after --kill-grace (default: half of
+--lease-duration minus --renew-deadline, so SIGKILL is sent at the latest
+by halfway between the end of the claim and the earliest instant another
+candidate may lead). SIGTERM and SIGINT
 sent to sidecar lock are passed on to CMD. When CMD exits, whatever is left
 of its process group is killed and the lease is released, so the next
 sidecar lock on the election starts at once. POST /leader/release and

@@ -25,7 +25,7 @@ func newLockFlags() *lockFlags {
 	fs := f.set
 	fs.SetInterspersed(false) // the first word that is not a flag is CMD
 	f.election.addElection(fs)
-	fs.DurationVar(&f.killGrace, "kill-grace", 0, "after leadership is lost, how long CMD has between SIGTERM and SIGKILL (default: --lease-duration minus --renew-deadline, so CMD is killed before another candidate can lead)")
+	fs.DurationVar(&f.killGrace, "kill-grace", 0, "after leadership is lost (or a release or hand-off is asked for), how long CMD has between SIGTERM and SIGKILL; at most three quarters of --lease-duration minus --renew-deadline (default: half of it, so CMD is killed at the latest by halfway between the end of the claim and the earliest instant another candidate may lead)")
 	fs.StringVar(&f.httpAddress, "http-address", "", "serve the app API (GET /leader, /leader/watch, ...) of this candidate on a loopback address, e.g. 127.0.0.1:4040 (default: off)")
 	f.election.addStore(fs)
 	f.log.add(fs)
@@ -46,6 +46,27 @@ type lockConfig struct {
 	path    string
 }
 
+// After a renewal that starts at s and is the last to succeed, the lock
+// stops claiming at s + renew deadline and sends CMD SIGTERM then; another
+// candidate may lead from s + lease duration on, at the earliest (it
+// counts the lease from when it saw that renewal, which is after s).
+// SIGKILL is due at s + renew deadline + kill grace, so the kill grace
+// must end well before the lease does: the rest is the margin for the
+// timers' lateness and the reaping.
+
+// defaultKillGrace is half of lease duration minus renew deadline: SIGKILL
+// is due halfway between the end of the claim and the earliest instant
+// another candidate may lead.
+func defaultKillGrace(el electionConfig) time.Duration {
+	return (el.leaseDuration - el.renewDeadline) / 2
+}
+
+// maxKillGrace is the longest --kill-grace accepted: three quarters of
+// lease duration minus renew deadline, leaving a quarter as the margin.
+func maxKillGrace(el electionConfig) time.Duration {
+	return (el.leaseDuration - el.renewDeadline) * 3 / 4
+}
+
 // errNoCommand: sidecar lock was given no CMD.
 var errNoCommand = errors.New("no command: want sidecar lock [flags] -- CMD [ARGS...]")
 
@@ -60,10 +81,15 @@ func (f *lockFlags) config(environ []string) (lockConfig, error) {
 	if err != nil {
 		return lockConfig{}, err
 	}
-	killGrace := el.leaseDuration - el.renewDeadline
+	killGrace := defaultKillGrace(el)
 	if f.set.Changed("kill-grace") {
 		if f.killGrace < 0 {
 			return lockConfig{}, fmt.Errorf("--kill-grace: must not be negative, got %v", f.killGrace)
+		}
+		if most := maxKillGrace(el); f.killGrace > most {
+			return lockConfig{}, fmt.Errorf("--kill-grace: must be at most %v (three quarters of --lease-duration minus --renew-deadline), "+
+				"so that CMD is killed with a margin before another candidate may lead; got %v (raise --lease-duration for a longer grace)",
+				most, f.killGrace)
 		}
 		killGrace = f.killGrace
 	}

@@ -34,6 +34,13 @@ func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"only the dashes", []string{"--"}, nil, "no command"},
 		{"flags but no command", []string{"--lease-name", "jobs", "--"}, nil, "no command"},
 		{"negative kill grace", []string{"--kill-grace", "-1s", "--", "true"}, nil, "--kill-grace: must not be negative"},
+		// SIGKILL would be due when another candidate may already lead.
+		{"kill grace without a margin", []string{"--kill-grace", "5s", "--", "true"}, nil,
+			"--kill-grace: must be at most 3.75s (three quarters of --lease-duration minus --renew-deadline)"},
+		{"kill grace past the lease", []string{"--kill-grace", "30s", "--", "true"}, nil, "--kill-grace: must be at most 3.75s"},
+		{"kill grace past the lease by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=4s"}, "--kill-grace: must be at most 3.75s"},
+		{"the bound follows the timings", []string{"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms", "--kill-grace", "751ms", "--", "true"}, nil,
+			"--kill-grace: must be at most 750ms"},
 		{"kill grace not a duration", []string{"--kill-grace", "soon", "--", "true"}, nil, `"--kill-grace"`},
 		{"env: kill grace not a duration", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=5"}, `LEADER_SIDECAR_KILL_GRACE="5" (--kill-grace)`},
 		{"app API on every interface", []string{"--http-address", ":4040", "--", "true"}, nil, "--http-address: must be a loopback address"},
@@ -111,19 +118,27 @@ func TestLockConfig(t *testing.T) {
 		killGrace time.Duration
 		leaseName string
 	}{
-		{"kill grace defaults to lease minus renew", []string{"--", "true"}, nil,
-			[]string{"true"}, election.DefaultLeaseDuration - election.DefaultRenewDeadline, "leader-sidecar"},
+		// SIGKILL is due halfway between the renew deadline and the
+		// lease duration: the other half is the margin before another
+		// candidate may lead.
+		{"kill grace defaults to half of lease minus renew", []string{"--", "true"}, nil,
+			[]string{"true"}, (election.DefaultLeaseDuration - election.DefaultRenewDeadline) / 2, "leader-sidecar"},
 		{"the default follows the timings", []string{"--lease-duration", "20s", "--renew-deadline", "12s", "--", "true"}, nil,
-			[]string{"true"}, 8 * time.Second, "leader-sidecar"},
-		{"kill grace by flag", []string{"--kill-grace", "30s", "--", "true"}, nil, []string{"true"}, 30 * time.Second, "leader-sidecar"},
+			[]string{"true"}, 4 * time.Second, "leader-sidecar"},
+		// lease - renew deadline - retry period would be negative here.
+		{"the default with a long retry period", []string{"--lease-duration", "20s", "--renew-deadline", "12s", "--retry-period", "9s", "--", "true"}, nil,
+			[]string{"true"}, 4 * time.Second, "leader-sidecar"},
+		{"kill grace by flag", []string{"--kill-grace", "3s", "--", "true"}, nil, []string{"true"}, 3 * time.Second, "leader-sidecar"},
+		{"kill grace at its bound", []string{"--kill-grace", "3750ms", "--", "true"}, nil, []string{"true"}, 3750 * time.Millisecond, "leader-sidecar"},
+		{"a longer grace with a longer lease", []string{"--lease-duration", "60s", "--kill-grace", "30s", "--", "true"}, nil, []string{"true"}, 30 * time.Second, "leader-sidecar"},
 		{"kill grace by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=1s"}, []string{"true"}, time.Second, "leader-sidecar"},
 		{"flag beats env", []string{"--kill-grace", "2s", "--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=1s"}, []string{"true"}, 2 * time.Second, "leader-sidecar"},
 		{"zero kill grace: SIGKILL at once", []string{"--kill-grace", "0s", "--", "true"}, nil, []string{"true"}, 0, "leader-sidecar"},
 		{"CMD's flags are CMD's", []string{"--lease-name", "jobs", "--", "sh", "-c", "exit 3", "--lease-name", "x"}, nil,
-			[]string{"sh", "-c", "exit 3", "--lease-name", "x"}, 5 * time.Second, "jobs"},
+			[]string{"sh", "-c", "exit 3", "--lease-name", "x"}, 2500 * time.Millisecond, "jobs"},
 		{"without the dashes, the first word that is no flag is CMD", []string{"--lease-name", "jobs", "sh", "--lease-name", "x"}, nil,
-			[]string{"sh", "--lease-name", "x"}, 5 * time.Second, "jobs"},
-		{"election flags from env", []string{"--", "true"}, []string{"LEADER_SIDECAR_LEASE_NAME=nightly"}, []string{"true"}, 5 * time.Second, "nightly"},
+			[]string{"sh", "--lease-name", "x"}, 2500 * time.Millisecond, "jobs"},
+		{"election flags from env", []string{"--", "true"}, []string{"LEADER_SIDECAR_LEASE_NAME=nightly"}, []string{"true"}, 2500 * time.Millisecond, "nightly"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
