@@ -203,6 +203,10 @@ func lossReason(st election.Status, token int64, e *electionRun) string {
 		return fmt.Sprintf("a new term began (token %d)", st.Token)
 	case st.Holder != "" && st.Holder != st.Identity:
 		return "the record now names " + st.Holder
+	case st.Holder == "":
+		// A release or hand-off asked of this lock stops CMD first and
+		// is logged as such: this one came from elsewhere.
+		return "the record was released or removed under this lock"
 	default:
 		return "the claim lapsed: no successful renewal within --renew-deadline"
 	}
