@@ -77,9 +77,14 @@ release or hand off; the lock then exits with CMD's status. If sidecar lock
 itself is killed, the kernel kills CMD (Linux only; CMD itself, not what it
 started in the background).
 
+It waits for ever to lead, unless --timeout (give up after that long) or
+--nonblock (give up at once if the record names another holder, as
+flock -n does). It logs only warnings and errors unless --verbose.
+
 Exit status: CMD's own; 128+n if CMD was killed by signal n; 1 if
 leadership was lost while CMD ran (whatever CMD then returned), or the
 store cannot be opened or was lost before CMD started; 2 for invalid flags
-or no CMD; 126 if CMD cannot be run, 127 if it is not found; 128+n if
-signal n arrived before CMD started.
+or no CMD; 124 if it did not lead within --timeout or --nonblock found
+another holder (CMD never ran); 126 if CMD cannot be run, 127 if it is not
+found; 128+n if signal n arrived before CMD started.
 `

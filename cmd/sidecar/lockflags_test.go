@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,11 @@ func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 			"--kill-grace: must be at most 750ms"},
 		{"kill grace not a duration", []string{"--kill-grace", "soon", "--", "true"}, nil, `"--kill-grace"`},
 		{"env: kill grace not a duration", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=5"}, `LEADER_SIDECAR_KILL_GRACE="5" (--kill-grace)`},
+		{"zero timeout", []string{"--timeout", "0s", "--", "true"}, nil, "--timeout: must be greater than 0 (for no wait at all, --nonblock)"},
+		{"negative timeout", []string{"--timeout", "-1s", "--", "true"}, nil, "--timeout: must be greater than 0"},
+		{"timeout not a duration", []string{"--timeout", "soon", "--", "true"}, nil, `"--timeout"`},
+		{"env: nonblock not a bool", []string{"--", "true"}, []string{"LEADER_SIDECAR_NONBLOCK=maybe"}, "LEADER_SIDECAR_NONBLOCK"},
+		{"verbose and a log level", []string{"--verbose", "--log-level", "debug", "--", "true"}, nil, "--verbose: is --log-level info; give one of them"},
 		{"app API on every interface", []string{"--http-address", ":4040", "--", "true"}, nil, "--http-address: must be a loopback address"},
 		{"app API without a port", []string{"--http-address", "localhost", "--", "true"}, nil, "--http-address: must be host:port"},
 		{"a flag only the sidecar has", []string{"--readiness-mode", "label", "--", "true"}, nil, "unknown flag: --readiness-mode"},
@@ -166,7 +172,8 @@ func TestLockHelpShowsItsOwnUsage(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{"Usage: sidecar lock [flags] -- CMD [ARGS...]", "--kill-grace", "--lease-duration",
-		"LEADER_SIDECAR_TOKEN", "LEADER_SIDECAR_VALID_UNTIL", "[env LEADER_SIDECAR_KILL_GRACE]", "Exit status"} {
+		"LEADER_SIDECAR_TOKEN", "LEADER_SIDECAR_VALID_UNTIL", "[env LEADER_SIDECAR_KILL_GRACE]", "Exit status",
+		"--timeout", "--nonblock", "--verbose", "124 if it did not lead within --timeout"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("lock --help does not show %q", want)
 		}
@@ -190,5 +197,38 @@ func TestCommandEnvironment(t *testing.T) {
 	}
 	if got, err := time.Parse(time.RFC3339, strings.TrimPrefix(env[4], "LEADER_SIDECAR_VALID_UNTIL=")); err != nil || !got.Equal(until) {
 		t.Fatalf("LEADER_SIDECAR_VALID_UNTIL parses as %v, %v; want %v", got, err, until)
+	}
+}
+
+func TestLockWaitAndLogFlags(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		env      []string
+		timeout  time.Duration
+		nonblock bool
+		level    slog.Level
+	}{
+		{"defaults: wait for ever, warnings and errors only", []string{"--", "true"}, nil, 0, false, slog.LevelWarn},
+		{"timeout", []string{"--timeout", "90s", "--", "true"}, nil, 90 * time.Second, false, slog.LevelWarn},
+		{"timeout by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_TIMEOUT=1m"}, time.Minute, false, slog.LevelWarn},
+		{"nonblock", []string{"--nonblock", "--", "true"}, nil, 0, true, slog.LevelWarn},
+		{"nonblock, short", []string{"-n", "--", "true"}, nil, 0, true, slog.LevelWarn},
+		{"nonblock by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_NONBLOCK=true"}, 0, true, slog.LevelWarn},
+		{"verbose", []string{"--verbose", "--", "true"}, nil, 0, false, slog.LevelInfo},
+		{"verbose, short", []string{"-v", "--", "true"}, nil, 0, false, slog.LevelInfo},
+		{"log level", []string{"--log-level", "debug", "--", "true"}, nil, 0, false, slog.LevelDebug},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.timeout != c.timeout || cfg.nonblock != c.nonblock || cfg.log.level != c.level {
+				t.Fatalf("timeout %v, nonblock %v, level %v; want %v, %v, %v",
+					cfg.timeout, cfg.nonblock, cfg.log.level, c.timeout, c.nonblock, c.level)
+			}
+		})
 	}
 }

@@ -68,17 +68,35 @@ func (l *locker) run(ctx context.Context) int {
 	return status
 }
 
+// exitNotLed is the exit status when the lock gave up before it led
+// (--timeout, --nonblock), as timeout(1) exits when its command timed out.
+const exitNotLed = 124
+
 // awaitLeadership waits until this candidate leads. If it never does (the
-// election stops, a signal, ctx ends) it returns leading false and the
-// exit status.
+// election stops, a signal, ctx ends, --timeout passes, or --nonblock sees
+// another holder) it returns leading false and the exit status.
 func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st election.Status, status int, leading bool) {
-	l.log.Info("waiting to lead")
+	l.log.Info("waiting to lead", "timeout", l.cfg.timeout, "nonblock", l.cfg.nonblock)
+	var giveUp <-chan time.Time
+	if l.cfg.timeout > 0 {
+		timer := time.NewTimer(l.cfg.timeout)
+		defer timer.Stop()
+		giveUp = timer.C
+	}
 	for {
 		changed := l.elector.Changed()
-		if st := l.elector.Status(); st.Leader {
+		st := l.elector.Status()
+		if st.Leader {
 			return st, 0, true
 		}
+		if l.cfg.nonblock && st.Holder != "" && st.Holder != st.Identity {
+			l.log.Info("another candidate holds the lock; not running the command (--nonblock)", "holder", st.Holder)
+			return st, exitNotLed, false
+		}
 		select {
+		case <-giveUp:
+			l.log.Info("did not lead within --timeout; not running the command", "timeout", l.cfg.timeout, "holder", st.Holder)
+			return st, exitNotLed, false
 		case <-changed:
 		case <-e.done:
 			l.log.Error("the election stopped before this candidate led; not running the command", "err", e.err)

@@ -40,7 +40,7 @@ func newSidecarFlags() *sidecarFlags {
 	fs.StringVar(&f.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")
 	fs.StringVar(&f.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
 	f.appHealth.add(fs)
-	f.log.add(fs)
+	f.log.add(fs, "info")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	documentEnv(fs)
 	return f
