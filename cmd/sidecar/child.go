@@ -3,18 +3,25 @@ package main
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"time"
 )
 
 // child is CMD of sidecar lock, running in a process group of its own so
 // that a signal reaches everything it started (the commands of a shell
-// script too), not the shell alone.
+// script too), not the shell alone. On Linux the kernel kills CMD if the
+// lock dies (see dieWithTheLock).
 type child struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when CMD has exited and been reaped
 }
 
 // startChild starts CMD with env, on the process's standard streams.
+//
+// CMD is started, and waited for, from one goroutine locked to its OS
+// thread for CMD's whole life: the parent-death signal fires when the
+// thread that forked CMD ends, not the process, and the Go runtime may end
+// an idle thread.
 func startChild(cfg lockConfig, p process, env []string) (*child, error) {
 	cmd := &exec.Cmd{
 		Path:   cfg.path,
@@ -28,15 +35,23 @@ func startChild(cfg lockConfig, p process, env []string) (*child, error) {
 		// behind still holds the pipe.
 		WaitDelay: time.Second,
 	}
-	ownProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, &commandError{err}
-	}
+	supervisedProcess(cmd)
 	c := &child{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// Never unlocked: the thread ends with the goroutine, after CMD.
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			return
+		}
 		_ = cmd.Wait() // the status is read from ProcessState
 		close(c.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, &commandError{err}
+	}
 	return c, nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 // Without process groups, signals reach CMD alone.
 
-func ownProcessGroup(*exec.Cmd) {}
+func supervisedProcess(*exec.Cmd) {}
 
 func signalGroup(p *os.Process, sig os.Signal) {
 	if p.Signal(sig) != nil {

@@ -8,8 +8,11 @@ import (
 	"syscall"
 )
 
-func ownProcessGroup(cmd *exec.Cmd) {
+// supervisedProcess puts CMD in a process group of its own and, where the
+// system offers it (Linux), has the kernel kill CMD when the lock dies.
+func supervisedProcess(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithTheLock(cmd.SysProcAttr)
 }
 
 // signalGroup signals the process group CMD leads (its pgid is its pid).

@@ -13,7 +13,8 @@ type process struct {
 	environ        []string
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// signals delivers SIGTERM and SIGINT as they arrive; nil when nobody
+	// signals delivers SIGTERM, SIGINT and SIGHUP as they arrive, a repeat
+	// within repeatWindow dropped (see notifyStopSignals); nil when nobody
 	// sends any (tests). Each command decides what a signal means.
 	signals <-chan os.Signal
 }

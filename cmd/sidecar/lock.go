@@ -62,13 +62,17 @@ type locker struct {
 	elector *election.Elector
 	lease   string   // what is elected, as /leader names it
 	servers []server // the app API if --http-address, else none
+	// stepDowns are the app API's releases and hand-offs, which run only
+	// after CMD has been stopped.
+	stepDowns *stepDownGate
 	// streamsDone is closed to end the open /leader/watch streams.
 	streamsDone chan struct{}
 	close       func()
 }
 
 // buildLocker opens the store (and the app API if asked) and builds an
-// elector that releases the lease when it is stopped.
+// elector that releases the lease when it is stopped. The app API's
+// release and hand-off go through the locker (see stepDown).
 func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logger) (*locker, error) {
 	el := cfg.election
 	st, err := openStore(ctx, el, newKubeClient(el), log)
@@ -91,12 +95,15 @@ func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logge
 	}
 	streamsDone := make(chan struct{})
 	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
-	opts := httpapi.Options{Done: streamsDone, ReleaseTimeout: el.renewDeadline}
-	servers, err := listen(log, []listener{{"app", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)}})
+	// A step-down waits for CMD to stop (at most --kill-grace), then writes.
+	opts := httpapi.Options{Done: streamsDone, ReleaseTimeout: cfg.killGrace + 2*el.renewDeadline}
+	gate := newStepDownGate()
+	api := httpapi.NewAppHandler(lockElector{elector, gate}, info, opts)
+	servers, err := listen(log, []listener{{"app", cfg.httpAddress, api}})
 	if err != nil {
 		st.close()
 		return nil, err
 	}
 	return &locker{cfg: cfg, p: p, log: log, elector: elector, lease: st.lease,
-		servers: servers, streamsDone: streamsDone, close: st.close}, nil
+		servers: servers, stepDowns: gate, streamsDone: streamsDone, close: st.close}, nil
 }

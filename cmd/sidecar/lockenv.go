@@ -65,14 +65,26 @@ its environment:
 
 It keeps renewing while CMD runs. If leadership is lost (the claim lapses,
 another term begins, the SQLite file is deleted or replaced) CMD's process
-group gets SIGTERM, then SIGKILL after --kill-grace. SIGTERM and SIGINT
-sent to sidecar lock are passed on to CMD. When CMD exits, whatever is left
-of its process group is killed and the lease is released, so the next
-sidecar lock on the election starts at once.
+group gets SIGTERM, then SIGKILL after --kill-grace (default: half of
+--lease-duration minus --renew-deadline, so SIGKILL is sent at the latest
+by halfway between the end of the claim and the earliest instant another
+candidate may lead). SIGTERM, SIGINT and SIGHUP sent to sidecar lock are
+passed on to CMD. When CMD exits, whatever is left of its process group is
+killed and the lease is released, so the next sidecar lock on the election
+starts at once. POST /leader/release and /leader/handoff on --http-address
+stop CMD the same way (SIGTERM, SIGKILL after --kill-grace) before they
+release or hand off; the lock then exits with CMD's status. If sidecar lock
+itself is killed, the kernel kills CMD (Linux only; CMD itself, not what it
+started in the background).
+
+It waits for ever to lead, unless --timeout (give up after that long) or
+--nonblock (give up at once if the record names another holder, as
+flock -n does). It logs only warnings and errors unless --verbose.
 
 Exit status: CMD's own; 128+n if CMD was killed by signal n; 1 if
 leadership was lost while CMD ran (whatever CMD then returned), or the
 store cannot be opened or was lost before CMD started; 2 for invalid flags
-or no CMD; 126 if CMD cannot be run, 127 if it is not found; 128+n if
-signal n arrived before CMD started.
+or no CMD; 124 if it did not lead within --timeout or --nonblock found
+another holder (CMD never ran); 126 if CMD cannot be run, 127 if it is not
+found; 128+n if signal n arrived before CMD started.
 `

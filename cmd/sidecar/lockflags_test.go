@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,8 +35,20 @@ func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"only the dashes", []string{"--"}, nil, "no command"},
 		{"flags but no command", []string{"--lease-name", "jobs", "--"}, nil, "no command"},
 		{"negative kill grace", []string{"--kill-grace", "-1s", "--", "true"}, nil, "--kill-grace: must not be negative"},
+		// SIGKILL would be due when another candidate may already lead.
+		{"kill grace without a margin", []string{"--kill-grace", "5s", "--", "true"}, nil,
+			"--kill-grace: must be at most 3.75s (three quarters of --lease-duration minus --renew-deadline)"},
+		{"kill grace past the lease", []string{"--kill-grace", "30s", "--", "true"}, nil, "--kill-grace: must be at most 3.75s"},
+		{"kill grace past the lease by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=4s"}, "--kill-grace: must be at most 3.75s"},
+		{"the bound follows the timings", []string{"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms", "--kill-grace", "751ms", "--", "true"}, nil,
+			"--kill-grace: must be at most 750ms"},
 		{"kill grace not a duration", []string{"--kill-grace", "soon", "--", "true"}, nil, `"--kill-grace"`},
 		{"env: kill grace not a duration", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=5"}, `LEADER_SIDECAR_KILL_GRACE="5" (--kill-grace)`},
+		{"zero timeout", []string{"--timeout", "0s", "--", "true"}, nil, "--timeout: must be greater than 0 (for no wait at all, --nonblock)"},
+		{"negative timeout", []string{"--timeout", "-1s", "--", "true"}, nil, "--timeout: must be greater than 0"},
+		{"timeout not a duration", []string{"--timeout", "soon", "--", "true"}, nil, `"--timeout"`},
+		{"env: nonblock not a bool", []string{"--", "true"}, []string{"LEADER_SIDECAR_NONBLOCK=maybe"}, "LEADER_SIDECAR_NONBLOCK"},
+		{"verbose and a log level", []string{"--verbose", "--log-level", "debug", "--", "true"}, nil, "--verbose: is --log-level info; give one of them"},
 		{"app API on every interface", []string{"--http-address", ":4040", "--", "true"}, nil, "--http-address: must be a loopback address"},
 		{"app API without a port", []string{"--http-address", "localhost", "--", "true"}, nil, "--http-address: must be host:port"},
 		{"a flag only the sidecar has", []string{"--readiness-mode", "label", "--", "true"}, nil, "unknown flag: --readiness-mode"},
@@ -111,19 +124,27 @@ func TestLockConfig(t *testing.T) {
 		killGrace time.Duration
 		leaseName string
 	}{
-		{"kill grace defaults to lease minus renew", []string{"--", "true"}, nil,
-			[]string{"true"}, election.DefaultLeaseDuration - election.DefaultRenewDeadline, "leader-sidecar"},
+		// SIGKILL is due halfway between the renew deadline and the
+		// lease duration: the other half is the margin before another
+		// candidate may lead.
+		{"kill grace defaults to half of lease minus renew", []string{"--", "true"}, nil,
+			[]string{"true"}, (election.DefaultLeaseDuration - election.DefaultRenewDeadline) / 2, "leader-sidecar"},
 		{"the default follows the timings", []string{"--lease-duration", "20s", "--renew-deadline", "12s", "--", "true"}, nil,
-			[]string{"true"}, 8 * time.Second, "leader-sidecar"},
-		{"kill grace by flag", []string{"--kill-grace", "30s", "--", "true"}, nil, []string{"true"}, 30 * time.Second, "leader-sidecar"},
+			[]string{"true"}, 4 * time.Second, "leader-sidecar"},
+		// lease - renew deadline - retry period would be negative here.
+		{"the default with a long retry period", []string{"--lease-duration", "20s", "--renew-deadline", "12s", "--retry-period", "9s", "--", "true"}, nil,
+			[]string{"true"}, 4 * time.Second, "leader-sidecar"},
+		{"kill grace by flag", []string{"--kill-grace", "3s", "--", "true"}, nil, []string{"true"}, 3 * time.Second, "leader-sidecar"},
+		{"kill grace at its bound", []string{"--kill-grace", "3750ms", "--", "true"}, nil, []string{"true"}, 3750 * time.Millisecond, "leader-sidecar"},
+		{"a longer grace with a longer lease", []string{"--lease-duration", "60s", "--kill-grace", "30s", "--", "true"}, nil, []string{"true"}, 30 * time.Second, "leader-sidecar"},
 		{"kill grace by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=1s"}, []string{"true"}, time.Second, "leader-sidecar"},
 		{"flag beats env", []string{"--kill-grace", "2s", "--", "true"}, []string{"LEADER_SIDECAR_KILL_GRACE=1s"}, []string{"true"}, 2 * time.Second, "leader-sidecar"},
 		{"zero kill grace: SIGKILL at once", []string{"--kill-grace", "0s", "--", "true"}, nil, []string{"true"}, 0, "leader-sidecar"},
 		{"CMD's flags are CMD's", []string{"--lease-name", "jobs", "--", "sh", "-c", "exit 3", "--lease-name", "x"}, nil,
-			[]string{"sh", "-c", "exit 3", "--lease-name", "x"}, 5 * time.Second, "jobs"},
+			[]string{"sh", "-c", "exit 3", "--lease-name", "x"}, 2500 * time.Millisecond, "jobs"},
 		{"without the dashes, the first word that is no flag is CMD", []string{"--lease-name", "jobs", "sh", "--lease-name", "x"}, nil,
-			[]string{"sh", "--lease-name", "x"}, 5 * time.Second, "jobs"},
-		{"election flags from env", []string{"--", "true"}, []string{"LEADER_SIDECAR_LEASE_NAME=nightly"}, []string{"true"}, 5 * time.Second, "nightly"},
+			[]string{"sh", "--lease-name", "x"}, 2500 * time.Millisecond, "jobs"},
+		{"election flags from env", []string{"--", "true"}, []string{"LEADER_SIDECAR_LEASE_NAME=nightly"}, []string{"true"}, 2500 * time.Millisecond, "nightly"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,7 +172,8 @@ func TestLockHelpShowsItsOwnUsage(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	for _, want := range []string{"Usage: sidecar lock [flags] -- CMD [ARGS...]", "--kill-grace", "--lease-duration",
-		"LEADER_SIDECAR_TOKEN", "LEADER_SIDECAR_VALID_UNTIL", "[env LEADER_SIDECAR_KILL_GRACE]", "Exit status"} {
+		"LEADER_SIDECAR_TOKEN", "LEADER_SIDECAR_VALID_UNTIL", "[env LEADER_SIDECAR_KILL_GRACE]", "Exit status",
+		"--timeout", "--nonblock", "--verbose", "124 if it did not lead within --timeout"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("lock --help does not show %q", want)
 		}
@@ -175,5 +197,38 @@ func TestCommandEnvironment(t *testing.T) {
 	}
 	if got, err := time.Parse(time.RFC3339, strings.TrimPrefix(env[4], "LEADER_SIDECAR_VALID_UNTIL=")); err != nil || !got.Equal(until) {
 		t.Fatalf("LEADER_SIDECAR_VALID_UNTIL parses as %v, %v; want %v", got, err, until)
+	}
+}
+
+func TestLockWaitAndLogFlags(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		env      []string
+		timeout  time.Duration
+		nonblock bool
+		level    slog.Level
+	}{
+		{"defaults: wait for ever, warnings and errors only", []string{"--", "true"}, nil, 0, false, slog.LevelWarn},
+		{"timeout", []string{"--timeout", "90s", "--", "true"}, nil, 90 * time.Second, false, slog.LevelWarn},
+		{"timeout by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_TIMEOUT=1m"}, time.Minute, false, slog.LevelWarn},
+		{"nonblock", []string{"--nonblock", "--", "true"}, nil, 0, true, slog.LevelWarn},
+		{"nonblock, short", []string{"-n", "--", "true"}, nil, 0, true, slog.LevelWarn},
+		{"nonblock by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_NONBLOCK=true"}, 0, true, slog.LevelWarn},
+		{"verbose", []string{"--verbose", "--", "true"}, nil, 0, false, slog.LevelInfo},
+		{"verbose, short", []string{"-v", "--", "true"}, nil, 0, false, slog.LevelInfo},
+		{"log level", []string{"--log-level", "debug", "--", "true"}, nil, 0, false, slog.LevelDebug},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.timeout != c.timeout || cfg.nonblock != c.nonblock || cfg.log.level != c.level {
+				t.Fatalf("timeout %v, nonblock %v, level %v; want %v, %v, %v",
+					cfg.timeout, cfg.nonblock, cfg.log.level, c.timeout, c.nonblock, c.level)
+			}
+		})
 	}
 }

@@ -24,7 +24,7 @@ func TestLossReason(t *testing.T) {
 		{"a new term of its own", election.Status{Leader: true, Identity: "me", Holder: "me", Token: 5}, running, "a new term began (token 5)"},
 		{"another holder", election.Status{Identity: "me", Holder: "you"}, running, "the record now names you"},
 		{"the claim lapsed", election.Status{Identity: "me", Holder: "me"}, running, "the claim lapsed"},
-		{"released by hand", election.Status{Identity: "me"}, running, "the claim lapsed"},
+		{"released or removed", election.Status{Identity: "me"}, running, "the record was released or removed"},
 		{"the store was lost", leading, stopped, "the election stopped: sqlite: " + backend.ErrStoreLost.Error()},
 	}
 	for _, c := range cases {

@@ -19,9 +19,10 @@ type logFlags struct {
 	format, level string
 }
 
-func (f *logFlags) add(fs *pflag.FlagSet) {
+// add adds --log-format and --log-level, whose default is level.
+func (f *logFlags) add(fs *pflag.FlagSet, level string) {
 	fs.StringVar(&f.format, "log-format", "text", "log format: text or json")
-	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.level, "log-level", level, "log level: debug, info, warn or error")
 }
 
 // logConfig is how a command logs, checked.

@@ -13,19 +13,17 @@
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the
 // sidecar cannot start (store or listener), its store is lost, or a second
-// signal cuts the shutdown short.
+// signal cuts the shutdown short. SIGTERM, SIGINT and SIGHUP all stop it;
+// the same signal again within repeatWindow (GNU timeout signals the
+// process and then its process group) is not a second signal.
 package main
 
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 func main() {
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: signals}
+	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: notifyStopSignals()}
 	os.Exit(execute(context.Background(), p, os.Args[1:]))
 }

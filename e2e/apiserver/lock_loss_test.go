@@ -54,7 +54,7 @@ func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
 		{"CMD exits on SIGTERM", false},
 		{"CMD ignores SIGTERM", true},
 	}
-	const grace = time.Second
+	const grace = 500 * time.Millisecond
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db, j := sidecartest.DBPath(t), newJournal(t)

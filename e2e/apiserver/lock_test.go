@@ -97,10 +97,11 @@ func (j journal) killAll(t *testing.T) {
 }
 
 // lockArgs are the arguments of sidecar lock with the test timings, JSON
-// logs and the app API on a free loopback port (so the sweeps can ask it),
-// then args, then -- sh -c script.
+// logs at level info (the "serving" line names the app API's address) and
+// the app API on a free loopback port (so the sweeps can ask it), then
+// args, then -- sh -c script.
 func lockArgs(script string, args ...string) []string {
-	base := append([]string{"lock", "--http-address", "127.0.0.1:0", "--log-format", "json"}, sidecartest.TimingArgs()...)
+	base := append([]string{"lock", "--http-address", "127.0.0.1:0", "--log-format", "json", "--log-level", "info"}, sidecartest.TimingArgs()...)
 	return append(append(base, args...), "--", "sh", "-c", script)
 }
 

@@ -82,3 +82,42 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	}
 	return p
 }
+
+// SIGHUP stops the sidecar as SIGTERM does: it releases and exits 0.
+func TestSIGHUPReleasesAndExitsZero(t *testing.T) {
+	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	old.Signal(syscall.SIGHUP)
+	if code := old.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("SIGHUP: exit status %d, want 0:\n%s", code, old.Logs())
+	}
+	if _, next := sidecartest.AwaitLeader(t, sidecartest.Without(all, old), time.Second); next != token+1 {
+		t.Fatalf("token after the SIGHUP release %d, want %d", next, token+1)
+	}
+}
+
+// GNU timeout signals the sidecar and then its whole process group: the
+// sidecar gets SIGTERM twice at once, which is one signal, not a second
+// one that cuts the shutdown short. It releases, and the standby leads at
+// once.
+func TestSidecarUnderTimeoutReleases(t *testing.T) {
+	db := sidecartest.DBPath(t)
+	base := append([]string{"--http-address", "127.0.0.1:0", "--log-format", "json", "--sqlite-path", db}, sidecartest.TimingArgs()...)
+	timed := sidecartest.Track(t, exec.Command("timeout", append([]string{"-s", "TERM", "3", sidecartest.Binary(t)}, base...)...))
+	timed.WaitServing()
+	sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{timed}, 10*time.Second)
+	standby := sidecartest.Start(t, db)
+	sidecartest.AwaitSettled(t, []*sidecartest.Sidecar{timed, standby}, timed)
+	if code := timed.WaitExit(10 * time.Second); code != 124 {
+		t.Fatalf("timeout: exit status %d, want 124:\n%s", code, timed.Logs())
+	}
+	if strings.Contains(timed.Logs(), "second signal") || !strings.Contains(timed.Logs(), `"msg":"stopped"`) {
+		t.Fatalf("the sidecar took timeout's signal for two:\n%s", timed.Logs())
+	}
+	// Without a release the standby would wait for the lease to run
+	// out: at least 2s after the exit (lease 3s, renewals every 1s).
+	sidecartest.WaitTrue(t, "the standby leads at once", time.Second, func() bool {
+		st, err := standby.Leader()
+		return err == nil && st.Leader
+	})
+}
