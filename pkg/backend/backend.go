@@ -7,6 +7,8 @@
 // Guarantees every implementation gives (checked by package backendtest):
 //
 //   - Get returns the stored record and its opaque Version, or ErrNotFound.
+//     A store that can prove no record of the election ever existed in it
+//     wraps ErrNeverCreated as well (see there).
 //   - Create stores a record where none exists, or fails with ErrAlreadyExists.
 //   - Update stores a record only if the stored version is still the version
 //     passed in; otherwise it fails with ErrConflict (or ErrNotFound when the
@@ -32,6 +34,14 @@ import (
 var (
 	// ErrNotFound means no record exists for the election.
 	ErrNotFound = errors.New("record not found")
+	// ErrNeverCreated means more than ErrNotFound: the store can prove
+	// that no record of this election has ever existed in it, so no holder
+	// of an earlier record can exist and a candidate may claim the record
+	// it creates at once. Get may return an error wrapping both ErrNotFound
+	// and ErrNeverCreated; a backend that cannot prove it (a Lease, which
+	// keeps nothing once deleted) returns ErrNotFound alone. Only Get
+	// reports it, and only together with ErrNotFound.
+	ErrNeverCreated = errors.New("no record of this election was ever created in this store")
 	// ErrAlreadyExists means Create found a record already stored.
 	ErrAlreadyExists = errors.New("record already exists")
 	// ErrConflict means Update's precondition failed: another writer
@@ -115,7 +125,9 @@ const TimePrecision = time.Microsecond
 
 // Backend stores the record of one election.
 type Backend interface {
-	// Get returns the record and its version, or an error wrapping ErrNotFound.
+	// Get returns the record and its version, or an error wrapping
+	// ErrNotFound (and also ErrNeverCreated when the store can prove no
+	// record of the election ever existed in it).
 	Get(ctx context.Context) (Record, Version, error)
 	// Create stores rec if no record exists, or returns an error wrapping
 	// ErrAlreadyExists.

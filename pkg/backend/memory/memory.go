@@ -21,6 +21,7 @@ import (
 type Store struct {
 	mu       sync.Mutex
 	records  map[string]stored
+	created  map[string]bool // elections that ever had a record, deleted ones included
 	versions int64
 	watchers map[string]map[chan struct{}]struct{}
 	fail     error
@@ -35,6 +36,7 @@ type stored struct {
 func NewStore() *Store {
 	return &Store{
 		records:  map[string]stored{},
+		created:  map[string]bool{},
 		watchers: map[string]map[chan struct{}]struct{}{},
 	}
 }
@@ -45,7 +47,8 @@ func (s *Store) Open(name string) *Backend {
 }
 
 // Delete removes the record of an election, as an operator deleting a Lease
-// would, and signals its watchers.
+// would, and signals its watchers. The Store remembers that the record
+// existed: a later Get reports ErrNotFound, never ErrNeverCreated.
 func (s *Store) Delete(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,6 +93,9 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 	}
 	st, ok := s.records[b.name]
 	if !ok {
+		if !s.created[b.name] {
+			return backend.Record{}, "", fmt.Errorf("memory: get %q: %w (%w)", b.name, backend.ErrNotFound, backend.ErrNeverCreated)
+		}
 		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w", b.name, backend.ErrNotFound)
 	}
 	return st.rec, st.version, nil
@@ -148,6 +154,7 @@ func (b *Backend) putLocked(rec backend.Record) backend.Version {
 	rec.RenewTime = rec.RenewTime.Truncate(backend.TimePrecision)
 	v := b.store.nextVersionLocked()
 	b.store.records[b.name] = stored{rec: rec, version: v}
+	b.store.created[b.name] = true
 	b.store.notifyLocked(b.name)
 	return v
 }

@@ -52,7 +52,7 @@ func TestConformance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
 		return openT(t, path, name)
-	})
+	}, backendtest.CannotProveNeverCreated())
 }
 
 func TestDescribe(t *testing.T) {
