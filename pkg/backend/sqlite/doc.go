@@ -149,6 +149,15 @@
 //     still naming the database (at Open, and on every Get, Create and
 //     Update): a file of the old database.
 //
+// It removes neither while the old database still exists: when the path,
+// looked at again under the directory lock below, names the old database
+// again (moved back), or when the old file, seen through this process's
+// open descriptor, still has a link in some directory (`mv leader.db
+// elsewhere`, or `ln leader.db x && rm leader.db`). Its -wal then holds
+// every commit since its last checkpoint, which SQLite never copies into a
+// moved file; the log says it kept them, and why. Moved back (or linked
+// back) at the path, the file has its records, and tokens carry on.
+//
 // Anything else there is kept and named in the log: a -wal or -shm made by
 // a process that opened the new file is never removed. The backends of all
 // processes on the directory take turns under an flock on it (waiting up
@@ -167,6 +176,9 @@
 //     path later then disagree about the file. The removal of the two files
 //     is two steps, and a process opening the path between them fares no
 //     better.
+//   - A database moved aside keeps its -wal and -shm at the path: a new
+//     file made at the path before the old one comes back would take them
+//     in. Move the -wal and -shm along with the file, or put it back.
 //   - Nothing is removed when no old process is running (they crashed or
 //     were stopped first), when /proc is not mounted, when the path now
 //     leads to another location through a changed symbolic link, or on

@@ -83,7 +83,7 @@ func (b *Backend) markLost(found string) error {
 		b.lostErr = &lostError{path: b.path, found: found, opened: describeFile(b.file)}
 		close(b.lost)
 		b.log.Error("sqlite: the database file was deleted or replaced; this process stops using it",
-			"err", b.lostErr, "staleFiles", b.sides.removeStale(b.path))
+			"err", b.lostErr, "staleFiles", b.sides.removeStale(b.path, b.file))
 	})
 	return b.lostErr
 }
