@@ -93,7 +93,22 @@
 // creates or opens the new one: two stores, each with a leader, with equal
 // tokens. The backend therefore remembers the file it opened (its device and
 // inode numbers on unix, compared with os.SameFile; the system's own file
-// identity elsewhere) and notices when the path names another file or none:
+// identity elsewhere) and notices when the path names another file or none.
+//
+// The file remembered is the one the connections hold open, not merely the
+// one the path names at some instant. The watch on the directory is set up
+// before the first connection opens. Every connection, of every pool and
+// whenever database/sql opens it, is opened one at a time in the process:
+// the path is stat'ed, the connection opened and read through (which opens
+// the -wal and -shm), and the path stat'ed again; on Linux the descriptors
+// the open added (/proc/self/fd) must not include another file at the
+// path. The first connection's file is the identity, taken only when the
+// path named it both before and after (else Open opens again); every later
+// connection must be on it, or the store is lost. When the file is lost
+// while Open runs, Open starts again on the file now at the path (a few
+// times, then it fails with backend.ErrStoreLost). So a Backend never reads
+// one file while vouching for another, and every Backend opened on a
+// deleted or replaced file reports the loss:
 //
 //   - within milliseconds, by a watch (fsnotify; inotify on Linux) on the
 //     file's directory, and on the directory of the file a symbolic link
