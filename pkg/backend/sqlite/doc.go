@@ -36,10 +36,26 @@
 // table, leader_versions, which has a single row that every write increments
 // in the same transaction as the record itself. The counter is shared by all
 // elections in the file and only grows, so a version is never issued twice
-// within one file: not for another election, and not for a record that is
-// deleted (by an operator) and created again. Should the counter row itself
+// within one file, not for another election. Should the counter row itself
 // be removed, it restarts above the highest version still stored. Versions
 // are decimal strings and opaque to callers.
+//
+// # Records are never deleted
+//
+// Triggers in the schema refuse a DELETE on leader_records, and an UPDATE
+// that renames a row, with a message that names `sidecar reset`: a
+// candidate that finds no record may lead at once, beside a holder of the
+// deleted one that still runs. Open adds them to a file made without them.
+// `sidecar reset` is the way to reset an election: it writes the record
+// back released with its token kept, once no holder renews it.
+//
+// So Get can prove that an election never had a record: when its row is
+// absent and rows were never deletable in the file (the table
+// leader_deletes_refused notes the version counter's value when the
+// triggers were installed: 0 for a file made with them), Get's error wraps
+// backend.ErrNeverCreated as well as backend.ErrNotFound. In a file that
+// had records before the triggers were added (or that had them dropped), an
+// absent election reads as ErrNotFound alone: a row may have been deleted.
 //
 // # Guarantees
 //
