@@ -30,6 +30,15 @@
 // another process holds the write lock past the busy timeout. On a healthy
 // file it writes nothing.
 //
+// The file should be the election's own. Open refuses, before any
+// connection that could change it opens, a file that already holds tables
+// other than leader_records, leader_versions and leader_deletes_refused (an
+// application's own database, named by mistake): the error names the file,
+// a few of the tables found, and what Open would change (its tables and
+// triggers added, the file switched to WAL mode, which outlives the
+// backend). Options.SharedFile (the sidecar's --sqlite-shared-file) accepts
+// such a file, shared on purpose.
+//
 // # Versions
 //
 // A record's version is a number drawn from a counter held in a second

@@ -56,6 +56,12 @@ type Options struct {
 	// Open then succeeds and Warnings says what was detected, for the caller
 	// to log. SQLite's locking is not reliable there.
 	AllowNetworkFS bool
+	// SharedFile accepts a file that already holds tables other than the
+	// backend's own (an application's database, shared on purpose). Without
+	// it Open refuses such a file, leaving it as it was: Open would add the
+	// backend's tables and triggers to it and switch it to WAL mode, which
+	// stays after the backend closes it.
+	SharedFile bool
 	// Logger receives what the backend does on its own: the loss of the
 	// file, and the stale -wal and -shm it removed then. Nil means
 	// slog.Default().
@@ -132,6 +138,11 @@ func open(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	if err := checkLocation(path); err != nil {
 		return nil, err
+	}
+	if !opts.SharedFile {
+		if err := checkNotShared(ctx, path); err != nil {
+			return nil, err
+		}
 	}
 	warning, err := checkNetworkFS(path, opts.statfs, opts.AllowNetworkFS)
 	if err != nil {
