@@ -36,6 +36,8 @@ var commands = []command{
 		"GET <path> from a running sidecar; exit 0 on a 2xx answer, 1 otherwise (an exec probe for images without curl)", runProbe},
 	{"handoff", "[--to <Pod name or identity>] [--address host:port] [--timeout d]",
 		"ask the running sidecar, the leader, to hand leadership to that candidate (or any standby) with the next token; exit 0 once it did, 1 with the reason otherwise", runHandoff},
+	{"reset", "--sqlite-path <file> [--lease-name <name>]",
+		"write an SQLite election's record back released, its token kept, once no holder renews it (the file refuses deletes); exit 0 once done, 1 if a holder renewed it", runReset},
 	{"lock", "[flags] -- CMD [ARGS...]",
 		"join the election, run CMD while leading (with its token in LEADER_SIDECAR_TOKEN), stop it if leadership is lost, release when it exits; exit with its status", runLock},
 }

@@ -36,6 +36,7 @@ type sqliteConfig struct {
 	path           string
 	busyTimeout    time.Duration
 	allowNetworkFS bool
+	sharedFile     bool
 }
 
 type kubeConfig struct {
@@ -87,7 +88,7 @@ func (f *electionFlags) config(environ []string) (electionConfig, error) {
 		renewDeadline: f.renewDeadline,
 		retryPeriod:   f.retryPeriod,
 		renewInterval: f.renewInterval,
-		sqlite:        sqliteConfig{path: f.sqlitePath, busyTimeout: f.sqliteBusyTimeout, allowNetworkFS: f.sqliteAllowNetFS},
+		sqlite:        sqliteConfig{path: f.sqlitePath, busyTimeout: f.sqliteBusyTimeout, allowNetworkFS: f.sqliteAllowNetFS, sharedFile: f.sqliteSharedFile},
 		kube: kubeConfig{
 			source:    resolveKubeconfig(f.kubeconfig, environ),
 			namespace: f.namespace,

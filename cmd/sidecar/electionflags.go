@@ -23,6 +23,7 @@ type electionFlags struct {
 	sqlitePath        string
 	sqliteBusyTimeout time.Duration
 	sqliteAllowNetFS  bool
+	sqliteSharedFile  bool
 	namespace         string
 	kubeconfig        string
 	kubeAPIQPS        float32
@@ -49,6 +50,7 @@ func (f *electionFlags) addStore(fs *pflag.FlagSet) {
 	fs.StringVar(&f.sqlitePath, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
 	fs.DurationVar(&f.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
 	fs.BoolVar(&f.sqliteAllowNetFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	fs.BoolVar(&f.sqliteSharedFile, "sqlite-shared-file", false, "allow --sqlite-path to be a database that holds other tables (shared on purpose): the sidecar adds its tables and switches it to WAL mode for good")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
 	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")

@@ -42,6 +42,7 @@ func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeClient, log *slo
 		Election:       cfg.leaseName,
 		BusyTimeout:    cfg.sqlite.busyTimeout,
 		AllowNetworkFS: cfg.sqlite.allowNetworkFS,
+		SharedFile:     cfg.sqlite.sharedFile,
 		Logger:         log,
 	})
 	if err != nil {

@@ -90,9 +90,16 @@ func sqliteStore(t *testing.T) recordStore {
 		return tx.Commit()
 	}
 	return recordStore{
-		start:  func(string) *sidecartest.Sidecar { return sidecartest.Start(t, path) },
-		remove: func() error { return exec(false, `DELETE FROM leader_records`) },
-		empty:  func() error { return exec(true, `UPDATE leader_records SET version = ?, holder = ''`) },
+		start: func(string) *sidecartest.Sidecar { return sidecartest.Start(t, path) },
+		// The file refuses the DELETE until its trigger is dropped, as an
+		// operator overriding that rule by hand would.
+		remove: func() error {
+			if err := exec(false, `DROP TRIGGER IF EXISTS leader_records_kept_on_delete`); err != nil {
+				return err
+			}
+			return exec(false, `DELETE FROM leader_records`)
+		},
+		empty: func() error { return exec(true, `UPDATE leader_records SET version = ?, holder = ''`) },
 		release: func() error {
 			now := time.Now().UnixMicro()
 			return exec(true, `UPDATE leader_records SET version = ?, holder = '', lease_duration_seconds = 1,

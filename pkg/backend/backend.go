@@ -136,7 +136,9 @@ const TimePrecision = time.Microsecond
 
 // Backend stores the record of one election.
 type Backend interface {
-	// Get returns the record and its version, or an error wrapping ErrNotFound.
+	// Get returns the record and its version, or an error wrapping
+	// ErrNotFound (and also ErrNeverCreated when the store can prove no
+	// record of the election ever existed in it).
 	Get(ctx context.Context) (Record, Version, error)
 	// Create stores rec if no record exists, or returns an error wrapping
 	// ErrAlreadyExists.

@@ -4,7 +4,9 @@
 // contract of package backend: create-if-absent, compare-and-swap on the
 // version, exactly one winner among racing writers, the change signal after
 // another writer's update, and records that round-trip every field, the
-// hand-off marker included (set, changed and cleared by later writes).
+// hand-off marker included (set, changed and cleared by later writes), and
+// ErrNeverCreated from Get of an election that never had a record (unless
+// the backend declares with CannotProveNeverCreated that it cannot tell).
 package backendtest
 
 import (
@@ -28,9 +30,29 @@ const Racers = 16
 // a failure bound, not a speed target.
 const signalTimeout = 10 * time.Second
 
+// Option changes what the suite expects of a backend.
+type Option func(*expectations)
+
+type expectations struct {
+	provesNeverCreated bool
+}
+
+// CannotProveNeverCreated declares a backend that cannot prove that no
+// record of an election ever existed (a Lease keeps nothing once deleted):
+// the suite then accepts ErrNotFound alone from Get of a record that was
+// never created. Every other backend must wrap backend.ErrNeverCreated too.
+func CannotProveNeverCreated() Option {
+	return func(e *expectations) { e.provesNeverCreated = false }
+}
+
 // Run runs the whole suite as subtests of t.
-func Run(t *testing.T, open Opener) {
+func Run(t *testing.T, open Opener, opts ...Option) {
+	want := expectations{provesNeverCreated: true}
+	for _, opt := range opts {
+		opt(&want)
+	}
 	t.Run("GetMissing", func(t *testing.T) { testGetMissing(t, open) })
+	t.Run("GetNeverCreated", func(t *testing.T) { testGetNeverCreated(t, open, want) })
 	t.Run("CreateIfAbsent", func(t *testing.T) { testCreateIfAbsent(t, open) })
 	t.Run("UpdateStaleConflicts", func(t *testing.T) { testUpdateStale(t, open) })
 	t.Run("UpdateMissing", func(t *testing.T) { testUpdateMissing(t, open) })

@@ -16,6 +16,23 @@ func testGetMissing(t *testing.T, open Opener) {
 	wantErr(t, "Get of a missing record", err, backend.ErrNotFound)
 }
 
+// testGetNeverCreated checks ErrNeverCreated: reported with ErrNotFound for
+// an election that never had a record (by a backend that can prove it),
+// and never for one whose record exists, nor once another election of the
+// same store has a record.
+func testGetNeverCreated(t *testing.T, open Opener, want expectations) {
+	a, b := open(t, "never-created-a"), open(t, "never-created-b")
+	mustCreate(t, a, SampleRecord("a", 1))
+	if _, _, err := a.Get(ctxFor(t)); err != nil {
+		t.Fatalf("Get of a created record: %v", err)
+	}
+	_, _, err := b.Get(ctxFor(t))
+	wantErr(t, "Get of a record never created", err, backend.ErrNotFound)
+	if want.provesNeverCreated && !errors.Is(err, backend.ErrNeverCreated) {
+		t.Fatalf("Get of a record never created: got %v, want one wrapping %q as well (or declare CannotProveNeverCreated)", err, backend.ErrNeverCreated)
+	}
+}
+
 func testCreateIfAbsent(t *testing.T, open Opener) {
 	a, b := open(t, "create"), open(t, "create")
 	first := SampleRecord("a", 1)

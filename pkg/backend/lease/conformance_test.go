@@ -16,7 +16,7 @@ func TestConformance(t *testing.T) {
 	ns := newNamespace(t)
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
 		return newBackend(t, client, ns, name)
-	})
+	}, backendtest.CannotProveNeverCreated())
 }
 
 // TestConformanceSeparateClients runs the suite again with a client, and
@@ -25,7 +25,7 @@ func TestConformanceSeparateClients(t *testing.T) {
 	ns := newNamespace(t)
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
 		return newBackend(t, newClient(t), ns, name)
-	})
+	}, backendtest.CannotProveNeverCreated())
 }
 
 // TestRacingSeparateClients races Backends on separate clients for many

@@ -19,12 +19,9 @@ import (
 
 // Store is a set of records shared by the Backends opened on it.
 type Store struct {
-	mu      sync.Mutex
-	records map[string]stored
-	// created names every election whose record was ever created, deleted
-	// or not: a Get of a missing record wraps backend.ErrNeverCreated
-	// only for the others.
-	created  map[string]bool
+	mu       sync.Mutex
+	records  map[string]stored
+	created  map[string]bool // elections that ever had a record, deleted ones included
 	versions int64
 	watchers map[string]map[chan struct{}]struct{}
 	fail     error
@@ -50,7 +47,8 @@ func (s *Store) Open(name string) *Backend {
 }
 
 // Delete removes the record of an election, as an operator deleting a Lease
-// would, and signals its watchers.
+// would, and signals its watchers. The Store remembers that the record
+// existed: a later Get reports ErrNotFound, never ErrNeverCreated.
 func (s *Store) Delete(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,10 +95,10 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 		return backend.Record{}, "", err
 	}
 	st, ok := s.records[b.name]
-	if !ok && !s.created[b.name] {
-		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w (%w)", b.name, backend.ErrNotFound, backend.ErrNeverCreated)
-	}
 	if !ok {
+		if !s.created[b.name] {
+			return backend.Record{}, "", fmt.Errorf("memory: get %q: %w (%w)", b.name, backend.ErrNotFound, backend.ErrNeverCreated)
+		}
 		return backend.Record{}, "", fmt.Errorf("memory: get %q: %w", b.name, backend.ErrNotFound)
 	}
 	return st.rec, st.version, nil

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"errors"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,4 +18,19 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
 		return store.Open(name)
 	})
+}
+
+// TestDeletedRecordWasCreated checks that a deleted record is reported as
+// missing, never as one that was never created: its holder may still run.
+func TestDeletedRecordWasCreated(t *testing.T) {
+	store := memory.NewStore()
+	b := store.Open("deleted")
+	if _, err := b.Create(t.Context(), backendtest.SampleRecord("a", 3)); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	store.Delete("deleted")
+	_, _, err := b.Get(t.Context())
+	if !errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrNeverCreated) {
+		t.Fatalf("Get after Delete: %v, want ErrNotFound without ErrNeverCreated", err)
+	}
 }

@@ -30,16 +30,41 @@
 // another process holds the write lock past the busy timeout. On a healthy
 // file it writes nothing.
 //
+// The file should be the election's own. Open refuses, before any
+// connection that could change it opens, a file that already holds tables
+// other than leader_records, leader_versions and leader_deletes_refused (an
+// application's own database, named by mistake): the error names the file,
+// a few of the tables found, and what Open would change (its tables and
+// triggers added, the file switched to WAL mode, which outlives the
+// backend). Options.SharedFile (the sidecar's --sqlite-shared-file) accepts
+// such a file, shared on purpose.
+//
 // # Versions
 //
 // A record's version is a number drawn from a counter held in a second
 // table, leader_versions, which has a single row that every write increments
 // in the same transaction as the record itself. The counter is shared by all
 // elections in the file and only grows, so a version is never issued twice
-// within one file: not for another election, and not for a record that is
-// deleted (by an operator) and created again. Should the counter row itself
+// within one file, not for another election. Should the counter row itself
 // be removed, it restarts above the highest version still stored. Versions
 // are decimal strings and opaque to callers.
+//
+// # Records are never deleted
+//
+// Triggers in the schema refuse a DELETE on leader_records, and an UPDATE
+// that renames a row, with a message that names `sidecar reset`: a
+// candidate that finds no record may lead at once, beside a holder of the
+// deleted one that still runs. Open adds them to a file made without them.
+// `sidecar reset` is the way to reset an election: it writes the record
+// back released with its token kept, once no holder renews it.
+//
+// So Get can prove that an election never had a record: when its row is
+// absent and rows were never deletable in the file (the table
+// leader_deletes_refused notes the version counter's value when the
+// triggers were installed: 0 for a file made with them), Get's error wraps
+// backend.ErrNeverCreated as well as backend.ErrNotFound. In a file that
+// had records before the triggers were added (or that had them dropped), an
+// absent election reads as ErrNotFound alone: a row may have been deleted.
 //
 // # Guarantees
 //
@@ -93,7 +118,22 @@
 // creates or opens the new one: two stores, each with a leader, with equal
 // tokens. The backend therefore remembers the file it opened (its device and
 // inode numbers on unix, compared with os.SameFile; the system's own file
-// identity elsewhere) and notices when the path names another file or none:
+// identity elsewhere) and notices when the path names another file or none.
+//
+// The file remembered is the one the connections hold open, not merely the
+// one the path names at some instant. The watch on the directory is set up
+// before the first connection opens. Every connection, of every pool and
+// whenever database/sql opens it, is opened one at a time in the process:
+// the path is stat'ed, the connection opened and read through (which opens
+// the -wal and -shm), and the path stat'ed again; on Linux the descriptors
+// the open added (/proc/self/fd) must not include another file at the
+// path. The first connection's file is the identity, taken only when the
+// path named it both before and after (else Open opens again); every later
+// connection must be on it, or the store is lost. When the file is lost
+// while Open runs, Open starts again on the file now at the path (a few
+// times, then it fails with backend.ErrStoreLost). So a Backend never reads
+// one file while vouching for another, and every Backend opened on a
+// deleted or replaced file reports the loss:
 //
 //   - within milliseconds, by a watch (fsnotify; inotify on Linux) on the
 //     file's directory, and on the directory of the file a symbolic link
@@ -149,6 +189,15 @@
 //     still naming the database (at Open, and on every Get, Create and
 //     Update): a file of the old database.
 //
+// It removes neither while the old database still exists: when the path,
+// looked at again under the directory lock below, names the old database
+// again (moved back), or when the old file, seen through this process's
+// open descriptor, still has a link in some directory (`mv leader.db
+// elsewhere`, or `ln leader.db x && rm leader.db`). Its -wal then holds
+// every commit since its last checkpoint, which SQLite never copies into a
+// moved file; the log says it kept them, and why. Moved back (or linked
+// back) at the path, the file has its records, and tokens carry on.
+//
 // Anything else there is kept and named in the log: a -wal or -shm made by
 // a process that opened the new file is never removed. The backends of all
 // processes on the directory take turns under an flock on it (waiting up
@@ -167,6 +216,9 @@
 //     path later then disagree about the file. The removal of the two files
 //     is two steps, and a process opening the path between them fares no
 //     better.
+//   - A database moved aside keeps its -wal and -shm at the path: a new
+//     file made at the path before the old one comes back would take them
+//     in. Move the -wal and -shm along with the file, or put it back.
 //   - Nothing is removed when no old process is running (they crashed or
 //     were stopped first), when /proc is not mounted, when the path now
 //     leads to another location through a changed symbolic link, or on

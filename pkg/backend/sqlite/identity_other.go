@@ -14,3 +14,6 @@ import (
 func describeFile(fi os.FileInfo) string {
 	return fmt.Sprintf("size %d, modified %s", fi.Size(), fi.ModTime().UTC().Format(time.RFC3339))
 }
+
+// linkCount cannot read a link count on this system.
+func linkCount(os.FileInfo) (uint64, bool) { return 0, false }

@@ -38,6 +38,42 @@ const (
 )`
 )
 
+// Records are never deleted: a candidate that finds no record may take it
+// at once only when no holder of an earlier one can exist (see
+// backend.ErrNeverCreated), and a row removed by hand under a running
+// leader would let a second one lead beside it. The triggers refuse a
+// DELETE, and an UPDATE that renames a row away, with a message that says
+// how to reset an election instead. An older release never deletes, so it
+// keeps working on a file that has them.
+const (
+	keptMessage = `leader-sidecar: the record of an election is never deleted (a holder may still run); ` +
+		`to reset an election, run: sidecar reset --sqlite-path <this file> --lease-name <name>`
+	createKeptOnDelete = `CREATE TRIGGER IF NOT EXISTS leader_records_kept_on_delete
+	BEFORE DELETE ON leader_records
+	BEGIN SELECT RAISE(ABORT, '` + keptMessage + `'); END`
+	createKeptOnRename = `CREATE TRIGGER IF NOT EXISTS leader_records_kept_on_rename
+	BEFORE UPDATE OF name ON leader_records WHEN OLD.name IS NOT NEW.name
+	BEGIN SELECT RAISE(ABORT, '` + keptMessage + `'); END`
+	countKeptTriggers = `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'
+	AND name IN ('leader_records_kept_on_delete', 'leader_records_kept_on_rename')`
+	// leader_deletes_refused has one row (id 1): since is the last version
+	// issued in the file when the triggers were installed. 0 means rows
+	// were never deletable in this file, so an election without a row never
+	// had one (neverCreated). Installing the triggers again (they were
+	// dropped, or the table with them) raises it to the current version.
+	createDeletesRefused = `CREATE TABLE IF NOT EXISTS leader_deletes_refused (
+	id    INTEGER PRIMARY KEY CHECK (id = 1),
+	since INTEGER NOT NULL
+)`
+	noteDeletesRefused = `INSERT INTO leader_deletes_refused (id, since)
+	SELECT 1, coalesce((SELECT last FROM leader_versions WHERE id = 1), (SELECT max(version) FROM leader_records), 0)
+	WHERE true
+	ON CONFLICT (id) DO UPDATE SET since = max(since, excluded.since)`
+	// selectNeverCreated is 1 when an election without a row provably
+	// never had one.
+	selectNeverCreated = `SELECT coalesce((SELECT since = 0 FROM leader_deletes_refused WHERE id = 1), 0)`
+)
+
 // probeWrite starts writing without changing anything. BEGIN IMMEDIATE on
 // a file SQLite could only open read-only quietly begins a read
 // transaction instead, and CREATE TABLE IF NOT EXISTS writes nothing when
@@ -53,8 +89,9 @@ const nextVersion = `INSERT INTO leader_versions (id, last)
 	RETURNING last`
 
 // initSchema checks that the file is in WAL mode, then creates the tables
-// if missing, and adds the handoff column to a table made before it, inside
-// a write transaction. Taking the write lock here also
+// if missing, adds the handoff column to a table made before it, and the
+// triggers that keep records from being deleted to a file without them,
+// inside a write transaction. Taking the write lock here also
 // proves at Open that the file is a database this process can write: a
 // read-only file, an unwritable directory, a file that is not a database and
 // a lock held past the busy timeout all fail now, not on the first write.
@@ -74,9 +111,20 @@ func (b *Backend) initSchema(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	for _, stmt := range []string{createRecords, createVersions, probeWrite} {
+	for _, stmt := range []string{createRecords, createVersions, createDeletesRefused, probeWrite} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
+		}
+	}
+	var kept int
+	if err := tx.QueryRowContext(ctx, countKeptTriggers).Scan(&kept); err != nil {
+		return err
+	}
+	if kept < 2 {
+		for _, stmt := range []string{noteDeletesRefused, createKeptOnDelete, createKeptOnRename} {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("adding the rule that records are never deleted: %w", err)
+			}
 		}
 	}
 	var columns int

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	modernc "modernc.org/sqlite"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -56,6 +56,12 @@ type Options struct {
 	// Open then succeeds and Warnings says what was detected, for the caller
 	// to log. SQLite's locking is not reliable there.
 	AllowNetworkFS bool
+	// SharedFile accepts a file that already holds tables other than the
+	// backend's own (an application's database, shared on purpose). Without
+	// it Open refuses such a file, leaving it as it was: Open would add the
+	// backend's tables and triggers to it and switch it to WAL mode, which
+	// stays after the backend closes it.
+	SharedFile bool
 	// Logger receives what the backend does on its own: the loss of the
 	// file, and the stale -wal and -shm it removed then. Nil means
 	// slog.Default().
@@ -83,7 +89,7 @@ type Backend struct {
 	releaseDB *sql.DB // one connection for releases (durability.go)
 	watchDB   *sql.DB // one dedicated connection per active Watch
 
-	file     os.FileInfo   // the database file as Open found it
+	file     os.FileInfo   // the database file Open's first connection opened (connect)
 	lost     chan struct{} // closed once the path no longer names file
 	lostOnce sync.Once
 	lostErr  error     // set before lost is closed
@@ -102,10 +108,27 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
+// openTries bounds how often Open starts again on the file now at the
+// path when the one it was opening was deleted or replaced meanwhile.
+const openTries = 3
+
 // Open opens (creating if needed) the database at opts.Path, switches it to
 // WAL mode, creates the schema if missing and checks that the file can be
-// written. Every error names the file.
+// written. Every connection the Backend ever uses is on one file: the one
+// its first connection opened (see Lost). When that file is deleted or
+// replaced while Open runs, Open starts again on the file now at the path,
+// a few times, and then fails with backend.ErrStoreLost. Every error names
+// the file.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
+	for try := 1; ; try++ {
+		b, err := open(ctx, opts)
+		if err == nil || !errors.Is(err, backend.ErrStoreLost) || try == openTries {
+			return b, err
+		}
+	}
+}
+
+func open(ctx context.Context, opts Options) (*Backend, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
@@ -115,6 +138,11 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	if err := checkLocation(path); err != nil {
 		return nil, err
+	}
+	if !opts.SharedFile {
+		if err := checkNotShared(ctx, path); err != nil {
+			return nil, err
+		}
 	}
 	warning, err := checkNetworkFS(path, opts.statfs, opts.AllowNetworkFS)
 	if err != nil {
@@ -134,30 +162,35 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if warning != "" {
 		b.warnings = append(b.warnings, warning)
 	}
-	if err := b.openHandles(ctx); err != nil {
-		return nil, b.fail("open", err)
-	}
-	if err := b.rememberFile(); err != nil {
-		_ = b.closeHandles()
-		return nil, err
-	}
-	b.closing, b.stop = context.WithCancel(context.Background())
-	if warning := b.watchFile(opts.newWatcher); warning != "" {
+	b.lost = make(chan struct{})
+	b.sides.init(b.path)
+	// The directory is watched before the first connection opens, so a
+	// deletion or replacement after it is reported, however soon.
+	follow, warning := b.watchFile(opts.newWatcher)
+	if warning != "" {
 		b.warnings = append(b.warnings, warning)
 	}
+	if err := b.openHandles(ctx); err != nil {
+		follow(nil)
+		return nil, b.fail("open", err)
+	}
+	b.closing, b.stop = context.WithCancel(context.Background())
+	follow(b)
 	return b, nil
 }
 
 // openHandles opens the writer pool, creating the schema if missing, the
-// release handle and the watch handle on b.path (see dsn). On failure it
-// closes what it opened.
+// release handle and the watch handle on b.path (see dsn). Every
+// connection of each is opened through connect: the first one takes the
+// file's identity, and each later one, whenever database/sql opens it, must
+// be on that file. On failure it closes what it opened.
 func (b *Backend) openHandles(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			_ = b.closeHandles()
 		}
 	}()
-	if b.db, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, writerPool)); err != nil {
+	if b.db, err = b.openPool(writerPool); err != nil {
 		return err
 	}
 	b.db.SetMaxOpenConns(writerConns)
@@ -165,7 +198,7 @@ func (b *Backend) openHandles(ctx context.Context) (err error) {
 	if err = b.initSchemaPatiently(ctx); err != nil {
 		return err
 	}
-	if b.releaseDB, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, releasePool)); err != nil {
+	if b.releaseDB, err = b.openPool(releasePool); err != nil {
 		return err
 	}
 	b.releaseDB.SetMaxOpenConns(1)
@@ -175,13 +208,23 @@ func (b *Backend) openHandles(ctx context.Context) (err error) {
 	if err = b.releaseDB.PingContext(ctx); err != nil {
 		return err
 	}
-	if b.watchDB, err = sql.Open("sqlite", dsn(b.path, b.busyTimeout, watchPool)); err != nil {
+	if b.watchDB, err = b.openPool(watchPool); err != nil {
 		return err
 	}
 	// A watch's connection is closed, not pooled, when the watch ends or
 	// fails, so a failed connection is never handed to the next watch.
 	b.watchDB.SetMaxIdleConns(0)
 	return nil
+}
+
+// openPool returns a handle whose connections, for p, open through
+// connect.
+func (b *Backend) openPool(p pool) (*sql.DB, error) {
+	base, err := modernc.NewConnector(dsn(b.path, b.busyTimeout, p))
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(fileConnector{Connector: base, b: b}), nil
 }
 
 // closeHandles closes every handle openHandles opened.

@@ -55,14 +55,21 @@ func (s *sideFiles) note(seen []os.FileInfo) {
 	s.mu.Unlock()
 }
 
-// removeStale runs once the database is lost. It removes each of paths
-// whose file is one this process has open (so its inode number cannot
-// have been reused) and was at that path while the path still named the
-// database: a file of the old database. Anything else there (a file
-// another process made for the new database) is kept. The backends on the
-// directory take turns under a lock on it, so one never removes a file
-// made after another backend's removal. It returns a sentence for the log.
-func (s *sideFiles) removeStale(path string) string {
+// removeStale runs once the database is lost; db is the database file as
+// Open found it. It removes each of paths whose file is one this process
+// has open (so its inode number cannot have been reused) and was at that
+// path while the path still named the database: a file of the old
+// database. Anything else there (a file another process made for the new
+// database) is kept. The backends on the directory take turns under a lock
+// on it, so one never removes a file made after another backend's removal.
+//
+// It removes nothing while the old database still exists: when the path,
+// looked at again under the lock, names it again (moved back), or when
+// the file this process holds open still has a link in some directory
+// (moved aside, or hard-linked elsewhere before the path was removed). Its
+// -wal then holds every commit since its last checkpoint, which nothing
+// copies into the file once it is moved. It returns a sentence for the log.
+func (s *sideFiles) removeStale(path string, db os.FileInfo) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer close(s.cleaned)
@@ -79,6 +86,10 @@ func (s *sideFiles) removeStale(path string) string {
 		return fmt.Sprintf("did not remove the old database's %s: %v", strings.Join(s.paths, " and "), err)
 	}
 	defer unlock()
+	if why := stillExists(path, db, open); why != "" {
+		return fmt.Sprintf("kept %s: %s, and they hold its commits since its last checkpoint; "+
+			"move them with it, or put it back at %s", strings.Join(s.paths, " and "), why, path)
+	}
 	var done []string
 	for i, p := range s.paths {
 		fi, err := os.Lstat(p)
@@ -101,6 +112,31 @@ func (s *sideFiles) removeStale(path string) string {
 		return "found no -wal or -shm of the old database to remove"
 	}
 	return strings.Join(done, "; ")
+}
+
+// stillExists says why the database db, lost at path, still exists, or ""
+// when it provably does not: the path names it again, or the file this
+// process holds open (among open) still has links. When no open file is
+// db, or its link count cannot be read, it cannot prove the file gone and
+// says so.
+func stillExists(path string, db os.FileInfo, open []os.FileInfo) string {
+	if fi, err := os.Stat(path); err == nil && os.SameFile(fi, db) {
+		return "the path names the old database (" + describeFile(db) + ") again"
+	}
+	for _, fi := range open {
+		if !os.SameFile(fi, db) {
+			continue
+		}
+		switch n, ok := linkCount(fi); {
+		case !ok:
+			return "cannot tell whether the old database (" + describeFile(db) + ") still exists elsewhere"
+		case n > 0:
+			return fmt.Sprintf("the old database (%s) still exists under another name (%d links)", describeFile(db), n)
+		default:
+			return ""
+		}
+	}
+	return "the old database (" + describeFile(db) + ") is not among the files this process has open, so cannot tell whether it still exists"
 }
 
 func sameAsAny(fi os.FileInfo, files []os.FileInfo) bool {

@@ -12,7 +12,7 @@ import (
 // a descriptor's link there stats as the open file, even once it was
 // removed from its directory.
 func openFiles() ([]os.FileInfo, error) {
-	const dir = "/proc/self/fd"
+	const dir = procFDs
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the files this process has open: %w", err)
@@ -24,6 +24,25 @@ func openFiles() ([]os.FileInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// procFDs lists this process's descriptors, each a link to its file.
+const procFDs = "/proc/self/fd"
+
+// descriptors returns the files this process has open, by descriptor, or
+// nil when /proc cannot be read.
+func descriptors() descriptorSet {
+	entries, err := os.ReadDir(procFDs)
+	if err != nil {
+		return nil
+	}
+	out := make(descriptorSet, len(entries))
+	for _, e := range entries {
+		if fi, err := os.Stat(procFDs + "/" + e.Name()); err == nil {
+			out[e.Name()] = fi
+		}
+	}
+	return out
 }
 
 // lockDir takes an exclusive flock on dir, waiting up to wait for the

@@ -54,7 +54,8 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 		if err := rows.Err(); err != nil {
 			return backend.Record{}, "", b.fail("get", err)
 		}
-		return backend.Record{}, "", fmt.Errorf("sqlite: get %q: %w", b.election, backend.ErrNotFound)
+		_ = rows.Close() // ends the read before the next one on this pool
+		return backend.Record{}, "", b.notFound(ctx)
 	}
 	var (
 		version, duration, transitions, acquire, renew sql.NullInt64
@@ -73,6 +74,20 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 		Handoff:              backend.DecodeHandoff(handoff.String),
 	}
 	return rec, formatVersion(version.Int64), nil
+}
+
+// notFound is Get's error for an absent record: ErrNotFound, and also
+// ErrNeverCreated when rows were never deletable in this file (schema.go),
+// so the election never had one.
+func (b *Backend) notFound(ctx context.Context) error {
+	var never bool
+	if err := b.db.QueryRowContext(ctx, selectNeverCreated).Scan(&never); err != nil {
+		return b.fail("get", err)
+	}
+	if never {
+		return fmt.Errorf("sqlite: get %q: %w (%w)", b.election, backend.ErrNotFound, backend.ErrNeverCreated)
+	}
+	return fmt.Errorf("sqlite: get %q: %w", b.election, backend.ErrNotFound)
 }
 
 // Create implements backend.Backend.

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+)
+
+func openElection(t *testing.T, path, name string) *sqlite.Backend {
+	t.Helper()
+	b, err := sqlite.Open(t.Context(), sqlite.Options{Path: path, Election: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func resetCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), append([]string{"reset"}, args...), nil, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestResetReleasesTheRecordKeepingItsToken: a record whose holder no
+// longer renews it (its lease of 1s passes unrenewed) and that carries a
+// hand-off in progress is written back released, its token kept: the next
+// leader's token is above it. A record already released is reset at once.
+func TestResetReleasesTheRecordKeepingItsToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	b := openElection(t, path, "billing")
+	now := time.Now()
+	stuck := backend.Record{HolderIdentity: "gone_1", LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: 41,
+		Handoff: backend.Handoff{Phase: backend.HandoffOffer, From: "gone_1", To: "b_2", Token: 41}}
+	if _, err := b.Create(t.Context(), stuck); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing")
+	if code != 0 {
+		t.Fatalf("reset: exit %d, stderr %q", code, stderr)
+	}
+	rec, _, err := b.Get(t.Context())
+	if err != nil || rec.HolderIdentity != "" || !rec.Handoff.IsZero() || rec.Transitions != 41 {
+		t.Fatalf("after reset: %+v, %v; want released with token 41 and no hand-off", rec, err)
+	}
+	if !strings.Contains(stdout, "token 41") {
+		t.Fatalf("reset said %q, want it to name the token kept", stdout)
+	}
+	if code, _, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing"); code != 0 {
+		t.Fatalf("reset of a released record: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestResetLeavesARenewedRecord: a holder that renews within its lease
+// keeps the record; reset exits 1 saying so.
+func TestResetLeavesARenewedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	b := openElection(t, path, "billing")
+	now := time.Now()
+	live := backend.Record{HolderIdentity: "live_1", LeaseDurationSeconds: 2, AcquireTime: now, RenewTime: now, Transitions: 3}
+	v, err := b.Create(t.Context(), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := make(chan error, 1)
+	go func() { // the live holder renews while reset watches
+		time.Sleep(300 * time.Millisecond)
+		live.RenewTime = time.Now()
+		_, err := b.Update(context.Background(), v, live)
+		renewed <- err
+	}()
+	code, _, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing")
+	if err := <-renewed; err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || !strings.Contains(stderr, "live_1") {
+		t.Fatalf("reset of a renewed record: exit %d, stderr %q; want 1 naming the holder", code, stderr)
+	}
+	if rec, _, _ := b.Get(t.Context()); rec.HolderIdentity != "live_1" {
+		t.Fatalf("after the refused reset the record names %q, want live_1", rec.HolderIdentity)
+	}
+}
+
+func TestResetBadUsage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--sqlite-path"},
+		{[]string{"--sqlite-path", path, "extra"}, `unexpected argument "extra"`},
+		{[]string{"--sqlite-path", path, "--lease-name", ""}, "--lease-name"},
+		{[]string{"--bogus"}, "bogus"},
+	} {
+		code, _, stderr := resetCmd(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("reset %q: exit %d, stderr %q; want 2 naming %s", tc.args, code, stderr, tc.want)
+		}
+	}
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path)
+	if code != 0 || !strings.Contains(stdout, "no record") {
+		t.Errorf("reset of an election without a record: exit %d, stdout %q, stderr %q; want 0 saying there is none", code, stdout, stderr)
+	}
+}
