@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	}
 	t.Run("GetMissing", func(t *testing.T) { testGetMissing(t, open) })
 	t.Run("GetNeverCreated", func(t *testing.T) { testGetNeverCreated(t, open, want) })
+	t.Run("CreateFirst", func(t *testing.T) { testCreateFirst(t, open, want) })
 	t.Run("CreateIfAbsent", func(t *testing.T) { testCreateIfAbsent(t, open) })
 	t.Run("UpdateStaleConflicts", func(t *testing.T) { testUpdateStale(t, open) })
 	t.Run("UpdateMissing", func(t *testing.T) { testUpdateMissing(t, open) })

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -31,6 +32,44 @@ func testGetNeverCreated(t *testing.T, open Opener, want expectations) {
 	if want.provesNeverCreated && !errors.Is(err, backend.ErrNeverCreated) {
 		t.Fatalf("Get of a record never created: got %v, want one wrapping %q as well (or declare CannotProveNeverCreated)", err, backend.ErrNeverCreated)
 	}
+}
+
+// testCreateFirst checks backend.FirstCreator: offered exactly by the
+// backends that prove a record never created; of handles racing to create
+// the first record exactly one wins, and once a record exists CreateFirst
+// is refused as Create is.
+func testCreateFirst(t *testing.T, open Opener, want expectations) {
+	handles := make([]backend.FirstCreator, 4)
+	for i := range handles {
+		f, ok := open(t, "create-first").(backend.FirstCreator)
+		if ok != want.provesNeverCreated {
+			t.Fatalf("FirstCreator %v, want %v: CreateFirst is offered exactly by backends that prove a record never created", ok, want.provesNeverCreated)
+		}
+		if !ok {
+			return
+		}
+		handles[i] = f
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(handles))
+	for i, f := range handles {
+		wg.Go(func() { _, errs[i] = f.CreateFirst(ctxFor(t), SampleRecord(fmt.Sprint("h", i), 1)) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, backend.ErrAlreadyExists):
+			t.Fatalf("a CreateFirst that lost the race: %v, want ErrAlreadyExists", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d racing CreateFirst calls won, want exactly 1", won, len(handles))
+	}
+	_, err := handles[0].CreateFirst(ctxFor(t), SampleRecord("late", 1))
+	wantErr(t, "CreateFirst once a record exists", err, backend.ErrAlreadyExists)
 }
 
 func testCreateIfAbsent(t *testing.T, open Opener) {

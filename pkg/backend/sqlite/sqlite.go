@@ -106,7 +106,10 @@ type Backend struct {
 	closeErr  error
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.FirstCreator = (*Backend)(nil)
+)
 
 // openTries bounds how often Open starts again on the file now at the
 // path when the one it was opening was deleted or replaced meanwhile.

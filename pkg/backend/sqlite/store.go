@@ -92,9 +92,33 @@ func (b *Backend) notFound(ctx context.Context) error {
 
 // Create implements backend.Backend.
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
-	return b.write(ctx, "create", insertRecord, rec, func(stored backend.Version, found bool) error {
+	return b.write(ctx, "create", insertRecord, rec, func(_ *sql.Tx, stored backend.Version, found bool) error {
 		if found {
 			return fmt.Errorf("stored version %s: %w", stored, backend.ErrAlreadyExists)
+		}
+		return nil
+	})
+}
+
+// CreateFirst implements backend.FirstCreator: Create, refused unless, in
+// the same write transaction, rows were never deletable in this file (the
+// proof Get's ErrNeverCreated gives) and both triggers that keep them are
+// still there, so no record of the election can ever have existed.
+func (b *Backend) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return b.write(ctx, "create", insertRecord, rec, func(tx *sql.Tx, stored backend.Version, found bool) error {
+		if found {
+			return fmt.Errorf("stored version %s: %w", stored, backend.ErrAlreadyExists)
+		}
+		var never bool
+		var triggers int
+		if err := tx.QueryRowContext(ctx, selectNeverCreated).Scan(&never); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, countKeptTriggers).Scan(&triggers); err != nil {
+			return err
+		}
+		if !never || triggers != 2 {
+			return fmt.Errorf("as the first record: a record may have existed and been removed: %w", backend.ErrAlreadyExists)
 		}
 		return nil
 	})
@@ -103,7 +127,7 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 // Update implements backend.Backend: a compare-and-swap on prev, checked
 // and written under SQLite's write lock.
 func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
-	return b.write(ctx, "update", updateRecord, rec, func(stored backend.Version, found bool) error {
+	return b.write(ctx, "update", updateRecord, rec, func(_ *sql.Tx, stored backend.Version, found bool) error {
 		switch {
 		case !found:
 			return backend.ErrNotFound
@@ -125,7 +149,7 @@ var beforeCommit func(*sql.Tx)
 // updateRecord) with rec and a new version, and commits (synchronous=FULL,
 // or NORMAL for a release: writerFor).
 func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record,
-	check func(stored backend.Version, found bool) error,
+	check func(tx *sql.Tx, stored backend.Version, found bool) error,
 ) (backend.Version, error) {
 	if err := b.lossError(); err != nil {
 		return "", b.fail(op, err)
@@ -156,7 +180,7 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", b.fail(op, err)
 	}
-	if err := check(formatVersion(stored.Int64), found); err != nil {
+	if err := check(tx, formatVersion(stored.Int64), found); err != nil {
 		return "", b.fail(op, err)
 	}
 	var version int64
