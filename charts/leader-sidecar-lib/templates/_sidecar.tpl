@@ -48,27 +48,37 @@ Usage:
 {{- end }}
 
 {{/*
-The Pod securityContext of Pod Security "restricted": non-root (uid and gid
-65532, the distroless nonroot user), seccomp RuntimeDefault.
+The Pod securityContext of Pod Security "restricted": non-root, seccomp
+RuntimeDefault, and the uid, gid and fsGroup of sidecar.securityContext
+(65532, the distroless nonroot user; each left out when null).
+
+Usage:
+  securityContext:
+    {{- include "leader-sidecar-lib.podSecurityContext" . | nindent 4 }}
 */}}
 {{- define "leader-sidecar-lib.podSecurityContext" -}}
+{{- $ids := (include "leader-sidecar-lib.config" . | fromYaml).securityContext -}}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
+{{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup" "fsGroup") }}
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
 {{/*
-The container securityContext of Pod Security "restricted": no privilege
-escalation, every capability dropped, read-only root filesystem. The
-example chart gives it to its app container too.
+The container securityContext of Pod Security "restricted": non-root, no
+privilege escalation, every capability dropped, read-only root filesystem,
+and the uid and gid of sidecar.securityContext (each left out when null).
+The sidecar container has it; the example chart gives it to its app
+container too.
+
+Usage:
+  securityContext:
+    {{- include "leader-sidecar-lib.containerSecurityContext" . | nindent 4 }}
 */}}
 {{- define "leader-sidecar-lib.containerSecurityContext" -}}
+{{- $ids := (include "leader-sidecar-lib.config" . | fromYaml).securityContext -}}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
+{{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup") }}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
@@ -79,7 +89,31 @@ seccompProfile:
 {{- end }}
 
 {{/*
-The sidecar container (one container, not a list item).
+ids renders the named keys of a map of ids as whole numbers, one a line
+(each after a newline), leaving out those that are null.
+
+Usage:
+  {{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup") }}
+*/}}
+{{- define "leader-sidecar-lib.ids" -}}
+{{- $ids := first . }}
+{{- range $key := rest . }}
+{{- $id := index $ids $key }}
+{{- if not (kindIs "invalid" $id) }}
+{{ $key }}: {{ int64 $id }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The sidecar container (one container, not a list item). Its one-line
+error on a bad setting (exit status 2) is its termination message
+(FallbackToLogsOnError), so `kubectl describe pod` shows it.
+
+Usage (leader-sidecar-lib.initContainers and .containers render it as a
+list item where it belongs):
+  containers:
+    - {{ include "leader-sidecar-lib.container" . | nindent 6 | trim }}
 */}}
 {{- define "leader-sidecar-lib.container" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
@@ -87,6 +121,7 @@ The sidecar container (one container, not a list item).
 name: {{ $c.name }}
 image: {{ include "leader-sidecar-lib.imageRef" $c.image | quote }}
 imagePullPolicy: {{ $c.image.pullPolicy }}
+terminationMessagePolicy: FallbackToLogsOnError
 {{- if $c.native }}
 # A native sidecar: started before the app containers, stopped after them.
 restartPolicy: Always
