@@ -6,6 +6,8 @@
 #   make release VERSION=vX.Y.Z
 #               binaries, images, charts and SHA256SUMS in dist/
 #               (hack/release.sh; hack/set-version.sh sets the charts' version)
+#   make unit   vet, then the unit tests of pkg/ and cmd/ with the race
+#               detector: no kube-apiserver, no PostgreSQL, no Helm
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
@@ -17,7 +19,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build image release run test vet deps sim clean
+.PHONY: all build image release run unit test vet deps sim clean
 
 all: build
 
@@ -54,6 +56,16 @@ vet:
 
 deps:
 	@hack/test-deps.sh
+
+# The packages of pkg/ and cmd/ whose tests need no envtest kube-apiserver
+# (those importing internal/kubetest or controller-runtime's envtest are
+# left to make test).
+UNIT_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./pkg/... ./cmd/... | \
+	grep -v -e '/internal/kubetest' -e 'controller-runtime/pkg/envtest' | cut -d' ' -f1)
+
+unit: vet
+	cd $(FENCE) && $(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 test: vet deps
 	cd $(FENCE) && $(GO) test -race -count=1 ./...

@@ -19,8 +19,16 @@
 # another version's image is refused with exit status 2. Files of an
 # earlier release in OUTDIR are replaced; nothing else there is touched.
 #
+# The release is built from a commit: a working tree with uncommitted
+# changes is refused (exit status 2). Once every artifact is built it tags
+# that commit, annotated, in the local repository: vX.Y.Z for the module and
+# pkg/fence/vX.Y.Z for pkg/fence, a Go module of its own (`go get
+# .../pkg/fence@vX.Y.Z` needs that tag). A tag that already names the commit
+# is kept; one that names another commit is refused before anything is built.
+#
 # Publishing is not done here. With the registry credentials at hand:
 #
+#   git push origin v0.2.0 pkg/fence/v0.2.0
 #   cd dist && sha256sum -c SHA256SUMS
 #   skopeo copy --all --preserve-digests oci-archive:leader-sidecar-v0.2.0.oci.tar:v0.2.0 \
 #     docker://ghcr.io/leader-sidecar/leader-sidecar:v0.2.0        # and example-worker
@@ -47,6 +55,19 @@ if [[ $rc != 0 ]]; then
   log "VERSION $VERSION differs from the versions the charts carry, named above: give theirs, or run hack/set-version.sh $VERSION and commit first"
   exit 2
 fi
+tags=("$VERSION" "pkg/fence/$VERSION")
+head=$(git -C "$root" rev-parse --verify --quiet HEAD) ||
+  { log "$root has no git commit: a release is built from one, and tagged"; exit 2; }
+if [[ -n $(git -C "$root" status --porcelain) ]]; then
+  log "the working tree has uncommitted changes (git status): a release is built from a commit, which its tags name; commit or stash them first"
+  exit 2
+fi
+for tag in "${tags[@]}"; do
+  if at=$(git -C "$root" rev-parse --verify --quiet "refs/tags/$tag^{commit}"); then
+    [[ $at == "$head" ]] ||
+      { log "tag $tag already names commit $at, not HEAD $head: a released version is never moved; release another version"; exit 2; }
+  fi
+done
 LDFLAGS=${LDFLAGS:-"-s -w -X main.version=$VERSION"}
 [[ $LDFLAGS == *"-X main.version=$VERSION"* ]] ||
   { log "LDFLAGS \"$LDFLAGS\" do not stamp main.version=$VERSION"; exit 2; }
@@ -100,4 +121,10 @@ for f in "$stage"/*; do
   mv "$f" "$out/"
   echo "$out/$(basename "$f")"
 done
-log "$VERSION in $out"
+for tag in "${tags[@]}"; do
+  if ! git -C "$root" rev-parse --verify --quiet "refs/tags/$tag" >/dev/null; then
+    git -C "$root" tag -a -m "leader-sidecar $VERSION" "$tag" "$head"
+    log "tagged $head as $tag"
+  fi
+done
+log "$VERSION in $out; push the tags with: git push origin ${tags[*]}"

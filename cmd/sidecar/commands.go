@@ -33,7 +33,7 @@ type command struct {
 // apart.
 var commands = []command{
 	{"probe", "[--address host:port] [--timeout d] <path>",
-		"GET <path> from a running sidecar; exit 0 on a 2xx answer, 1 otherwise (an exec probe for images without curl)", runProbe},
+		"GET <path> from a running sidecar and print the body; exit 0 on a 2xx answer, 1 otherwise (an exec probe for images without curl)", runProbe},
 	{"handoff", "[--to <Pod name or identity>] [--address host:port] [--timeout d]",
 		"ask the running sidecar, the leader, to hand leadership to that candidate (or any standby) with the next token; exit 0 once it did, 1 with the reason otherwise", runHandoff},
 	{"reset", "--sqlite-path <file> [--lease-name <name>]",

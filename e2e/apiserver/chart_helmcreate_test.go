@@ -72,7 +72,7 @@ func TestChartLibraryInHelmCreateChart(t *testing.T) {
 			}
 			all := append(slices.Clone(pod.InitContainers), pod.Containers...)
 			sc := sidecartest.ContainerNamed(all, "leader-sidecar")
-			app := sidecartest.ContainerNamed(pod.Containers, "app")
+			app := sidecartest.ContainerNamed(pod.Containers, "mychart")
 			if sc == nil || app == nil {
 				t.Fatalf("containers %+v %+v", pod.InitContainers, pod.Containers)
 			}

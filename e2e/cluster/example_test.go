@@ -203,7 +203,7 @@ func notRunning(p corev1.Pod, ready bool) string {
 
 // leaderState asks the sidecar of a Pod for GET /leader on its loopback
 // listener, from inside its container (the image has no shell or curl:
-// the sidecar's own probe subcommand prints the status and the body).
+// the sidecar's own probe subcommand prints the body).
 func leaderState(ctx context.Context, ns, pod string) (fence.LeaderJSON, error) {
 	var st fence.LeaderJSON
 	out, err := cl.try(ctx, cl.kubectl, "exec", "--namespace", ns, pod, "--container", sidecarContainer, "--",

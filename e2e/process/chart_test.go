@@ -227,9 +227,8 @@ spec:
       serviceAccountName: {{ include "leader-sidecar-lib.serviceAccountName" . }}
       securityContext:
         {{- include "leader-sidecar-lib.podSecurityContext" . | nindent 8 }}
-      {{- with include "leader-sidecar-lib.initContainers" . }}
-      initContainers:
-        {{- . | nindent 8 }}
+      {{- with include "leader-sidecar-lib.initContainers" (dict "context" $) }}
+      {{- . | nindent 6 }}
       {{- end }}
       containers:
         - name: app

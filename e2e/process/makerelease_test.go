@@ -26,11 +26,18 @@ import (
 // hack/release.sh (make release VERSION=vX.Y.Z): every artifact a release
 // publishes, checked for what it must be; and the versions it refuses.
 
-// runRelease runs hack/release.sh into dir with VERSION=version and
-// returns its stdout, stderr and exit status.
+// runRelease runs hack/release.sh of this repository into dir with
+// VERSION=version and returns its stdout, stderr and exit status.
 func runRelease(t *testing.T, dir, version string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command("../../hack/release.sh", dir)
+	return runReleaseIn(t, "../..", dir, version)
+}
+
+// runReleaseIn is runRelease with the hack/release.sh of the repository at
+// root.
+func runReleaseIn(t *testing.T, root, dir, version string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"), dir)
 	cmd.Env = append(os.Environ(), "VERSION="+version, "HELM="+sidecartest.Helm(t),
 		"PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	var out, errOut bytes.Buffer
@@ -78,10 +85,12 @@ func TestRelease(t *testing.T) {
 	version := readChartMeta(t, "leader-sidecar-lib").AppVersion
 	chartVersion := strings.TrimPrefix(version, "v")
 	dir := t.TempDir()
-	stdout, stderr, code := runRelease(t, dir, version)
+	repo := releaseRepo(t)
+	stdout, stderr, code := runReleaseIn(t, repo, dir, version)
 	if code != 0 {
 		t.Fatalf("hack/release.sh: exit %d\n%s", code, stderr)
 	}
+	checkReleaseTags(t, repo, version)
 	want := []string{
 		"SHA256SUMS",
 		"example-worker-" + version + ".oci.tar",
@@ -132,6 +141,94 @@ func TestRelease(t *testing.T) {
 	}
 	checkImageIndex(t, filepath.Join(dir, "leader-sidecar-"+version+".oci.tar"), sidecarImageRepository, version, "sidecar")
 	checkImageIndex(t, filepath.Join(dir, "example-worker-"+version+".oci.tar"), appImageRepository, version, "worker")
+}
+
+// releaseRepo is a repository of its own holding this working tree's files
+// (tracked and untracked, not ignored) as one commit, for hack/release.sh
+// to tag without touching this repository's tags.
+func releaseRepo(t *testing.T) string {
+	t.Helper()
+	list, err := exec.Command("git", "-C", "../..", "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	for _, name := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
+		raw, err := os.ReadFile(filepath.Join("../..", name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted, not yet committed
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join("../..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), raw, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "init", "--quiet")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "--quiet", "-m", "release test")
+	return repo
+}
+
+// git runs git in repo with a fixed identity and returns its output.
+func git(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release@example.invalid",
+		"GIT_COMMITTER_NAME=release test", "GIT_COMMITTER_EMAIL=release@example.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// checkReleaseTags fails t unless the repository at repo has the annotated
+// tags vX.Y.Z and pkg/fence/vX.Y.Z on HEAD.
+func checkReleaseTags(t *testing.T, repo, version string) {
+	t.Helper()
+	head := git(t, repo, "rev-parse", "HEAD")
+	for _, tag := range []string{version, "pkg/fence/" + version} {
+		if kind := git(t, repo, "cat-file", "-t", "refs/tags/"+tag); kind != "tag" {
+			t.Errorf("%s is a %s, want an annotated tag", tag, kind)
+		}
+		if at := git(t, repo, "rev-parse", "refs/tags/"+tag+"^{commit}"); at != head {
+			t.Errorf("%s names %s, want HEAD %s", tag, at, head)
+		}
+	}
+}
+
+// TestReleaseRefusesWhatItCannotTag: uncommitted changes, and a version
+// tag on another commit, exit 2 naming the cause before anything is
+// built or tagged.
+func TestReleaseRefusesWhatItCannotTag(t *testing.T) {
+	version := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	repo := releaseRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, stderr, code := runReleaseIn(t, repo, dir, version); code != 2 || !strings.Contains(stderr, "the working tree has uncommitted changes") {
+		t.Errorf("a dirty tree: exit %d, want 2 naming the uncommitted changes:\n%s", code, stderr)
+	}
+	git(t, repo, "commit", "--quiet", "-am", "a change")
+	git(t, repo, "tag", "-a", "-m", "elsewhere", "pkg/fence/"+version, "HEAD~1")
+	if _, stderr, code := runReleaseIn(t, repo, dir, version); code != 2 || !strings.Contains(stderr, "tag pkg/fence/"+version+" already names commit") {
+		t.Errorf("a tag on another commit: exit %d, want 2 naming the tag:\n%s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused release wrote %d files", len(entries))
+	}
+	if tags := git(t, repo, "tag", "--list", version); tags != "" {
+		t.Errorf("a refused release tagged %q", tags)
+	}
 }
 
 // checkBinaryArchive checks one binary archive: a directory named after it

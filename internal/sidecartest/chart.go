@@ -17,6 +17,7 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // ChartRelease is the release name the chart tests render and install.
@@ -93,49 +94,61 @@ func TemplateChart(t testing.TB, dir, ns, values string) (string, error) {
 	return RunHelm(t, "template", ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns, "--values", file)
 }
 
-// DecodeManifests decodes a stream of YAML manifests strictly: a field the
-// typed API does not know, or a duplicate field, fails t, and so does a
-// stream with no object.
+// DecodeManifests decodes a stream of YAML manifests strictly: a key that
+// appears twice in a mapping (a lenient decoder keeps the last one, and
+// what the first one held is gone), a field the typed API does not know,
+// or a stream with no object fails t.
 func DecodeManifests(t testing.TB, stream string) *Rendered {
 	t.Helper()
+	r, err := decodeManifests(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func decodeManifests(stream string) (*Rendered, error) {
+	docs, err := yamlDocuments(stream)
+	if err != nil {
+		return nil, err
+	}
 	r := &Rendered{}
-	for _, doc := range yamlDocuments(t, stream) {
-		jsonDoc, err := utilyaml.ToJSON(doc)
+	for _, doc := range docs {
+		jsonDoc, err := sigsyaml.YAMLToJSONStrict(doc)
 		if err != nil {
-			t.Fatalf("manifest is not YAML: %v\n%s", err, doc)
+			return nil, fmt.Errorf("manifest is not YAML: %v\n%s", err, doc)
 		}
 		if string(jsonDoc) == "null" || len(bytes.TrimSpace(jsonDoc)) == 0 {
 			continue
 		}
 		obj, _, err := strictDecoder.Decode(jsonDoc, nil, nil)
 		if err != nil {
-			t.Fatalf("decoding a manifest: %v\n%s", err, doc)
+			return nil, fmt.Errorf("decoding a manifest: %v\n%s", err, doc)
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(jsonDoc); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		r.Objects = append(r.Objects, obj)
 		r.Raw = append(r.Raw, u)
 	}
 	if len(r.Objects) == 0 {
-		t.Fatal("helm template rendered nothing")
+		return nil, errors.New("helm template rendered nothing")
 	}
-	return r
+	return r, nil
 }
 
 // yamlDocuments splits a stream of YAML documents.
-func yamlDocuments(t testing.TB, stream string) [][]byte {
-	t.Helper()
+func yamlDocuments(stream string) ([][]byte, error) {
 	var docs [][]byte
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return docs
+			return docs, nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		docs = append(docs, doc)
 	}

@@ -81,9 +81,10 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	}
 	pod := ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers", "leader-sidecar-lib.strategy")
 	header, rest := MustCut(t, string(created), "  template:\n")
-	podMeta, _ := MustCut(t, rest, "    spec:\n")
+	podMeta, createdSpec := MustCut(t, rest, "    spec:\n")
 	strategy, podSpec := MustCut(t, strings.TrimPrefix(pod, "spec:\n"), "  template:\n")
 	_, podSpec = MustCut(t, podSpec, "    spec:\n")
+	checkKeepsValues(t, createdSpec, podSpec)
 	write("deployment.yaml", header+strategy+"  template:\n"+podMeta+"    spec:\n"+podSpec)
 	if _, err := RunHelm(t, "dependency", "build", chart); err != nil {
 		t.Fatal(err)
@@ -91,6 +92,24 @@ func HelmCreateWithLibrary(t testing.TB) string {
 	return chart
 }
 
+// checkKeepsValues fails t unless the README's Pod spec reads every value
+// helm create's Pod spec reads (its container, volumes, pull secrets,
+// scheduling): the recipe adds the sidecar to the user's Pod and takes
+// nothing of it away.
+func checkKeepsValues(t testing.TB, created, readme string) {
+	t.Helper()
+	ref := regexp.MustCompile(`\.(Values\.[A-Za-z.]+|Chart\.[A-Za-z]+)`)
+	for _, m := range ref.FindAllString(created, -1) {
+		if !strings.Contains(readme, m) {
+			t.Errorf("the library README's Pod spec does not read %s, which helm create's Pod spec does", m)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// MustCut is strings.Cut that fails t when sep is not in s.
 func MustCut(t testing.TB, s, sep string) (string, string) {
 	t.Helper()
 	before, after, ok := strings.Cut(s, sep)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // MonitoringAPI is the Prometheus Operator's API version.
@@ -18,9 +18,13 @@ func RenderWithMonitors(t testing.TB, stream string) (*Rendered, []*unstructured
 	t.Helper()
 	var typed []string
 	var monitors []*unstructured.Unstructured
-	for _, doc := range yamlDocuments(t, stream) {
+	docs, err := yamlDocuments(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs {
 		u := &unstructured.Unstructured{}
-		if j, err := utilyaml.ToJSON(doc); err == nil && len(j) > 4 && u.UnmarshalJSON(j) == nil && u.GetAPIVersion() == MonitoringAPI {
+		if j, err := sigsyaml.YAMLToJSONStrict(doc); err == nil && len(j) > 4 && u.UnmarshalJSON(j) == nil && u.GetAPIVersion() == MonitoringAPI {
 			monitors = append(monitors, u)
 			continue
 		}

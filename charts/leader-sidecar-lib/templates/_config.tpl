@@ -107,6 +107,16 @@ serviceAccount:
   # named here or there.
   name: ""
   annotations: {}
+# The user and group of the sidecar container, and of the Pod and app
+# containers of a chart that uses leader-sidecar-lib.podSecurityContext and
+# .containerSecurityContext (fsGroup: the Pod's only). Each a number, or
+# null for none: the image's user (65532) applies, or the platform assigns
+# one (OpenShift's restricted-v2 assigns a UID from the namespace's range
+# and refuses a fixed one). runAsNonRoot stays true.
+securityContext:
+  runAsUser: 65532
+  runAsGroup: 65532
+  fsGroup: 65532
 resources:
   requests:
     cpu: 10m
@@ -157,6 +167,16 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 {{- fail "leader-sidecar-lib: .Values.sidecar must be a map" }}
 {{- end }}
 {{- $c := include "leader-sidecar-lib.deepMergeKeep" (list $defaults $given) | fromYaml }}
+{{- /* A null the chart gives for an id removes it (deepMergeKeep keeps the default for other nulls). */}}
+{{- with $given.securityContext }}
+{{- if kindIs "map" . }}
+{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" }}
+{{- if and (hasKey $given.securityContext $key) (kindIs "invalid" (index $given.securityContext $key)) }}
+{{- $_ := set $c.securityContext $key nil }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- include "leader-sidecar-lib.validate" $c }}
 {{- if and $c.native (not (semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version)) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.native true needs Kubernetes 1.29 or later (native sidecar containers), and the cluster is %s: set sidecar.native=false to run the sidecar as a plain container" .Capabilities.KubeVersion.Version) }}

@@ -10,6 +10,11 @@ and most charts give them:
 - imagePullSecrets: Secret names, as strings or as {name: ...}, for images
   from a private registry (the sidecar's and the app's).
 
+The Pod spec must not have these keys of its own (helm create's template
+renders imagePullSecrets: drop its block): a key rendered twice is refused
+by a strict decoder and replaces the first in a lenient one.
+
+Usage:
   spec:
     {{- with include "leader-sidecar-lib.podSettings" . }}
     {{- . | nindent 4 }}

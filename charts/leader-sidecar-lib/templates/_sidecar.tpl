@@ -1,6 +1,9 @@
 {{/*
 Pod-level pieces for the Deployment (or StatefulSet) that runs the sidecar.
-Each takes the root context. A typical Pod template:
+The helpers of a list the chart may have too (initContainers, volumes) take
+the chart's own list and render the one key for both: a second key in the
+Pod spec would be refused by a strict decoder and would silently replace
+the first in a lenient one. A typical Pod template:
 
   spec:
     serviceAccountName: {{ include "leader-sidecar-lib.serviceAccountName" . }}
@@ -9,42 +12,73 @@ Each takes the root context. A typical Pod template:
     readinessGates:
       {{- . | nindent 6 }}
     {{- end }}
-    {{- with include "leader-sidecar-lib.initContainers" . }}
-    initContainers:
-      {{- . | nindent 6 }}
+    {{- with include "leader-sidecar-lib.initContainers" (dict "initContainers" .Values.initContainers "context" $) }}
+    {{- . | nindent 4 }}
     {{- end }}
     containers:
       - name: app
         ...
       {{- include "leader-sidecar-lib.containers" . | nindent 6 }}
-    {{- with include "leader-sidecar-lib.volumes" . }}
-    volumes:
-      {{- . | nindent 6 }}
+    {{- with include "leader-sidecar-lib.volumes" (dict "volumes" .Values.volumes "context" $) }}
+    {{- . | nindent 4 }}
     {{- end }}
 */}}
 
 {{/*
-The Pod securityContext of Pod Security "restricted": non-root (uid and gid
-65532, the distroless nonroot user), seccomp RuntimeDefault.
+listArgs checks the arguments of a helper that merges a list of the chart's
+with the sidecar's: a dict with the root context under "context" and the
+chart's list (or nothing) under the list's name; it fails naming the
+helper otherwise, and renders nothing.
+
+Usage:
+  {{- include "leader-sidecar-lib.listArgs" (list "leader-sidecar-lib.volumes" "volumes" .) }}
+*/}}
+{{- define "leader-sidecar-lib.listArgs" -}}
+{{- $helper := index . 0 }}
+{{- $key := index . 1 }}
+{{- $args := index . 2 }}
+{{- if not (and (kindIs "map" $args) (hasKey $args "context")) }}
+{{- fail (printf "%s takes (dict \"%s\" .Values.%s \"context\" $), the chart's own %s and the root context, and renders the %s: key itself; see its Usage in the library's templates" $helper $key $key $key $key) }}
+{{- end }}
+{{- with index $args $key }}
+{{- if not (kindIs "slice" .) }}
+{{- fail (printf "%s: %s must be a list, not %v" $helper $key .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Pod securityContext of Pod Security "restricted": non-root, seccomp
+RuntimeDefault, and the uid, gid and fsGroup of sidecar.securityContext
+(65532, the distroless nonroot user; each left out when null).
+
+Usage:
+  securityContext:
+    {{- include "leader-sidecar-lib.podSecurityContext" . | nindent 4 }}
 */}}
 {{- define "leader-sidecar-lib.podSecurityContext" -}}
+{{- $ids := (include "leader-sidecar-lib.config" . | fromYaml).securityContext -}}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
+{{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup" "fsGroup") }}
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
 {{/*
-The container securityContext of Pod Security "restricted": no privilege
-escalation, every capability dropped, read-only root filesystem. The
-example chart gives it to its app container too.
+The container securityContext of Pod Security "restricted": non-root, no
+privilege escalation, every capability dropped, read-only root filesystem,
+and the uid and gid of sidecar.securityContext (each left out when null).
+The sidecar container has it; the example chart gives it to its app
+container too.
+
+Usage:
+  securityContext:
+    {{- include "leader-sidecar-lib.containerSecurityContext" . | nindent 4 }}
 */}}
 {{- define "leader-sidecar-lib.containerSecurityContext" -}}
+{{- $ids := (include "leader-sidecar-lib.config" . | fromYaml).securityContext -}}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
+{{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup") }}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
@@ -55,7 +89,31 @@ seccompProfile:
 {{- end }}
 
 {{/*
-The sidecar container (one container, not a list item).
+ids renders the named keys of a map of ids as whole numbers, one a line
+(each after a newline), leaving out those that are null.
+
+Usage:
+  {{- include "leader-sidecar-lib.ids" (list $ids "runAsUser" "runAsGroup") }}
+*/}}
+{{- define "leader-sidecar-lib.ids" -}}
+{{- $ids := first . }}
+{{- range $key := rest . }}
+{{- $id := index $ids $key }}
+{{- if not (kindIs "invalid" $id) }}
+{{ $key }}: {{ int64 $id }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The sidecar container (one container, not a list item). Its one-line
+error on a bad setting (exit status 2) is its termination message
+(FallbackToLogsOnError), so `kubectl describe pod` shows it.
+
+Usage (leader-sidecar-lib.initContainers and .containers render it as a
+list item where it belongs):
+  containers:
+    - {{ include "leader-sidecar-lib.container" . | nindent 6 | trim }}
 */}}
 {{- define "leader-sidecar-lib.container" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
@@ -63,6 +121,7 @@ The sidecar container (one container, not a list item).
 name: {{ $c.name }}
 image: {{ include "leader-sidecar-lib.imageRef" $c.image | quote }}
 imagePullPolicy: {{ $c.image.pullPolicy }}
+terminationMessagePolicy: FallbackToLogsOnError
 {{- if $c.native }}
 # A native sidecar: started before the app containers, stopped after them.
 restartPolicy: Always
@@ -203,13 +262,35 @@ volumeMounts:
 {{- end }}
 
 {{/*
-The sidecar as a list item for initContainers when it is a native sidecar,
-else nothing.
+The Pod's initContainers: key: the sidecar first when it is a native
+sidecar (so the chart's init containers can ask it, and with
+waitForLeadership run only once this replica leads), then the chart's own
+init containers; nothing when there are none.
+
+Usage:
+  {{- with include "leader-sidecar-lib.initContainers" (dict "initContainers" .Values.initContainers "context" $) }}
+  {{- . | nindent 6 }}
+  {{- end }}
+
+Params:
+  - initContainers: the chart's own init containers (a list; nil or empty
+    for none). Do not render an initContainers: key of your own.
+  - context: the root context ($)
 */}}
 {{- define "leader-sidecar-lib.initContainers" -}}
-{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if $c.native -}}
-- {{ include "leader-sidecar-lib.container" . | trim | nindent 2 | trim }}
+{{- include "leader-sidecar-lib.listArgs" (list "leader-sidecar-lib.initContainers" "initContainers" .) }}
+{{- $c := include "leader-sidecar-lib.config" .context | fromYaml }}
+{{- if or $c.native .initContainers -}}
+initContainers:
+{{- if $c.native }}
+  - {{ include "leader-sidecar-lib.container" .context | trim | nindent 4 | trim }}
+{{- end }}
+{{- with .initContainers }}
+{{- if and $c.native (has $c.name (include "leader-sidecar-lib.names" . | fromYamlArray)) }}
+{{- fail (printf "leader-sidecar-lib.initContainers: the chart's initContainers have one named %q, the sidecar's name (sidecar.name)" $c.name) }}
+{{- end }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -235,12 +316,70 @@ The Pod's readinessGates (list items) in pod-condition mode, else nothing.
 {{- end }}
 
 {{/*
-The Pod's volumes (list items): the SQLite directory with the sqlite
-backend; the ServiceAccount token when the sidecar talks to the API server
-(what the kubelet would automount: token, ca.crt, namespace), mounted by
-the sidecar container alone; else nothing.
+The Pod's volumes: key: the chart's own volumes first, then the sidecar's
+(the SQLite directory with the sqlite backend; the ServiceAccount token
+when the sidecar talks to the API server, what the kubelet would automount:
+token, ca.crt, namespace, mounted by the sidecar container alone); nothing
+when there are none. A chart volume with the name of one of the sidecar's
+fails the render.
+
+Usage:
+  {{- with include "leader-sidecar-lib.volumes" (dict "volumes" .Values.volumes "context" $) }}
+  {{- . | nindent 6 }}
+  {{- end }}
+
+Params:
+  - volumes: the chart's own volumes (a list; nil or empty for none). Do
+    not render a volumes: key of your own.
+  - context: the root context ($)
 */}}
 {{- define "leader-sidecar-lib.volumes" -}}
+{{- include "leader-sidecar-lib.listArgs" (list "leader-sidecar-lib.volumes" "volumes" .) }}
+{{- $sidecar := include "leader-sidecar-lib.sidecarVolumes" .context | trim }}
+{{- if or .volumes $sidecar -}}
+volumes:
+{{- with .volumes }}
+{{- $names := include "leader-sidecar-lib.names" . | fromYamlArray }}
+{{- range $sidecar | fromYamlArray }}
+{{- if has .name $names }}
+{{- fail (printf "leader-sidecar-lib.volumes: the chart's volumes have one named %q, a name the sidecar's volume has" .name) }}
+{{- end }}
+{{- end }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $sidecar }}
+{{- . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+names is the names of a list of maps (containers, volumes), as a YAML
+list.
+
+Usage:
+  {{- $names := include "leader-sidecar-lib.names" .Values.volumes | fromYamlArray }}
+*/}}
+{{- define "leader-sidecar-lib.names" -}}
+{{- $names := list }}
+{{- range . }}
+{{- if kindIs "map" . }}
+{{- $names = append $names (toString .name) }}
+{{- end }}
+{{- end }}
+{{- toYaml $names }}
+{{- end }}
+
+{{/*
+The sidecar's own volumes, as list items (the SQLite directory with the
+sqlite backend; the ServiceAccount token when the sidecar talks to the API
+server), else nothing. leader-sidecar-lib.volumes renders them with the
+chart's.
+
+Usage:
+  {{- include "leader-sidecar-lib.sidecarVolumes" . }}
+*/}}
+{{- define "leader-sidecar-lib.sidecarVolumes" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
 {{- if eq $c.backend "sqlite" }}
 - name: leader-sidecar-db

@@ -89,6 +89,17 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 {{- if eq (int64 $c.opsPort) (int64 $c.httpPort) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.opsPort (%v) must differ from sidecar.httpPort (%v): the sidecar listens on both" $c.opsPort $c.httpPort) }}
 {{- end }}
+
+{{- /* User and group ids: whole numbers from 0, or null (none set). */}}
+{{- if not (kindIs "map" $c.securityContext) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.securityContext must be a map with runAsUser, runAsGroup and fsGroup, not %v" $c.securityContext) }}
+{{- end }}
+{{- range $key, $what := dict "runAsUser" "uid" "runAsGroup" "gid" "fsGroup" "gid" }}
+{{- $id := index $c.securityContext $key }}
+{{- if not (or (kindIs "invalid" $id) (and (or (kindIs "float64" $id) (kindIs "int64" $id) (kindIs "int" $id)) (eq (float64 $id) (float64 (int64 $id))) (ge (int64 $id) 0))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.securityContext.%s must be a %s (a whole number from 0) or null, not %s" $key $what (toJson $id)) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
