@@ -52,7 +52,8 @@ func (j Journal) Entries(t testing.TB) []Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only whole lines: a line may be read before its newline is written.
+	// Only whole lines: the shell's >> creates the file before it writes,
+	// and a line may be read before its newline is written.
 	whole := string(data[:strings.LastIndexByte(string(data), '\n')+1])
 	var out []Entry
 	for _, l := range strings.Split(strings.TrimSuffix(whole, "\n"), "\n") {
