@@ -27,16 +27,8 @@ func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
 	sidecartest.AwaitGone(t, started.Pid, 2*time.Second)
 	gone := time.Since(killed)
 	first.WaitExit(5 * time.Second)
-	var next sidecartest.Entry
-	sidecartest.WaitTrue(t, "the second lock's CMD starts", 3*sidecartest.LeaseDuration, func() bool {
-		for _, e := range j.Entries(t) {
-			if e.Word == "start" && e.Token != started.Token {
-				next = e
-				return true
-			}
-		}
-		return false
-	})
+	// The second lock's CMD starts, in a term other than the first's.
+	next := j.AwaitOtherTerm(t, "start", started, 3*sidecartest.LeaseDuration)
 	time.Sleep(200 * time.Millisecond) // samples with the second CMD alone
 	n := runs.Check(t, 100)
 	if !second.Alive() || next.Token != started.Token+1 {

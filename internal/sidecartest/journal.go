@@ -79,15 +79,37 @@ func (j Journal) Entries(t testing.TB) []Entry {
 // first such line.
 func (j Journal) Await(t testing.TB, word string, within time.Duration) Entry {
 	t.Helper()
+	e, ok := j.awaitLine(t, within, func(e Entry) bool { return e.Word == word })
+	if !ok {
+		t.Fatalf("no %q in the journal within %v: %v", word, within, j.Entries(t))
+	}
+	return e
+}
+
+// AwaitOtherTerm polls the journal until it has a line with word and a
+// token other than before's, and returns the first such line: what a
+// command of another term journalled.
+func (j Journal) AwaitOtherTerm(t testing.TB, word string, before Entry, within time.Duration) Entry {
+	t.Helper()
+	e, ok := j.awaitLine(t, within, func(e Entry) bool { return e.Word == word && e.Token != before.Token })
+	if !ok {
+		t.Fatalf("no %q with a token other than %d in the journal within %v: %v", word, before.Token, within, j.Entries(t))
+	}
+	return e
+}
+
+// awaitLine polls the journal every 10ms until it has a line that match
+// accepts, and returns the first such line, or false after within.
+func (j Journal) awaitLine(t testing.TB, within time.Duration, match func(Entry) bool) (Entry, bool) {
+	t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for _, e := range j.Entries(t) {
-			if e.Word == word {
-				return e
+			if match(e) {
+				return e, true
 			}
 		}
 	}
-	t.Fatalf("no %q in the journal within %v: %v", word, within, j.Entries(t))
-	return Entry{}
+	return Entry{}, false
 }
 
 // killAll kills the process group of every command that wrote to the
