@@ -169,15 +169,7 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 			defer halt()
 			time.Sleep(300 * time.Millisecond)
 
-			first.Signal(sig)
-			if code := first.WaitExit(10 * time.Second); code != 4 {
-				t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
-			}
-			caught := j.Await(t, "caught", time.Second)
-			next := j.Await(t, "next", 10*time.Second)
-			if code := second.WaitExit(10 * time.Second); code != 0 {
-				t.Fatalf("second lock: exit status %d", code)
-			}
+			caught, next := j.SignalAndAwaitNext(t, first, second, sig)
 			halt()
 			terms := log.Check(t)
 			if caught.Token != started.Token || next.Token != started.Token+1 || next.At.Before(caught.At) {

@@ -50,15 +50,7 @@ func TestLockPassesSIGHUPOnThenReleases(t *testing.T) {
 			j.Await(t, "start", 10*time.Second)
 			second := startLock(t, j.Line("next"), "--sqlite-path", db)
 
-			first.Signal(sig)
-			if code := first.WaitExit(10 * time.Second); code != 4 {
-				t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
-			}
-			caught := j.Await(t, "caught", time.Second)
-			next := j.Await(t, "next", 10*time.Second)
-			if code := second.WaitExit(10 * time.Second); code != 0 {
-				t.Fatalf("second lock: exit status %d", code)
-			}
+			caught, next := j.SignalAndAwaitNext(t, first, second, sig)
 			if !strings.Contains(first.Logs(), `"msg":"the command exited; releasing the lease"`) {
 				t.Fatalf("no release logged:\n%s", first.Logs())
 			}

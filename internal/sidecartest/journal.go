@@ -112,6 +112,25 @@ func (j Journal) awaitLine(t testing.TB, within time.Duration, match func(Entry)
 	return Entry{}, false
 }
 
+// SignalAndAwaitNext sends sig to the lock first, whose command journals
+// "caught" and exits 4 when sig reaches it, and fails t unless first exits
+// with its command's 4, the command journalled "caught", the command of the
+// lock second then journals "next", and second exits 0. It returns the
+// "caught" and "next" lines.
+func (j Journal) SignalAndAwaitNext(t testing.TB, first, second *Sidecar, sig syscall.Signal) (caught, next Entry) {
+	t.Helper()
+	first.Signal(sig)
+	if code := first.WaitExit(10 * time.Second); code != 4 {
+		t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
+	}
+	caught = j.Await(t, "caught", time.Second)
+	next = j.Await(t, "next", 10*time.Second)
+	if code := second.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("second lock: exit status %d", code)
+	}
+	return caught, next
+}
+
 // killAll kills the process group of every command that wrote to the
 // journal, so a failed test leaves nothing running.
 func (j Journal) killAll(t testing.TB) {
