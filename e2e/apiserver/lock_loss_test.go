@@ -106,7 +106,7 @@ func TestLockStopsTheCommandWhenTheClaimLapses(t *testing.T) {
 // lease is released.
 func TestLockKillsWhatTheCommandLeftBehind(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	code, out := lockExit(t, sidecartest.DBPath(t), "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > '"+pidFile+"'; exit 0")
+	code, out, _ := sidecartest.RunLock(t, sidecartest.DBPath(t), "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > '"+pidFile+"'; exit 0")
 	if code != 0 {
 		t.Fatalf("exit status %d:\n%s", code, out)
 	}

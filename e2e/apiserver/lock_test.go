@@ -106,20 +106,6 @@ func TestLockRunsTakeTurnsOnSQLite(t *testing.T) {
 	runsInTurn(t, []lockRun{run, run, run})
 }
 
-// lockExit runs sidecar lock on db to its end and returns its exit status
-// and output.
-func lockExit(t *testing.T, db string, args ...string) (int, string) {
-	t.Helper()
-	base := append([]string{"lock", "--sqlite-path", db}, sidecartest.TimingArgs()...)
-	cmd := exec.Command(sidecartest.Binary(t), append(base, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), string(out)
-}
-
 // The exit status is CMD's, 128+n when signal n killed it. The runs go
 // one after another on one file: each released, so each starts at once.
 func TestLockExitsWithTheCommandsStatus(t *testing.T) {
@@ -139,7 +125,7 @@ func TestLockExitsWithTheCommandsStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			began := time.Now()
-			code, out := lockExit(t, db, c.args...)
+			code, out, _ := sidecartest.RunLock(t, db, c.args...)
 			if code != c.code {
 				t.Fatalf("exit status %d, want %d:\n%s", code, c.code, out)
 			}
