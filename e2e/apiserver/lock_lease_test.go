@@ -20,7 +20,7 @@ func TestLockRunsTakeTurnsOnALease(t *testing.T) {
 		{env: []string{"KUBECONFIG=" + kc}, args: lease},
 	})
 	spec := k.Lease(t, ns, name).Spec
-	last := entries[len(entries)-1].token
+	last := entries[len(entries)-1].Token
 	if (spec.HolderIdentity != nil && *spec.HolderIdentity != "") || spec.LeaseTransitions == nil || int64(*spec.LeaseTransitions) != last {
 		t.Fatalf("Lease holder %v, transitions %v; want released with token %d", sidecartest.Deref(spec.HolderIdentity), sidecartest.Deref(spec.LeaseTransitions), last)
 	}

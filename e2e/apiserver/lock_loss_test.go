@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,15 +18,15 @@ import (
 
 // lostLock starts a lock on db whose CMD journals "start" and loops, and
 // which on SIGTERM journals "caught" and exits 5 (or ignores SIGTERM).
-func lostLock(t *testing.T, j journal, db string, ignoreTERM bool, args ...string) (*sidecartest.Sidecar, entry) {
+func lostLock(t *testing.T, j sidecartest.Journal, db string, ignoreTERM bool, args ...string) (*sidecartest.Sidecar, sidecartest.Entry) {
 	t.Helper()
-	trap := fmt.Sprintf("trap '%s; exit 5' TERM", j.line("caught"))
+	trap := fmt.Sprintf("trap '%s; exit 5' TERM", j.Line("caught"))
 	if ignoreTERM {
 		trap = "trap '' TERM"
 	}
-	script := fmt.Sprintf("%s; %s; while :; do sleep 0.05; done", trap, j.line("start"))
+	script := fmt.Sprintf("%s; %s; while :; do sleep 0.05; done", trap, j.Line("start"))
 	s := startLock(t, nil, script, append([]string{"--sqlite-path", db}, args...)...)
-	return s, j.await(t, "start", 10*time.Second)
+	return s, j.Await(t, "start", 10*time.Second)
 }
 
 // awaitLost waits for the lock to exit 1, having logged that leadership
@@ -57,7 +56,7 @@ func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
 	const grace = 500 * time.Millisecond
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			db, j := sidecartest.DBPath(t), newJournal(t)
+			db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 			s, started := lostLock(t, j, db, c.ignoreTERM, "--kill-grace", grace.String())
 			lose := func() error { return sidecartest.RemoveDatabase(db) }
 			lost := time.Now()
@@ -71,12 +70,12 @@ func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
 					t.Fatalf("CMD ignoring SIGTERM ended %v after the loss, want SIGKILL after %v:\n%s", took, grace, s.Logs())
 				}
 			} else {
-				caught := j.await(t, "caught", time.Second)
-				if caught.token != started.token || strings.Contains(s.Logs(), "SIGKILL") {
-					t.Fatalf("journal %v; logs:\n%s", j.entries(t), s.Logs())
+				caught := j.Await(t, "caught", time.Second)
+				if caught.Token != started.Token || strings.Contains(s.Logs(), "SIGKILL") {
+					t.Fatalf("journal %v; logs:\n%s", j.Entries(t), s.Logs())
 				}
 			}
-			awaitGone(t, started.pid)
+			sidecartest.AwaitGone(t, started.Pid, 5*time.Second)
 			t.Logf("%s: the lock exited %v after the file was deleted", c.name, took.Round(time.Millisecond))
 		})
 	}
@@ -87,27 +86,27 @@ func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
 // before a lease duration has passed, so before any other candidate could
 // have taken over.
 func TestLockStopsTheCommandWhenTheClaimLapses(t *testing.T) {
-	db, j := sidecartest.DBPath(t), newJournal(t)
+	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	s, started := lostLock(t, j, db, false, "--sqlite-busy-timeout", "100ms")
 	unlock := sidecartest.HoldWriteLock(t, db)
 	defer unlock()
 	held := time.Now()
-	caught := j.await(t, "caught", 2*sidecartest.LeaseDuration)
-	if after := caught.at.Sub(held); after > sidecartest.LeaseDuration || caught.token != started.token {
+	caught := j.Await(t, "caught", 2*sidecartest.LeaseDuration)
+	if after := caught.At.Sub(held); after > sidecartest.LeaseDuration || caught.Token != started.Token {
 		t.Fatalf("CMD got SIGTERM %v after renewals began to fail (token %d), want it within the lease duration %v",
-			after, caught.token, sidecartest.LeaseDuration)
+			after, caught.Token, sidecartest.LeaseDuration)
 	}
 	awaitLost(t, s, "the claim lapsed")
-	awaitGone(t, started.pid)
+	sidecartest.AwaitGone(t, started.Pid, 5*time.Second)
 	t.Logf("CMD got SIGTERM %v after renewals began to fail (renew deadline %v, lease %v)",
-		caught.at.Sub(held).Round(time.Millisecond), sidecartest.RenewDeadline, sidecartest.LeaseDuration)
+		caught.At.Sub(held).Round(time.Millisecond), sidecartest.RenewDeadline, sidecartest.LeaseDuration)
 }
 
 // What CMD starts in the background is killed when CMD exits, before the
 // lease is released.
 func TestLockKillsWhatTheCommandLeftBehind(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	code, out := lockExit(t, sidecartest.DBPath(t), "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > '"+pidFile+"'; exit 0")
+	code, out, _ := sidecartest.RunLock(t, sidecartest.DBPath(t), "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > '"+pidFile+"'; exit 0")
 	if code != 0 {
 		t.Fatalf("exit status %d:\n%s", code, out)
 	}
@@ -120,29 +119,5 @@ func TestLockKillsWhatTheCommandLeftBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	awaitGone(t, pid)
-}
-
-// awaitGone waits until process pid has ended (a zombie has ended).
-func awaitGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if processGone(pid) {
-			return
-		}
-	}
-	t.Fatalf("process %d still runs", pid)
-}
-
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
-	}
-	// pid (comm) sidecartest.State ...: the state follows the last ')'.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
+	sidecartest.AwaitGone(t, pid, 5*time.Second)
 }

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,86 +12,8 @@ import (
 )
 
 // sidecar lock as a process: each CMD is a shell script that appends what
-// it does to a journal file shared by every run of the test, and the test
-// reads the journal's lines in order.
-
-// journal is a file the CMDs of a test append lines to.
-type journal string
-
-func newJournal(t *testing.T) journal {
-	t.Helper()
-	j := journal(filepath.Join(t.TempDir(), "journal"))
-	t.Cleanup(func() { j.killAll(t) })
-	return j
-}
-
-// line is the shell command that appends "<word> <token> <pid> <unix ns>"
-// to the journal, the token being CMD's LEADER_SIDECAR_TOKEN.
-func (j journal) line(word string) string {
-	return fmt.Sprintf(`echo "%s $LEADER_SIDECAR_TOKEN $$ $(date +%%s%%N)" >> '%s'`, word, j)
-}
-
-// entry is one line of the journal.
-type entry struct {
-	word  string
-	token int64
-	pid   int
-	at    time.Time
-}
-
-func (j journal) entries(t *testing.T) []entry {
-	t.Helper()
-	data, err := os.ReadFile(string(j))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Only whole lines: the shell's >> creates the file before it writes,
-	// and a line may be read before its newline is written.
-	whole := string(data[:strings.LastIndexByte(string(data), '\n')+1])
-	var out []entry
-	for _, l := range strings.Split(strings.TrimSuffix(whole, "\n"), "\n") {
-		if l == "" {
-			continue
-		}
-		f := strings.Fields(l)
-		if len(f) != 4 {
-			t.Fatalf("journal line %q", l)
-		}
-		token, err1 := strconv.ParseInt(f[1], 10, 64)
-		pid, err2 := strconv.Atoi(f[2])
-		ns, err3 := strconv.ParseInt(f[3], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			t.Fatalf("journal line %q", l)
-		}
-		out = append(out, entry{f[0], token, pid, time.Unix(0, ns)})
-	}
-	return out
-}
-
-// await polls the journal until it has a line with word.
-func (j journal) await(t *testing.T, word string, within time.Duration) entry {
-	t.Helper()
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, e := range j.entries(t) {
-			if e.word == word {
-				return e
-			}
-		}
-	}
-	t.Fatalf("no %q in the journal within %v: %v", word, within, j.entries(t))
-	return entry{}
-}
-
-// killAll kills the process group of every CMD that wrote to the journal,
-// so a failed test leaves nothing running.
-func (j journal) killAll(t *testing.T) {
-	for _, e := range j.entries(t) {
-		_ = syscall.Kill(-e.pid, syscall.SIGKILL)
-	}
-}
+// it does to a sidecartest.Journal shared by every run of the test, and the
+// test reads the journal's lines in order.
 
 // lockArgs are the arguments of sidecar lock with the test timings, JSON
 // logs at level info (the "serving" line names the app API's address) and
@@ -123,10 +42,10 @@ func startLock(t *testing.T, env []string, script string, args ...string) *sidec
 // one after another, each with the token after the one before, each
 // starting within a lease duration of the last one's end (the release
 // hands over, nobody waits the lease out). It returns the journal.
-func runsInTurn(t *testing.T, runs []lockRun) []entry {
+func runsInTurn(t *testing.T, runs []lockRun) []sidecartest.Entry {
 	t.Helper()
-	j := newJournal(t)
-	script := j.line("start") + "; sleep 0.7; " + j.line("end")
+	j := sidecartest.NewJournal(t)
+	script := j.Line("start") + "; sleep 0.7; " + j.Line("end")
 	var set sidecartest.Members
 	var log sidecartest.ClaimLog
 	var locks []*sidecartest.Sidecar
@@ -145,22 +64,22 @@ func runsInTurn(t *testing.T, runs []lockRun) []entry {
 	halt()
 	terms := log.Check(t)
 
-	entries := j.entries(t)
+	entries := j.Entries(t)
 	if len(entries) != 2*len(runs) {
 		t.Fatalf("journal %v: want a start and an end per run", entries)
 	}
 	var gaps []time.Duration
 	for i := 0; i < len(entries); i += 2 {
 		start, end := entries[i], entries[i+1]
-		if start.word != "start" || end.word != "end" || start.token != end.token || start.pid != end.pid {
+		if start.Word != "start" || end.Word != "end" || start.Token != end.Token || start.Pid != end.Pid {
 			t.Fatalf("journal %v: CMDs overlapped (line %d)", entries, i)
 		}
 		if i > 0 {
 			prev := entries[i-1]
-			if start.token != prev.token+1 {
-				t.Fatalf("journal %v: token %d after %d, want the next", entries, start.token, prev.token)
+			if start.Token != prev.Token+1 {
+				t.Fatalf("journal %v: token %d after %d, want the next", entries, start.Token, prev.Token)
 			}
-			gap := start.at.Sub(prev.at)
+			gap := start.At.Sub(prev.At)
 			if gap > sidecartest.LeaseDuration {
 				t.Fatalf("journal %v: CMD started %v after the last one ended: the lease was waited out, not released", entries, gap)
 			}
@@ -171,7 +90,7 @@ func runsInTurn(t *testing.T, runs []lockRun) []entry {
 		t.Fatalf("the sweeps saw the terms %v, want %d", terms, len(runs))
 	}
 	t.Logf("%d runs in turn, tokens %d..%d; gaps from one CMD's end to the next one's start %v; %d sweeps every %v, %d answers, claims per term %v, overlaps 0",
-		len(runs), entries[0].token, entries[len(entries)-1].token, gaps, log.Sweeps(), sidecartest.SweepEvery, log.Asked(), terms)
+		len(runs), entries[0].Token, entries[len(entries)-1].Token, gaps, log.Sweeps(), sidecartest.SweepEvery, log.Asked(), terms)
 	return entries
 }
 
@@ -185,20 +104,6 @@ func TestLockRunsTakeTurnsOnSQLite(t *testing.T) {
 	db := sidecartest.DBPath(t)
 	run := lockRun{args: []string{"--sqlite-path", db}}
 	runsInTurn(t, []lockRun{run, run, run})
-}
-
-// lockExit runs sidecar lock on db to its end and returns its exit status
-// and output.
-func lockExit(t *testing.T, db string, args ...string) (int, string) {
-	t.Helper()
-	base := append([]string{"lock", "--sqlite-path", db}, sidecartest.TimingArgs()...)
-	cmd := exec.Command(sidecartest.Binary(t), append(base, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), string(out)
 }
 
 // The exit status is CMD's, 128+n when signal n killed it. The runs go
@@ -220,7 +125,7 @@ func TestLockExitsWithTheCommandsStatus(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			began := time.Now()
-			code, out := lockExit(t, db, c.args...)
+			code, out, _ := sidecartest.RunLock(t, db, c.args...)
 			if code != c.code {
 				t.Fatalf("exit status %d, want %d:\n%s", code, c.code, out)
 			}
@@ -237,11 +142,11 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			db := sidecartest.DBPath(t)
-			j := newJournal(t)
+			j := sidecartest.NewJournal(t)
 			first := startLock(t, nil, fmt.Sprintf("trap '%s; exit 4' TERM INT; %s; while :; do sleep 0.05; done",
-				j.line("caught"), j.line("start")), "--sqlite-path", db)
-			started := j.await(t, "start", 10*time.Second)
-			second := startLock(t, nil, j.line("next"), "--sqlite-path", db)
+				j.Line("caught"), j.Line("start")), "--sqlite-path", db)
+			started := j.Await(t, "start", 10*time.Second)
+			second := startLock(t, nil, j.Line("next"), "--sqlite-path", db)
 			var set sidecartest.Members
 			set.Add("first", first, 0)
 			set.Add("second", second, 0)
@@ -250,25 +155,17 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 			defer halt()
 			time.Sleep(300 * time.Millisecond)
 
-			first.Signal(sig)
-			if code := first.WaitExit(10 * time.Second); code != 4 {
-				t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
-			}
-			caught := j.await(t, "caught", time.Second)
-			next := j.await(t, "next", 10*time.Second)
-			if code := second.WaitExit(10 * time.Second); code != 0 {
-				t.Fatalf("second lock: exit status %d", code)
-			}
+			caught, next := j.SignalAndAwaitNext(t, first, second, sig)
 			halt()
 			terms := log.Check(t)
-			if caught.token != started.token || next.token != started.token+1 || next.at.Before(caught.at) {
-				t.Fatalf("journal %v: want the signal caught in the first term, then the next term", j.entries(t))
+			if caught.Token != started.Token || next.Token != started.Token+1 || next.At.Before(caught.At) {
+				t.Fatalf("journal %v: want the signal caught in the first term, then the next term", j.Entries(t))
 			}
-			if gap := next.at.Sub(caught.at); gap > sidecartest.LeaseDuration {
+			if gap := next.At.Sub(caught.At); gap > sidecartest.LeaseDuration {
 				t.Fatalf("the next CMD started %v after the first caught the signal: no release", gap)
 			}
 			t.Logf("%v caught by CMD; the next CMD started %v later; claims per term %v, overlaps 0",
-				sig, next.at.Sub(caught.at).Round(time.Millisecond), terms)
+				sig, next.At.Sub(caught.At).Round(time.Millisecond), terms)
 		})
 	}
 }
@@ -276,10 +173,10 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 // A lock still waiting to lead when it gets SIGTERM runs nothing and exits
 // 128+15; the leading lock is not disturbed.
 func TestLockSignalledBeforeLeadingRunsNothing(t *testing.T) {
-	db, j := sidecartest.DBPath(t), newJournal(t)
-	first := startLock(t, nil, j.line("first")+"; sleep 1", "--sqlite-path", db)
-	j.await(t, "first", 10*time.Second)
-	waiting := startLock(t, nil, j.line("waiting"), "--sqlite-path", db)
+	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
+	first := startLock(t, nil, j.Line("first")+"; sleep 1", "--sqlite-path", db)
+	j.Await(t, "first", 10*time.Second)
+	waiting := startLock(t, nil, j.Line("waiting"), "--sqlite-path", db)
 	if st, err := waiting.Leader(); err != nil || st.Leader {
 		t.Fatalf("the second lock leads or does not answer: %+v %v", st, err)
 	}
@@ -290,9 +187,9 @@ func TestLockSignalledBeforeLeadingRunsNothing(t *testing.T) {
 	if code := first.WaitExit(10 * time.Second); code != 0 {
 		t.Fatalf("the leading lock: exit status %d", code)
 	}
-	for _, e := range j.entries(t) {
-		if e.word == "waiting" {
-			t.Fatalf("the signalled lock ran its command: %v", j.entries(t))
+	for _, e := range j.Entries(t) {
+		if e.Word == "waiting" {
+			t.Fatalf("the signalled lock ran its command: %v", j.Entries(t))
 		}
 	}
 }

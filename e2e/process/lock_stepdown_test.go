@@ -43,16 +43,8 @@ func TestLockStopsTheCommandBeforeItReleasesOrHandsOff(t *testing.T) {
 				t.Fatalf("POST /leader/%s: %d %+v, want 200 and leader false", how, code, st)
 			}
 			exit := first.WaitExit(10 * time.Second)
-			var next sidecartest.Entry
-			sidecartest.WaitTrue(t, "the second lock's CMD starts", 10*time.Second, func() bool {
-				for _, e := range j.Entries(t) {
-					if e.Word == "start" && e.Token != started.Token {
-						next = e
-						return true
-					}
-				}
-				return false
-			})
+			// The second lock's CMD starts, in a term other than the first's.
+			next := j.AwaitOtherTerm(t, "start", started, 10*time.Second)
 			time.Sleep(200 * time.Millisecond) // samples with the second CMD alone
 			n := runs.Check(t, 50)
 			if exit != 128+9 {

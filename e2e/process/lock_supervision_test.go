@@ -27,16 +27,8 @@ func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
 	sidecartest.AwaitGone(t, started.Pid, 2*time.Second)
 	gone := time.Since(killed)
 	first.WaitExit(5 * time.Second)
-	var next sidecartest.Entry
-	sidecartest.WaitTrue(t, "the second lock's CMD starts", 3*sidecartest.LeaseDuration, func() bool {
-		for _, e := range j.Entries(t) {
-			if e.Word == "start" && e.Token != started.Token {
-				next = e
-				return true
-			}
-		}
-		return false
-	})
+	// The second lock's CMD starts, in a term other than the first's.
+	next := j.AwaitOtherTerm(t, "start", started, 3*sidecartest.LeaseDuration)
 	time.Sleep(200 * time.Millisecond) // samples with the second CMD alone
 	n := runs.Check(t, 100)
 	if !second.Alive() || next.Token != started.Token+1 {
@@ -58,15 +50,7 @@ func TestLockPassesSIGHUPOnThenReleases(t *testing.T) {
 			j.Await(t, "start", 10*time.Second)
 			second := startLock(t, j.Line("next"), "--sqlite-path", db)
 
-			first.Signal(sig)
-			if code := first.WaitExit(10 * time.Second); code != 4 {
-				t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
-			}
-			caught := j.Await(t, "caught", time.Second)
-			next := j.Await(t, "next", 10*time.Second)
-			if code := second.WaitExit(10 * time.Second); code != 0 {
-				t.Fatalf("second lock: exit status %d", code)
-			}
+			caught, next := j.SignalAndAwaitNext(t, first, second, sig)
 			if !strings.Contains(first.Logs(), `"msg":"the command exited; releasing the lease"`) {
 				t.Fatalf("no release logged:\n%s", first.Logs())
 			}

@@ -1,29 +1,12 @@
 package process
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
-
-// lockExit runs sidecar lock on db (default logging, the test timings) to
-// its end and returns its exit status, its output and how long it took.
-func lockExit(t *testing.T, db string, args ...string) (int, string, time.Duration) {
-	t.Helper()
-	base := append([]string{"lock", "--sqlite-path", db}, sidecartest.TimingArgs()...)
-	cmd := exec.Command(sidecartest.Binary(t), append(base, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	began := time.Now()
-	out, err := cmd.CombinedOutput()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return cmd.ProcessState.ExitCode(), string(out), time.Since(began)
-}
 
 // holdLock starts a lock on db whose CMD runs until the test ends, and
 // waits until it runs.
@@ -54,7 +37,7 @@ func TestLockNonblock(t *testing.T) {
 	t.Run("held by another: exit 124 at once", func(t *testing.T) {
 		db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 		holdLock(t, db, j)
-		code, out, took := lockExit(t, db, "--nonblock", "--", "sh", "-c", j.Line("skipped"))
+		code, out, took := sidecartest.RunLock(t, db, "--nonblock", "--", "sh", "-c", j.Line("skipped"))
 		if code != notLedStatus || took > sidecartest.RetryPeriod {
 			t.Fatalf("exit status %d after %v, want %d at once:\n%s", code, took, notLedStatus, out)
 		}
@@ -65,7 +48,7 @@ func TestLockNonblock(t *testing.T) {
 		t.Logf("gave up after %v", took.Round(time.Millisecond))
 	})
 	t.Run("free: runs CMD", func(t *testing.T) {
-		code, out, _ := lockExit(t, sidecartest.DBPath(t), "-n", "--", "sh", "-c", "exit 3")
+		code, out, _ := sidecartest.RunLock(t, sidecartest.DBPath(t), "-n", "--", "sh", "-c", "exit 3")
 		if code != 3 {
 			t.Fatalf("exit status %d, want CMD's 3:\n%s", code, out)
 		}
@@ -79,7 +62,7 @@ func TestLockTimeout(t *testing.T) {
 		db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 		holdLock(t, db, j)
 		const timeout = time.Second
-		code, out, took := lockExit(t, db, "--timeout", timeout.String(), "--", "sh", "-c", j.Line("late"))
+		code, out, took := sidecartest.RunLock(t, db, "--timeout", timeout.String(), "--", "sh", "-c", j.Line("late"))
 		if code != notLedStatus || took < timeout || took > timeout+sidecartest.RetryPeriod {
 			t.Fatalf("exit status %d after %v, want %d after %v:\n%s", code, took, notLedStatus, timeout, out)
 		}
@@ -93,7 +76,7 @@ func TestLockTimeout(t *testing.T) {
 		db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 		startLock(t, j.Line("holder")+"; sleep 0.5", "--sqlite-path", db)
 		j.Await(t, "holder", 10*time.Second)
-		code, out, _ := lockExit(t, db, "--timeout", "5s", "--", "sh", "-c", "exit 3")
+		code, out, _ := sidecartest.RunLock(t, db, "--timeout", "5s", "--", "sh", "-c", "exit 3")
 		if code != 3 {
 			t.Fatalf("exit status %d, want CMD's 3:\n%s", code, out)
 		}
@@ -104,15 +87,15 @@ func TestLockTimeout(t *testing.T) {
 // (cron mails what a job prints); --verbose shows the INFO lines.
 func TestLockIsQuietUnlessVerbose(t *testing.T) {
 	db := sidecartest.DBPath(t)
-	code, out, _ := lockExit(t, db, "--", "sh", "-c", "echo job output")
+	code, out, _ := sidecartest.RunLock(t, db, "--", "sh", "-c", "echo job output")
 	if code != 0 || out != "job output\n" {
 		t.Fatalf("exit status %d, output %q; want 0 and CMD's output alone", code, out)
 	}
-	code, out, _ = lockExit(t, db, "--verbose", "--", "true")
+	code, out, _ = sidecartest.RunLock(t, db, "--verbose", "--", "true")
 	if code != 0 || !strings.Contains(out, "leading: running the command") || !strings.Contains(out, "level=INFO") {
 		t.Fatalf("--verbose: exit status %d, output %q; want the INFO lines", code, out)
 	}
-	code, out, _ = lockExit(t, db, "--", "sh", "-c", "kill -KILL $$")
+	code, out, _ = sidecartest.RunLock(t, db, "--", "sh", "-c", "kill -KILL $$")
 	if code != 128+9 || out != "" {
 		t.Fatalf("exit status %d, output %q; want 137 and nothing (CMD's status says it)", code, out)
 	}

@@ -26,6 +26,16 @@
 //     and [ClaimLog.Check] fails the test if two terms ever claimed
 //     leadership at one instant; a [Recorder] keeps every answer of a set
 //     and [CheckAnswers] judges them by token.
+//   - Lock runs: [RunLock] runs sidecar lock on a SQLite file to its end.
+//     A [Journal] is a file the commands of lock runs append lines to
+//     ([Journal.Line]); [Journal.Entries] reads them back as [Entry] lines,
+//     [Journal.Await] and [Journal.AwaitOtherTerm] wait for one, and
+//     [Journal.SignalAndAwaitNext] signals a lock and waits for the next
+//     lock's command. [Journal.SampleRuns] samples which commands run, and
+//     [RunSampler.Check] fails the test if two ever ran at once;
+//     [ProcessGone] and [AwaitGone] tell when a process has ended. The
+//     test kills the process group of every command that journalled when
+//     it ends.
 //   - Stores: [Kube] is a real kube-apiserver and etcd (envtest), started
 //     the first time a test needs it, shared by the package and stopped by
 //     [Main]; it fails the test, never skips it, when the binaries are

@@ -52,7 +52,8 @@ func (j Journal) Entries(t testing.TB) []Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only whole lines: a line may be read before its newline is written.
+	// Only whole lines: the shell's >> creates the file before it writes,
+	// and a line may be read before its newline is written.
 	whole := string(data[:strings.LastIndexByte(string(data), '\n')+1])
 	var out []Entry
 	for _, l := range strings.Split(strings.TrimSuffix(whole, "\n"), "\n") {
@@ -78,15 +79,56 @@ func (j Journal) Entries(t testing.TB) []Entry {
 // first such line.
 func (j Journal) Await(t testing.TB, word string, within time.Duration) Entry {
 	t.Helper()
+	e, ok := j.awaitLine(t, within, func(e Entry) bool { return e.Word == word })
+	if !ok {
+		t.Fatalf("no %q in the journal within %v: %v", word, within, j.Entries(t))
+	}
+	return e
+}
+
+// AwaitOtherTerm polls the journal until it has a line with word and a
+// token other than before's, and returns the first such line: what a
+// command of another term journalled.
+func (j Journal) AwaitOtherTerm(t testing.TB, word string, before Entry, within time.Duration) Entry {
+	t.Helper()
+	e, ok := j.awaitLine(t, within, func(e Entry) bool { return e.Word == word && e.Token != before.Token })
+	if !ok {
+		t.Fatalf("no %q with a token other than %d in the journal within %v: %v", word, before.Token, within, j.Entries(t))
+	}
+	return e
+}
+
+// awaitLine polls the journal every 10ms until it has a line that match
+// accepts, and returns the first such line, or false after within.
+func (j Journal) awaitLine(t testing.TB, within time.Duration, match func(Entry) bool) (Entry, bool) {
+	t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for _, e := range j.Entries(t) {
-			if e.Word == word {
-				return e
+			if match(e) {
+				return e, true
 			}
 		}
 	}
-	t.Fatalf("no %q in the journal within %v: %v", word, within, j.Entries(t))
-	return Entry{}
+	return Entry{}, false
+}
+
+// SignalAndAwaitNext sends sig to the lock first, whose command journals
+// "caught" and exits 4 when sig reaches it, and fails t unless first exits
+// with its command's 4, the command journalled "caught", the command of the
+// lock second then journals "next", and second exits 0. It returns the
+// "caught" and "next" lines.
+func (j Journal) SignalAndAwaitNext(t testing.TB, first, second *Sidecar, sig syscall.Signal) (caught, next Entry) {
+	t.Helper()
+	first.Signal(sig)
+	if code := first.WaitExit(10 * time.Second); code != 4 {
+		t.Fatalf("exit status %d, want CMD's 4:\n%s", code, first.Logs())
+	}
+	caught = j.Await(t, "caught", time.Second)
+	next = j.Await(t, "next", 10*time.Second)
+	if code := second.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("second lock: exit status %d", code)
+	}
+	return caught, next
 }
 
 // killAll kills the process group of every command that wrote to the
