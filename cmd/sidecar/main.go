@@ -24,6 +24,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardianArg {
+		// Before any signal handling: the guardian sets up its own.
+		os.Exit(runGuardian(os.Args[2:]))
+	}
 	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: notifyStopSignals()}
 	os.Exit(execute(context.Background(), p, os.Args[1:]))
 }
