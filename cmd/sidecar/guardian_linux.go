@@ -178,13 +178,16 @@ func runGuardian(args []string) int {
 	}
 	syscall.CloseOnExec(guardianReportsFD) // CMD must not hold the pipe
 	reports := os.NewFile(guardianReportsFD, "reports")
+	// Until here the parent-death signal ends the guardian, before it
+	// started anything; from here on it is caught, and a lock that died
+	// before is seen by the check that follows.
+	guardianPauseAt("before-handler")
 	lockGone := make(chan os.Signal, 1)
 	signal.Notify(lockGone, guardianDeathSignal)
-	// From here on the parent-death signal is caught, not fatal; a lock
-	// that died before is seen here.
 	if os.Getppid() != lockPid {
 		return 1
 	}
+	guardianPauseAt("before-start")
 	c, err := startCommand(path, argv, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 	if err != nil {
 		var ce *commandError

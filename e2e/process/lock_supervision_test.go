@@ -55,11 +55,7 @@ func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
 // more; the standby lock's CMD never runs beside any of them.
 func TestLockKilledTakesWhatItsCommandStartedWithIt(t *testing.T) {
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
-	job := filepath.Join(t.TempDir(), "job.sh")
-	if err := os.WriteFile(job, []byte("trap '' TERM\nwhile :; do "+j.Line("tick")+"; sleep 0.01; done\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	first := startLock(t, "trap '' TERM; "+j.Line("start")+"; sh '"+job+"' & wait", "--sqlite-path", db)
+	first := startLock(t, backgroundJobScript(t, j), "--sqlite-path", db)
 	started := j.Await(t, "start", 10*time.Second)
 	tick := j.Await(t, "tick", 10*time.Second)
 	second := startLock(t, stubbornScript(j), "--sqlite-path", db)
@@ -107,6 +103,63 @@ func TestLockKilledTakesWhatItsCommandStartedWithIt(t *testing.T) {
 		"the next CMD (token %d) started %v after the kill; %d samples, 0 with both terms running",
 		gone.Round(time.Millisecond), lastTick.Sub(killed).Round(time.Millisecond), next.Token,
 		next.At.Sub(killed).Round(time.Millisecond), n)
+}
+
+// backgroundJobScript is a CMD that ignores SIGTERM, journals "start",
+// starts a job in the background that journals "tick" every 10 ms (and
+// ignores SIGTERM too), and waits for it.
+func backgroundJobScript(t *testing.T, j sidecartest.Journal) string {
+	job := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(job, []byte("trap '' TERM\nwhile :; do "+j.Line("tick")+"; sleep 0.01; done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "trap '' TERM; " + j.Line("start") + "; sh '" + job + "' & wait"
+}
+
+// A lock killed while the guardian it started for CMD sets itself up:
+// before the guardian catches its parent-death signal (the signal ends
+// it, CMD never starts), or after it checked its parent and before it
+// starts CMD (it sees the lock gone once CMD runs, and kills CMD's
+// group). The binary's test hook pauses the guardian at that point.
+// Either way nothing of CMD runs on.
+func TestLockKilledWhileItsGuardianStarts(t *testing.T) {
+	for _, point := range []string{"before-handler", "before-start"} {
+		t.Run(point, func(t *testing.T) {
+			db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
+			cmd := exec.Command(sidecartest.HookedBinary(t), lockArgs(backgroundJobScript(t, j), "--sqlite-path", db)...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SIDECAR_E2E_GUARDIAN_PAUSE=" + point}
+			lock := sidecartest.Track(t, cmd)
+			sidecartest.WaitTrue(t, "the guardian pauses "+point, 10*time.Second, func() bool {
+				return strings.Contains(lock.Logs(), "e2e hook: guardian paused "+point)
+			})
+			children := sidecartest.ChildrenOf(lock.Pid())
+			if len(children) != 1 {
+				t.Fatalf("the lock's children: %v, want its guardian", children)
+			}
+			guardian := children[0]
+			killed := time.Now()
+			lock.Signal(syscall.SIGKILL)
+			// The pause is 300ms; a second is far above what it takes
+			// after that, far below the lease (3s).
+			sidecartest.AwaitGone(t, guardian, time.Second)
+			allGone := time.Now()
+			gone := allGone.Sub(killed)
+			time.Sleep(300 * time.Millisecond)
+			entries := j.Entries(t)
+			for _, e := range entries {
+				if !sidecartest.ProcessGone(e.Pid) {
+					t.Fatalf("process %d of CMD still runs %v after its lock was killed: %v", e.Pid, time.Since(killed), entries)
+				}
+				if e.At.After(allGone) {
+					t.Fatalf("CMD journaled after its guardian was gone: %v", entries)
+				}
+			}
+			if point == "before-handler" && len(entries) > 0 {
+				t.Fatalf("CMD ran although its lock died before the guardian started it: %v", entries)
+			}
+			t.Logf("the guardian gone %v after its lock was killed; CMD journaled %d lines", gone.Round(time.Millisecond), len(entries))
+		})
+	}
 }
 
 // SIGHUP (a closed terminal, a dropped ssh session) is handled like

@@ -223,6 +223,17 @@ func ProcessGone(pid int) bool {
 // GroupMembers are the processes of process group pgid that have not
 // ended (zombies left out), as /proc lists them.
 func GroupMembers(pgid int) []int {
+	return liveProcesses(func(_, pgrp int) bool { return pgrp == pgid })
+}
+
+// ChildrenOf are the processes whose parent is ppid that have not ended.
+func ChildrenOf(ppid int) []int {
+	return liveProcesses(func(parent, _ int) bool { return parent == ppid })
+}
+
+// liveProcesses are the processes in /proc, zombies left out, for which
+// match(parent pid, process group id) holds.
+func liveProcesses(match func(ppid, pgrp int) bool) []int {
 	dirs, _ := os.ReadDir("/proc")
 	var out []int
 	for _, d := range dirs {
@@ -234,9 +245,14 @@ func GroupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...
+		// pid (comm) state ppid pgrp ...: the state follows the last ')'.
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && match(ppid, pgrp) {
 			out = append(out, pid)
 		}
 	}
