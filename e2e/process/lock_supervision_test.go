@@ -14,7 +14,7 @@ import (
 )
 
 // A sidecar lock killed outright (SIGKILL, the OOM killer) takes CMD with
-// it: CMD gets SIGKILL from the kernel as the lock dies. The standby lock
+// it: its guardian SIGKILLs CMD's group as the lock dies. The standby lock
 // takes over once the lease has run out, and its CMD never runs beside
 // the first.
 func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
