@@ -11,13 +11,19 @@ import (
 
 func supervisedProcess(*exec.Cmd) {}
 
-func signalGroup(p *os.Process, sig os.Signal) {
+func signalGroup(pid int, sig os.Signal) {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return
+	}
 	if p.Signal(sig) != nil {
 		_ = p.Kill()
 	}
 }
 
-func killGroup(*os.Process) {}
+func killGroup(int) {}
+
+func killGroupBeforeReaping(int) bool { return false }
 
 func exitStatus(ps *os.ProcessState) int {
 	return ps.ExitCode()

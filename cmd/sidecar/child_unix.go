@@ -9,28 +9,38 @@ import (
 )
 
 // supervisedProcess puts CMD in a process group of its own and, where the
-// system offers it (Linux), has the kernel kill CMD when the lock dies.
+// system offers it (Linux), has the kernel kill CMD when the thread that
+// started it ends.
 func supervisedProcess(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithTheLock(cmd.SysProcAttr)
+	dieWithTheStarter(cmd.SysProcAttr)
 }
 
 // signalGroup signals the process group CMD leads (its pgid is its pid).
-func signalGroup(p *os.Process, sig os.Signal) {
-	if s, ok := sig.(syscall.Signal); ok {
-		_ = syscall.Kill(-p.Pid, s)
-		return
+func signalGroup(pid int, sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		s = syscall.SIGTERM
 	}
-	_ = p.Signal(sig)
+	_ = syscall.Kill(-pid, s)
 }
 
-func killGroup(p *os.Process) {
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+func killGroup(pid int) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return waitStatusExit(ws)
 	}
 	return ps.ExitCode()
+}
+
+// waitStatusExit is the exit status of a process that ended with ws, or
+// 128+n if signal n killed it, as a shell reports it.
+func waitStatusExit(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }

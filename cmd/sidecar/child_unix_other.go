@@ -4,6 +4,11 @@ package main
 
 import "syscall"
 
-// dieWithTheLock does nothing: only Linux has a parent-death signal, so
-// elsewhere CMD runs on if sidecar lock itself is killed.
-func dieWithTheLock(*syscall.SysProcAttr) {}
+// dieWithTheStarter does nothing: only Linux has a parent-death signal,
+// so elsewhere CMD and what it started run on if sidecar lock itself is
+// killed.
+func dieWithTheStarter(*syscall.SysProcAttr) {}
+
+// killGroupBeforeReaping does nothing: the lock kills what CMD left once
+// CMD is reaped (killLeftovers).
+func killGroupBeforeReaping(int) bool { return false }

@@ -74,8 +74,9 @@ killed and the lease is released, so the next sidecar lock on the election
 starts at once. POST /leader/release and /leader/handoff on --http-address
 stop CMD the same way (SIGTERM, SIGKILL after --kill-grace) before they
 release or hand off; the lock then exits with CMD's status. If sidecar lock
-itself is killed, the kernel kills CMD (Linux only; CMD itself, not what it
-started in the background).
+itself is killed, CMD's whole process group is killed at once, what CMD
+started in the background too (Linux only, through a guardian process
+between the lock and CMD; not what CMD moved out of its group).
 
 It waits for ever to lead, unless --timeout (give up after that long) or
 --nonblock (give up at once if the record names another holder, as

@@ -51,7 +51,7 @@ func (l *locker) run(ctx context.Context) int {
 		}
 		return 126
 	}
-	l.log.Info("leading: running the command", "token", st.Token, "pid", c.cmd.Process.Pid)
+	l.log.Info("leading: running the command", "token", st.Token, "pid", c.pid)
 	lost, stepped := l.supervise(ctx, c, st.Token, e)
 	c.killLeftovers()
 	l.stepDowns.finish()

@@ -5,7 +5,9 @@
 // The command line is a small tree: "sidecar [flags]" runs the sidecar,
 // "sidecar probe" asks a running one (see runProbe), "sidecar handoff"
 // asks a running leader to hand leadership over (see runHandoff),
-// "sidecar lock" runs a command while leading (see runLock). Every command goes one way: flags
+// "sidecar lock" runs a command while leading (see runLock); on Linux the
+// lock starts the binary again as its command's guardian (guardianArg, not
+// listed in --help; see guardian_linux.go). Every command goes one way: flags
 // and LEADER_SIDECAR_* variables are parsed and checked into one config
 // value, the parts are built from it, then the lifecycle runs. The sidecar
 // and sidecar lock share the flags of the election and check them alike.
@@ -24,6 +26,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardianArg {
+		// Before any signal handling: the guardian sets up its own.
+		os.Exit(runGuardian(os.Args[2:]))
+	}
 	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: notifyStopSignals()}
 	os.Exit(execute(context.Background(), p, os.Args[1:]))
 }

@@ -1,6 +1,10 @@
 package process
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +102,42 @@ func TestLockIsQuietUnlessVerbose(t *testing.T) {
 	code, out, _ = sidecartest.RunLock(t, db, "--", "sh", "-c", "kill -KILL $$")
 	if code != 128+9 || out != "" {
 		t.Fatalf("exit status %d, output %q; want 137 and nothing (CMD's status says it)", code, out)
+	}
+}
+
+// A CMD found in $PATH that the kernel cannot run (no #! line, not a
+// binary) fails once the lock leads: exit status 126 as a shell's, the
+// error named, the lease released (the next run does not wait for it).
+func TestLockCommandThatFailsToStart(t *testing.T) {
+	db := sidecartest.DBPath(t)
+	notABinary := filepath.Join(t.TempDir(), "job")
+	if err := os.WriteFile(notABinary, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := sidecartest.RunLock(t, db, "--", notABinary)
+	if code != 126 || !strings.Contains(out, "exec format error") {
+		t.Fatalf("exit status %d, output %q; want 126 naming the exec format error", code, out)
+	}
+	code, out, took := sidecartest.RunLock(t, db, "--", "true")
+	if code != 0 || took > sidecartest.LeaseDuration/2 {
+		t.Fatalf("the next run: exit status %d after %v, want 0 at once (the lease released):\n%s", code, took, out)
+	}
+}
+
+// The guardian's internal command (Linux) refuses to run unless a lock
+// started it; --help does not list it.
+func TestLockGuardianIsNotACommand(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(sidecartest.Binary(t), "__sidecar-lock-guardian", strconv.Itoa(os.Getpid()), "--", "/bin/sh", "sh", "-c", "touch "+marker)
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "internal to sidecar lock") {
+		t.Fatalf("exit status %d, output %q; want 2 and a refusal", code, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
+	}
+	help, _ := exec.Command(sidecartest.Binary(t), "--help").CombinedOutput()
+	if strings.Contains(string(help), "guardian") {
+		t.Fatalf("--help lists the guardian:\n%s", help)
 	}
 }

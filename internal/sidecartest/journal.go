@@ -142,7 +142,10 @@ func (j Journal) killAll(t testing.TB) {
 // RunSampler samples, every few milliseconds, which of the processes that
 // wrote a "start" line to a journal still run, until it is halted.
 type RunSampler struct {
-	j       Journal
+	j Journal
+	// byTerm counts as running every process that wrote any line, and
+	// an overlap as processes of two tokens running at once.
+	byTerm  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -156,7 +159,11 @@ type RunSampler struct {
 // interval; Halt stops it.
 func (j Journal) SampleRuns(t testing.TB, every time.Duration) *RunSampler {
 	t.Helper()
-	r := &RunSampler{j: j, stop: make(chan struct{})}
+	return j.sampleRuns(t, every, false)
+}
+
+func (j Journal) sampleRuns(t testing.TB, every time.Duration, byTerm bool) *RunSampler {
+	r := &RunSampler{j: j, byTerm: byTerm, stop: make(chan struct{})}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -175,17 +182,36 @@ func (j Journal) SampleRuns(t testing.TB, every time.Duration) *RunSampler {
 	return r
 }
 
+// SampleTerms is SampleRuns for commands that start processes of their
+// own: every process that wrote a line (any word) belongs to its line's
+// token, and a sample in which processes of two tokens run is an overlap.
+func (j Journal) SampleTerms(t testing.TB, every time.Duration) *RunSampler {
+	t.Helper()
+	return j.sampleRuns(t, every, true)
+}
+
 func (r *RunSampler) sample(t testing.TB) {
 	var running []int
+	seen := map[int]bool{}
+	terms := map[int64]bool{}
 	for _, e := range r.j.Entries(t) {
-		if e.Word == "start" && !ProcessGone(e.Pid) {
-			running = append(running, e.Pid)
+		if (e.Word != "start" && !r.byTerm) || seen[e.Pid] {
+			continue
 		}
+		seen[e.Pid] = true
+		if !ProcessGone(e.Pid) {
+			running = append(running, e.Pid)
+			terms[e.Token] = true
+		}
+	}
+	together := len(running)
+	if r.byTerm {
+		together = len(terms)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.samples++
-	if len(running) > 1 {
+	if together > 1 {
 		if r.overlap == 0 {
 			r.first, r.pids = time.Now(), running
 		}
@@ -234,6 +260,59 @@ func ProcessGone(pid int) bool {
 	// pid (comm) state ...: the state follows the last ')'.
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// GroupMembers are the processes of process group pgid that have not
+// ended (zombies left out), as /proc lists them.
+func GroupMembers(pgid int) []int {
+	return liveProcesses(func(_, pgrp int) bool { return pgrp == pgid })
+}
+
+// ChildrenOf are the processes whose parent is ppid that have not ended.
+func ChildrenOf(ppid int) []int {
+	return liveProcesses(func(parent, _ int) bool { return parent == ppid })
+}
+
+// liveProcesses are the processes in /proc, zombies left out, for which
+// match(parent pid, process group id) holds.
+func liveProcesses(match func(ppid, pgrp int) bool) []int {
+	dirs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: the state follows the last ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && match(ppid, pgrp) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// AwaitGroupGone waits until process group pgid has no process left that
+// runs, failing t after within; it returns how long that took.
+func AwaitGroupGone(t testing.TB, pgid int, within time.Duration) time.Duration {
+	t.Helper()
+	began := time.Now()
+	for deadline := began.Add(within); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if len(GroupMembers(pgid)) == 0 {
+			return time.Since(began)
+		}
+	}
+	t.Fatalf("process group %d still has %v running %v later", pgid, GroupMembers(pgid), within)
+	return 0
 }
 
 // AwaitGone waits until process pid has ended, failing t after within.
