@@ -5,7 +5,9 @@
 // The command line is a small tree: "sidecar [flags]" runs the sidecar,
 // "sidecar probe" asks a running one (see runProbe), "sidecar handoff"
 // asks a running leader to hand leadership over (see runHandoff),
-// "sidecar lock" runs a command while leading (see runLock). Every command goes one way: flags
+// "sidecar lock" runs a command while leading (see runLock), "sidecar
+// check" checks the sidecar's flags and environment on the sidecar's own
+// path and prints the result (see runCheck). Every command goes one way: flags
 // and LEADER_SIDECAR_* variables are parsed and checked into one config
 // value, the parts are built from it, then the lifecycle runs. The sidecar
 // and sidecar lock share the flags of the election and check them alike.
