@@ -38,6 +38,8 @@ var commands = []command{
 		"ask the running sidecar, the leader, to hand leadership to that candidate (or any standby) with the next token; exit 0 once it did, 1 with the reason otherwise", runHandoff},
 	{"reset", "--sqlite-path <file> [--lease-name <name>]",
 		"write an SQLite election's record back released, its token kept, once no holder renews it (the file refuses deletes); exit 0 once done, 1 if a holder renewed it", runReset},
+	{"check", "[flags]",
+		"check the sidecar's flags and LEADER_SIDECAR_* variables as the sidecar would, without starting it; print the resolved configuration and exit 0, or the sidecar's error and exit 2", runCheck},
 	{"lock", "[flags] -- CMD [ARGS...]",
 		"join the election, run CMD while leading (with its token in LEADER_SIDECAR_TOKEN), stop it if leadership is lost, release when it exits; exit with its status", runLock},
 }

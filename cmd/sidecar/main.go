@@ -7,7 +7,9 @@
 // asks a running leader to hand leadership over (see runHandoff),
 // "sidecar lock" runs a command while leading (see runLock); on Linux the
 // lock starts the binary again as its command's guardian (guardianArg, not
-// listed in --help; see guardian_linux.go). Every command goes one way: flags
+// listed in --help; see guardian_linux.go). "sidecar check" checks the
+// sidecar's flags and environment on the sidecar's own path and prints the
+// result (see runCheck). Every command goes one way: flags
 // and LEADER_SIDECAR_* variables are parsed and checked into one config
 // value, the parts are built from it, then the lifecycle runs. The sidecar
 // and sidecar lock share the flags of the election and check them alike.

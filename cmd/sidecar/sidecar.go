@@ -11,29 +11,14 @@ import (
 )
 
 // runSidecar is "sidecar [flags]": parse and check the flags and
-// environment into a sidecarConfig, build the sidecar from it, run it
-// until the first signal (or ctx ends). --help and --version answer before
-// anything is checked.
+// environment into a sidecarConfig (parseSidecar), build the sidecar from
+// it, run it until the first signal (or ctx ends). --help and --version
+// answer before anything is checked.
 func runSidecar(ctx context.Context, p process, args []string) int {
-	f := newSidecarFlags()
-	err := parseArgs(f.set, args, rootUsage(), p.stdout)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
+	takes := "sidecar takes flags, or first a command (" + strings.Join(commandNames(), ", ") + ")"
+	cfg, answered, err := parseSidecar(p, args, rootUsage(), takes)
+	if answered {
 		return 0
-	case err == nil && f.version:
-		return printVersion(p)
-	case err == nil && f.set.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q: sidecar takes flags, or first a command (%s)",
-			f.set.Arg(0), strings.Join(commandNames(), ", "))
-	case err == nil:
-		err = applyEnv(f.set, p.environ)
-	}
-	if err == nil && f.version { // LEADER_SIDECAR_VERSION=true
-		return printVersion(p)
-	}
-	var cfg sidecarConfig
-	if err == nil {
-		cfg, err = f.config(p.environ)
 	}
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar: %v\n", err)
@@ -44,10 +29,7 @@ func runSidecar(ctx context.Context, p process, args []string) int {
 		log.Warn(w)
 	}
 	if cfg.exposeAppAPI {
-		log.Warn("the app API is served beyond loopback (--http-allow-remote) and is unauthenticated: "+
-			"anyone who can reach it reads the leader's identity and fencing token from GET /leader "+
-			"and can POST /leader/release to push this replica out of the election",
-			"address", cfg.httpAddress)
+		log.Warn(exposedAppAPIWarning, "address", cfg.httpAddress)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -57,6 +39,44 @@ func runSidecar(ctx context.Context, p process, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// exposedAppAPIWarning is what the sidecar (and sidecar check) warns of
+// when the app API is served beyond loopback.
+const exposedAppAPIWarning = "the app API is served beyond loopback (--http-allow-remote) and is unauthenticated: " +
+	"anyone who can reach it reads the leader's identity and fencing token from GET /leader " +
+	"and can POST /leader/release to push this replica out of the election"
+
+// parseSidecar parses the sidecar's flags, then its LEADER_SIDECAR_*
+// variables, and checks them into a sidecarConfig: the one path of the
+// sidecar and of sidecar check, so check refuses exactly what the sidecar
+// refuses. On --help (usage above the flags) or --version it writes the
+// answer to p.stdout and returns answered; an error is the one-line
+// refusal, which names the flag or the variable; takes says, after an
+// unexpected argument, what the command takes.
+func parseSidecar(p process, args []string, usage, takes string) (cfg sidecarConfig, answered bool, err error) {
+	f := newSidecarFlags()
+	err = parseArgs(f.set, args, usage, p.stdout)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		return cfg, true, nil
+	case err == nil && f.version:
+		printVersion(p)
+		return cfg, true, nil
+	case err == nil && f.set.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q: %s", f.set.Arg(0), takes)
+	case err == nil:
+		err = applyEnv(f.set, p.environ)
+	}
+	if err == nil && f.version { // LEADER_SIDECAR_VERSION=true
+		printVersion(p)
+		return cfg, true, nil
+	}
+	if err != nil {
+		return cfg, false, err
+	}
+	cfg, err = f.config(p.environ)
+	return cfg, false, err
 }
 
 // stopOnSignals calls stop on the first signal (stop claiming, release,

@@ -1,8 +1,14 @@
 {{/*
 Render-time checks of the effective settings (leader-sidecar-lib.config
 calls this with them): what the sidecar would refuse at start, or die of,
-fails the render with a message that names the value. The sidecar's own
-rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
+fails the render with a message that names the value, so a clean helm
+install never crash-loops. Two kinds of check:
+  - the chart's own: what the sidecar never sees (the image, the volume,
+    the Lease object, native and waitForLeadership) or cannot check alone
+    (its two listeners on one port pass its checks and clash at start);
+  - mirrors of the sidecar's rules, each naming the Go function that is the
+    source. e2e/process/chart_agreement_test.go runs every rendering
+    through the binary's `sidecar check` and keeps the two equal.
 */}}
 {{- define "leader-sidecar-lib.validate" -}}
 {{- $c := . }}
@@ -15,15 +21,38 @@ rules (cmd/sidecar/validate.go, election.ValidateTimings) are the model.
 {{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
 {{- end }}
-{{- if and (eq $c.readiness.mode "pod-condition") (not (regexMatch "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" (toString $c.readiness.conditionType))) }}
+{{- /* As sidecarFlags.check (cmd/sidecar/sidecarconfig.go): validation.IsQualifiedName, with a prefix for the condition type. */}}
+{{- if and (eq $c.readiness.mode "pod-condition") (not (and (include "leader-sidecar-lib.qualifiedName" $c.readiness.conditionType) (contains "/" (toString $c.readiness.conditionType)))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.conditionType must be a domain-qualified name such as leader-sidecar.io/leader, not %q" (toString $c.readiness.conditionType)) }}
+{{- end }}
+{{- if and (eq $c.readiness.mode "label") (not (include "leader-sidecar-lib.qualifiedName" $c.readiness.roleLabel)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.readiness.roleLabel must be a label key such as leader-sidecar.io/role, not %q" (toString $c.readiness.roleLabel)) }}
+{{- end }}
+{{- /* As electionFlags.check (cmd/sidecar/electionconfig.go): validation.IsDNS1123Subdomain. */}}
+{{- if and $c.leaseName (gt (len (toString $c.leaseName)) 253) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain of at most 253 characters, not %d" (len (toString $c.leaseName))) }}
 {{- end }}
 {{- if and $c.leaseName (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString $c.leaseName))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .), not %q" (toString $c.leaseName)) }}
 {{- end }}
 {{- if $c.appHealth.url }}
-{{- if not (regexMatch "^https?://(127\\.[0-9.]+|localhost|\\[::1\\])(:[0-9]+)?(/.*)?$" (toString $c.appHealth.url)) }}
-{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must be an http:// or https:// URL on loopback (127.0.0.1, localhost or [::1]): the app next to the sidecar, not %q" (toString $c.appHealth.url)) }}
+{{- /* As appHealthFlags.config (cmd/sidecar/apphealth.go): an http(s) URL
+(url.Parse, which urlParse is) with a host that httpapi.IsLoopbackHost
+accepts, on no port of the sidecar's listeners (compared as the strings
+the sidecar is given). */}}
+{{- $url := toString $c.appHealth.url }}
+{{- $u := dict "scheme" "" "host" "" "hostname" "" }}
+{{- if regexMatch "(?i)^https?://" $url }}
+{{- $u = urlParse $url }}
+{{- end }}
+{{- if not (and (has $u.scheme (list "http" "https")) $u.host (include "leader-sidecar-lib.loopbackHost" $u.hostname)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must be an http:// or https:// URL on loopback (127.0.0.0/8, [::1] or localhost): the app next to the sidecar, not %q" $url) }}
+{{- end }}
+{{- $port := regexFind ":[0-9]*$" $u.host | trimPrefix ":" | default (get (dict "http" "80" "https" "443") $u.scheme) }}
+{{- range $key := list "httpPort" "opsPort" }}
+{{- if eq $port (toString (index $c $key)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must not name a port of the sidecar's own (%s, sidecar.%s), not %q: give the app's health endpoint, never the sidecar's or the Pod's readiness" $port $key $url) }}
+{{- end }}
 {{- end }}
 {{- if $c.waitForLeadership }}
 {{- fail "leader-sidecar-lib: sidecar.appHealth.url and sidecar.waitForLeadership exclude each other: with waitForLeadership the app starts only once its replica leads, so it could never pass the health check that lets its replica lead" }}
@@ -119,4 +148,84 @@ The duration (index . 1) in milliseconds; fails naming the setting (index
 {{- $ms = addf $ms (mulf (trimSuffix $u . | float64) (get $unit $u)) }}
 {{- end }}
 {{- $ms }}
+{{- end }}
+
+{{/*
+"true" when the host (a URL's hostname: no brackets, the zone unescaped)
+is loopback, else "": exactly httpapi.IsLoopbackHost (pkg/httpapi/loopback.go),
+that is localhost in any case (strings.EqualFold), or an address that
+netip.ParseAddr parses and whose Unmap is loopback: 127.0.0.0/8 in four
+decimal fields without leading zeros, ::1 in any IPv6 spelling, or
+::ffff:127.x.y.z (an IPv6 address may carry a non-empty %zone).
+*/}}
+{{- define "leader-sidecar-lib.loopbackHost" -}}
+{{- $h := toString . }}
+{{- $octet := "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])" }}
+{{- $v4 := printf "%s\\.%s\\.%s\\.%s" $octet $octet $octet $octet }}
+{{- $hex := "[0-9a-fA-F]{1,4}" }}
+{{- /* EqualFold: the one other rune that folds to a letter of localhost is U+017F, a long s. */}}
+{{- if eq (lower (replace "\u017f" "s" $h)) "localhost" }}true
+{{- else if regexMatch "^[^.:%]*\\." $h }}
+{{- /* netip.ParseAddr reads IPv4 when a dot comes before any colon. */}}
+{{- if regexMatch (printf "^%s$" $v4) $h }}{{ if hasPrefix "127." $h }}true{{ end }}{{ end }}
+{{- else if regexMatch "^[^.:%]*:" $h }}
+{{- /* IPv6 (netip's parseIPv6): the zone after the first %, then 8 groups
+of 1 to 4 hex digits, the last two of which may be an IPv4 address, and
+one :: that stands for at least one group of zeros. */}}
+{{- $ok := or (not (contains "%" $h)) (ne (regexReplaceAll "^[^%]*%" $h "") "") }}
+{{- $addr := regexReplaceAll "%.*$" $h "" }}
+{{- $parts := splitList "::" $addr }}
+{{- $groups := list }}
+{{- if eq (len $parts) 1 }}
+{{- $ok = and $ok (or (regexMatch (printf "^(%s:){7}%s$" $hex $hex) $addr) (regexMatch (printf "^(%s:){6}%s$" $hex $v4) $addr)) }}
+{{- if $ok }}{{ $groups = splitList ":" $addr }}{{ end }}
+{{- else if eq (len $parts) 2 }}
+{{- $left := index $parts 0 }}
+{{- $right := index $parts 1 }}
+{{- $ok = and $ok (regexMatch (printf "^(%s(:%s)*)?$" $hex $hex) $left) (regexMatch (printf "^((%s:)*(%s|%s))?$" $hex $hex $v4) $right) }}
+{{- $l := list }}{{ if $left }}{{ $l = splitList ":" $left }}{{ end }}
+{{- $r := list }}{{ if $right }}{{ $r = splitList ":" $right }}{{ end }}
+{{- $n := add (len $l) (len $r) (ternary 1 0 (contains "." $right)) }}
+{{- $ok = and $ok (le $n 7) }}
+{{- if $ok }}
+{{- $groups = $l }}
+{{- range until (int (sub 8 $n)) }}{{ $groups = append $groups "0" }}{{ end }}
+{{- $groups = concat $groups $r }}
+{{- end }}
+{{- else }}
+{{- $ok = false }}
+{{- end }}
+{{- if $ok }}
+{{- /* An IPv4 address at the end is two groups; each group normalized. */}}
+{{- $last := last $groups }}
+{{- if contains "." $last }}
+{{- $o := splitList "." $last }}
+{{- $groups = concat (initial $groups) (list (printf "%x" (add (mul (atoi (index $o 0)) 256) (atoi (index $o 1)))) (printf "%x" (add (mul (atoi (index $o 2)) 256) (atoi (index $o 3))))) }}
+{{- end }}
+{{- $norm := list }}
+{{- range $groups }}{{ $norm = append $norm (lower . | trimPrefix "0" | trimPrefix "0" | trimPrefix "0" | default "0") }}{{ end }}
+{{- $zeros := true }}
+{{- range slice $norm 0 5 }}{{ if ne . "0" }}{{ $zeros = false }}{{ end }}{{ end }}
+{{- if and $zeros (eq (index $norm 5) "0") (eq (index $norm 6) "0") (eq (index $norm 7) "1") }}true
+{{- else if and $zeros (eq (index $norm 5) "ffff") (regexMatch "^7f[0-9a-f]{2}$" (index $norm 6)) }}true
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when the name is a qualified name (a label key, a condition type),
+else "": exactly validation.IsQualifiedName of k8s.io/apimachinery, that is
+an optional prefix (a DNS subdomain, at most 253 characters) and a slash,
+then a name of at most 63 characters.
+*/}}
+{{- define "leader-sidecar-lib.qualifiedName" -}}
+{{- $parts := splitList "/" (toString .) }}
+{{- $name := last $parts }}
+{{- $nameOK := and (le (len $name) 63) (regexMatch "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$" $name) }}
+{{- if eq (len $parts) 1 }}{{ if $nameOK }}true{{ end }}
+{{- else if eq (len $parts) 2 }}
+{{- $prefix := first $parts }}
+{{- if and $nameOK (le (len $prefix) 253) (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $prefix) }}true{{ end }}
+{{- end }}
 {{- end }}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// sidecar check prints the configuration the sidecar would run with,
+// resolved (--backend auto, the identity, the derived timings, the Pod),
+// one setting a line in the order of the flags, each flag once.
+func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
+	env := []string{"POD_NAME=p", "POD_NAMESPACE=ns", "POD_UID=u-1",
+		"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443",
+		"LEADER_SIDECAR_LEASE_NAME=demo", "LEADER_SIDECAR_APP_HEALTH_URL=http://app:secret@127.0.0.1:8080/healthz"}
+	code, stdout, stderr := runArgs(t, []string{"check", "--ops-address=:8081", "--log-format=json"}, env...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	got := map[string]string{}
+	var names []string
+	for _, l := range lines {
+		name, value, ok := strings.Cut(l, ": ")
+		if !ok {
+			t.Fatalf("line %q is not name: value", l)
+		}
+		if _, dup := got[name]; dup {
+			t.Fatalf("%s printed twice:\n%s", name, stdout)
+		}
+		got[name] = value
+		names = append(names, name)
+	}
+	for name, want := range map[string]string{
+		"backend":          "lease",
+		"lease-name":       "demo",
+		"identity":         "p_<a new random suffix at each start>",
+		"renew-interval":   "5s",
+		"release-hold-off": "15s (--lease-duration)",
+		"http-address":     "127.0.0.1:4040 (loopback only)",
+		"ops-address":      ":8081",
+		"namespace":        "ns (POD_NAMESPACE)",
+		"kubeconfig":       "in-cluster",
+		"app-health-url":   "http://app:xxxxx@127.0.0.1:8080/healthz",
+		"log-format":       "json",
+		"log-level":        "info",
+		"pod":              `POD_NAME="p" POD_NAMESPACE="ns" POD_UID="u-1"`,
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+	if strings.Contains(stdout, "secret") {
+		t.Errorf("check printed the password of --app-health-url:\n%s", stdout)
+	}
+	// Every flag of the sidecar, in its order (--http-allow-remote is told
+	// with --http-address; --version is no setting).
+	var flags []string
+	newSidecarFlags().set.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "version" && f.Name != "http-allow-remote" {
+			flags = append(flags, f.Name)
+		}
+	})
+	if want := append(flags, "pod"); strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("settings printed:\n  %v\nwant the sidecar's flags in order:\n  %v", names, want)
+	}
+}
+
+// check refuses what the sidecar refuses, with the sidecar's own line on
+// stderr and exit status 2: it is the sidecar's parsing and checking.
+func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{nil, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://127.1/healthz"}, `--app-health-url: must name a loopback host`},
+		{[]string{"--ops-address=:8081"}, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://127.0.0.1:8081/healthz"}, `port 8081 is this sidecar's own listener`},
+		{[]string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, sqlite"},
+		{nil, []string{"LEADER_SIDECAR_LEASE_DURATION=abc"}, `LEADER_SIDECAR_LEASE_DURATION="abc" (--lease-duration)`},
+		{[]string{"--lease-duration=10s"}, nil, "--lease-duration"},
+		{[]string{"--http-address=0.0.0.0:4040"}, nil, "--http-address: must be a loopback address"},
+		{[]string{"--no-such-flag"}, nil, "unknown flag: --no-such-flag"},
+	} {
+		code, stdout, stderr := runArgs(t, append([]string{"check"}, c.args...), c.env...)
+		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "sidecar: ") || !strings.Contains(stderr, c.want) ||
+			strings.Count(stderr, "\n") != 1 {
+			t.Errorf("check %v %v: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, c.env, code, stdout, stderr, c.want)
+			continue
+		}
+		sidecarCode, _, sidecarStderr := runArgs(t, c.args, c.env...)
+		if sidecarCode != code || sidecarStderr != stderr {
+			t.Errorf("%v %v: the sidecar exits %d with %q, check %d with %q", c.args, c.env, sidecarCode, sidecarStderr, code, stderr)
+		}
+	}
+}
+
+// check opens no store, listens on nothing and reaches no API server: the
+// SQLite file is not made, a taken port is no error, and the API server of
+// the kubeconfig gets no connection.
+func TestCheckOpensNothing(t *testing.T) {
+	dir := t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	apiServer, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer apiServer.Close()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://`+apiServer.Addr().String()+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "sub", "leader-sidecar.db")
+	for _, args := range [][]string{
+		{"check", "--backend=sqlite", "--sqlite-path", db, "--http-address", taken.Addr().String()},
+		{"check", "--backend=lease", "--kubeconfig", kubeconfig, "--namespace=ns", "--readiness-mode=label", "--ops-address", taken.Addr().String()},
+	} {
+		code, stdout, stderr := runArgs(t, args, "POD_NAME=p")
+		if code != 0 || stderr != "" || stdout == "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("check made the SQLite file's directory: %v", err)
+	}
+	// A connection check made would be queued by now: accept returns it.
+	if err := apiServer.(*net.TCPListener).SetDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := apiServer.Accept(); err == nil {
+		c.Close()
+		t.Error("check connected to the API server of the kubeconfig")
+	}
+}
+
+// check says what the sidecar would warn of, on stderr, and still exits 0.
+func TestCheckWarnsAsTheSidecarWould(t *testing.T) {
+	code, _, stderr := runArgs(t, []string{"check", "--http-address=0.0.0.0:4040", "--http-allow-remote"},
+		"LEADER_SIDECAR_LEASE_DURATON=20s")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"sidecar check: warning: ignoring unknown environment variable LEADER_SIDECAR_LEASE_DURATON",
+		"sidecar check: warning: the app API is served beyond loopback"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q lacks %q", stderr, want)
+		}
+	}
+}
+
+func TestCheckHelp(t *testing.T) {
+	code, stdout, stderr := runArgs(t, []string{"check", "--help"}, "LEADER_SIDECAR_BACKEND=etcd")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage: sidecar check [flags]") || !strings.Contains(stdout, "--app-health-url") {
+		t.Fatalf("exit %d, stderr %q, stdout %q", code, stderr, stdout)
+	}
+	if _, stdout, _ := runArgs(t, []string{"--help"}); !strings.Contains(stdout, "sidecar check [flags]") {
+		t.Fatalf("sidecar --help does not list check:\n%s", stdout)
+	}
+}
