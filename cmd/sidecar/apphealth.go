@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -55,13 +57,18 @@ func (f *appHealthFlags) config(sidecarAddresses ...string) (appHealthConfig, er
 	if !httpapi.IsLoopbackHost(u.Hostname()) {
 		return c, fmt.Errorf("--app-health-url: must name a loopback host (127.0.0.0/8, [::1] or localhost): the app next to this sidecar, got %q", u.Hostname())
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	port := map[string]int{"http": 80, "https": 443}[strings.ToLower(u.Scheme)]
+	if u.Port() != "" {
+		// url.Parse leaves digits only; the number is what is dialled.
+		if port, err = strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
+			return c, fmt.Errorf("--app-health-url: port %q is not a port number from 1 to 65535", u.Port())
+		}
 	}
 	for _, addr := range sidecarAddresses {
-		if _, p, err := net.SplitHostPort(addr); err == nil && p == port {
-			return c, fmt.Errorf("--app-health-url: port %s is this sidecar's own listener (%s): give the app's health endpoint, never the sidecar's or the Pod's readiness", port, addr)
+		if _, p, err := net.SplitHostPort(addr); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n == port {
+				return c, fmt.Errorf("--app-health-url: port %d is this sidecar's own listener (%s): give the app's health endpoint, never the sidecar's or the Pod's readiness", port, addr)
+			}
 		}
 	}
 	switch {

@@ -43,6 +43,7 @@ const (
 	sidecarNotHTTP  = "--app-health-url: must be an http:// or https:// URL"
 	sidecarNotLocal = "--app-health-url: must name a loopback host"
 	ownListener     = "is this sidecar's own listener"
+	badPort         = "is not a port number from 1 to 65535"
 )
 
 // url is a case for one app health URL: rendered by the charts, or refused
@@ -122,6 +123,10 @@ var agreementCases = []agreementCase{
 	urlCase("http:///healthz", refusedURL, sidecarNotHTTP),
 	urlCase("http://127.0.0.1:8081/healthz", "sidecar.appHealth.url must not name a port of the sidecar's own (8081", ownListener),
 	urlCase("http://localhost:4040/leader", "sidecar.appHealth.url must not name a port of the sidecar's own (4040", ownListener),
+	urlCase("http://127.0.0.1:08081/healthz", "sidecar.appHealth.url must not name a port of the sidecar's own (08081", ownListener),
+	urlCase("http://127.0.0.1:99999/healthz", "sidecar.appHealth.url must name a port number from 1 to 65535", badPort),
+	urlCase("http://127.0.0.1:0/healthz", "sidecar.appHealth.url must name a port number from 1 to 65535", badPort),
+	urlCase("http://127.0.0.1:08080/healthz", "", ""),
 	{name: "appHealth.url on a moved ops port", values: "opsPort: 9090, appHealth: {url: http://127.0.0.1:9090/readyz}",
 		refuse: "sidecar.appHealth.url must not name a port of the sidecar's own (9090", schema: "",
 		sidecar: []string{"--ops-address=:9090", "LEADER_SIDECAR_OPS_ADDRESS=:9090", "LEADER_SIDECAR_APP_HEALTH_URL=http://127.0.0.1:9090/readyz"}, says: ownListener},

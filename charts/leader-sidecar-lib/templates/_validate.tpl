@@ -38,8 +38,8 @@ install never crash-loops. Two kinds of check:
 {{- if $c.appHealth.url }}
 {{- /* As appHealthFlags.config (cmd/sidecar/apphealth.go): an http(s) URL
 (url.Parse, which urlParse is) with a host that httpapi.IsLoopbackHost
-accepts, on no port of the sidecar's listeners (compared as the strings
-the sidecar is given). */}}
+accepts, on a port number from 1 to 65535 that is none of the sidecar's
+listeners' (compared as numbers). */}}
 {{- $url := toString $c.appHealth.url }}
 {{- $u := dict "scheme" "" "host" "" "hostname" "" }}
 {{- if regexMatch "(?i)^https?://" $url }}
@@ -49,8 +49,11 @@ the sidecar is given). */}}
 {{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must be an http:// or https:// URL on loopback (127.0.0.0/8, [::1] or localhost): the app next to the sidecar, not %q" $url) }}
 {{- end }}
 {{- $port := regexFind ":[0-9]*$" $u.host | trimPrefix ":" | default (get (dict "http" "80" "https" "443") $u.scheme) }}
+{{- if or (not (regexMatch "^[0-9]+$" $port)) (lt (atoi $port) 1) (gt (atoi $port) 65535) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must name a port number from 1 to 65535, not %q" $url) }}
+{{- end }}
 {{- range $key := list "httpPort" "opsPort" }}
-{{- if eq $port (toString (index $c $key)) }}
+{{- if eq (atoi $port) (int (index $c $key)) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.appHealth.url must not name a port of the sidecar's own (%s, sidecar.%s), not %q: give the app's health endpoint, never the sidecar's or the Pod's readiness" $port $key $url) }}
 {{- end }}
 {{- end }}
