@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // TestLibraryChartInHelmCreate follows charts/leader-sidecar-lib/README.md
-// in a chart made by `helm create myapp`: the dependency in Chart.yaml,
+// in a chart made by `helm create mychart`: the dependency in Chart.yaml,
 // `helm dependency build`, templates/rbac.yaml and the Pod template as the
 // README shows them (read from the README itself, so the test follows the
 // text a user follows), with the example worker as the app. Three Pods run
@@ -22,13 +24,13 @@ func TestLibraryChartInHelmCreate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
-	chart := libChart(t, ctx)
+	chart, appValues := libChart(t)
 
 	// helm create's values give the app no securityContext; the namespace
 	// enforces Pod Security "restricted", so the test gives it one through
 	// them.
 	values := filepath.Join(filepath.Dir(chart), "restricted.yaml")
-	writeFile(t, values, restricted)
+	writeFile(t, values, restricted+appValues)
 	cl.run(t, ctx, cl.helm, "install", release, chart, "--namespace", ns,
 		"--values", values, "--set", "replicaCount=3", "--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, 3, true)
@@ -40,47 +42,35 @@ func TestLibraryChartInHelmCreate(t *testing.T) {
 		}
 	}
 	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		_, _, reason := oneLeaderOf(ctx, ns, "demo-myapp", pods)
+		_, _, reason := oneLeaderOf(ctx, ns, "demo-mychart", pods)
 		return reason == "", reason
 	})
 }
 
-// libChart makes the chart the README describes, in a directory of the
-// test, and returns its path.
-func libChart(t *testing.T, ctx context.Context) string {
+// libChart makes the chart the README describes (sidecartest's helm
+// create chart with the README's lines: the one the chart tests render),
+// with the example worker as its app, and returns its path and the values
+// that make the app the worker.
+func libChart(t *testing.T) (chart, appValues string) {
 	t.Helper()
-	dir := t.TempDir()
-	cl.run(t, ctx, cl.helm, "create", filepath.Join(dir, "myapp"))
-	chart := filepath.Join(dir, "myapp")
-	readme := readFile(t, filepath.Join(cl.root, "charts", "leader-sidecar-lib", "README.md"))
-
-	lib := filepath.Join(cl.root, "charts", "leader-sidecar-lib")
-	dep := codeBlock(t, readme, "`Chart.yaml` of your chart:")
-	dep = strings.Replace(dep, `"file://../leader-sidecar-lib"`, `"file://`+lib+`"`, 1)
-	appendFile(t, filepath.Join(chart, "Chart.yaml"), dep)
-	writeFile(t, filepath.Join(chart, "templates", "rbac.yaml"), codeBlock(t, readme, "`templates/rbac.yaml`"))
-
-	// The Deployment: helm create's header, selector and Pod metadata; the
-	// README's strategy and Pod spec; the worker as the app.
-	created := readFile(t, filepath.Join(chart, "templates", "deployment.yaml"))
-	pod := codeBlock(t, readme, "The Pod template of your Deployment:")
-	header, rest := cut(t, created, "  template:\n")
-	podMeta, _ := cut(t, rest, "    spec:\n")
-	strategy, podSpec := cut(t, pod, "  template:\n")
-	strategy = strings.TrimPrefix(strategy, "spec:\n")
-	_, podSpec = cut(t, podSpec, "    spec:\n")
+	chart = sidecartest.HelmCreateWithLibrary(t)
 	app, err := lastLine(cl.root, "hack/chart-images.sh")
 	if err != nil || !strings.HasPrefix(app, "app ") {
 		t.Fatalf("the example app's image from hack/chart-images.sh: %q %v", app, err)
 	}
-	podSpec = strings.Replace(podSpec, "          image: my/app\n", fmt.Sprintf(workerApp, strings.TrimPrefix(app, "app ")), 1)
-	if !strings.Contains(podSpec, "example-worker") {
-		t.Fatalf("no app container with image my/app in the README's Pod template:\n%s", pod)
+	repo, tag, ok := strings.Cut(strings.TrimPrefix(app, "app "), ":")
+	if !ok {
+		t.Fatalf("the example app's image %q has no tag", app)
 	}
-	writeFile(t, filepath.Join(chart, "templates", "deployment.yaml"),
-		header+strategy+"  template:\n"+podMeta+"    spec:\n"+podSpec)
-	cl.run(t, ctx, cl.helm, "dependency", "build", chart)
-	return chart
+	// helm create's app container, with the worker's arguments.
+	deployment := filepath.Join(chart, "templates", "deployment.yaml")
+	pull := "          imagePullPolicy: {{ .Values.image.pullPolicy }}\n"
+	spec := readFile(t, deployment)
+	if strings.Count(spec, pull) != 1 {
+		t.Fatalf("helm create's Deployment has not one %q:\n%s", pull, spec)
+	}
+	writeFile(t, deployment, strings.Replace(spec, pull, pull+workerArgs, 1))
+	return chart, fmt.Sprintf(workerValues, repo, tag)
 }
 
 // restricted is helm create's podSecurityContext and securityContext
@@ -96,16 +86,24 @@ securityContext:
   capabilities: {drop: [ALL]}
 `
 
-// workerApp is the app container's image in place of the README's my/app:
-// the example worker, whose image (%s) is the one the example chart uses by
-// default and hack/cluster-images.sh imports, with its results in memory
-// (the app has a read-only root filesystem and no volume).
-const workerApp = `          image: %s
-          imagePullPolicy: IfNotPresent
-          args:
+// workerArgs and workerValues (given the image's repository and tag) make
+// helm create's app the example worker, whose image is the one the example
+// chart uses by default and hack/cluster-images.sh imports, with its
+// results in memory (the app has a read-only root filesystem and no
+// volume) and without helm create's HTTP probes (the worker serves none).
+const workerArgs = `          args:
             - --sidecar=http://127.0.0.1:4040
             - --db=file:results?mode=memory&cache=shared
             - --resource=example
+`
+
+const workerValues = `
+image:
+  repository: %s
+  tag: %s
+  pullPolicy: IfNotPresent
+livenessProbe: null
+readinessProbe: null
 `
 
 // codeBlock returns the first fenced code block after the text after.
