@@ -106,6 +106,17 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 
 // Create implements backend.Backend.
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return b.create(ctx, rec, false)
+}
+
+// CreateFirst implements backend.FirstCreator: the Store remembers every
+// election whose record was ever created, deleted or not.
+func (b *Backend) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
+	return b.create(ctx, rec, true)
+}
+
+// create is Create, and with first CreateFirst.
+func (b *Backend) create(ctx context.Context, rec backend.Record, first bool) (backend.Version, error) {
 	s := b.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,22 +129,7 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 	if _, ok := s.records[b.name]; ok {
 		return "", fmt.Errorf("memory: create %q: %w", b.name, backend.ErrAlreadyExists)
 	}
-	return b.putLocked(rec), nil
-}
-
-// CreateFirst implements backend.FirstCreator: the Store remembers every
-// election whose record was ever created, deleted or not.
-func (b *Backend) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
-	s := b.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := b.checkLocked(ctx, "create"); err != nil {
-		return "", err
-	}
-	if err := backend.CheckRecord(rec); err != nil {
-		return "", fmt.Errorf("memory: create %q: %w", b.name, err)
-	}
-	if s.created[b.name] {
+	if first && s.created[b.name] {
 		return "", fmt.Errorf("memory: create %q as the first record: one was created before: %w", b.name, backend.ErrAlreadyExists)
 	}
 	return b.putLocked(rec), nil
