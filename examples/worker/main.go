@@ -34,7 +34,7 @@
 //	{"event":"about-to-write","token":5,"writer":"a","value":"a-1"}
 //	{"event":"write","token":5,"writer":"a","value":"a-1","accepted":true}
 //	{"event":"write","token":4,"writer":"b","value":"b-7","accepted":false,"stale":true,"error":"..."}
-//	{"event":"term-over","token":5,"error":"fence: leadership lost: ..."}
+//	{"event":"term-over","token":5,"reason":"fence: leadership lost: ..."}
 //	{"event":"token-regressed","error":"fence: token regressed: the sidecar leads with token 2 of ..."}
 //
 // # Catching it in the middle of a write
@@ -157,9 +157,20 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 			case <-ctx.Done():
 			}
 		}
-		w.log.Info("term-over", "token", term.Token(), "error", term.Err().Error())
+		w.log.Info("term-over", "token", term.Token(), "reason", termOverReason(ctx, term.Err()))
 		term.Close()
 	}
+}
+
+// termOverReason says why the loop over a term's jobs ended: the term's
+// own end, or the worker being stopped. A stop can be seen on ctx an
+// instant before the term derived from it is cancelled, so the term's
+// error may still be nil then.
+func termOverReason(ctx context.Context, termErr error) string {
+	if termErr != nil {
+		return termErr.Error()
+	}
+	return "stopping: " + context.Cause(ctx).Error()
 }
 
 // job computes a value and writes it in term. ctx only abandons a held job.
