@@ -15,14 +15,14 @@ import (
 type checker struct {
 	violations []Violation
 	// epoch counts faults after which tokens may rightly start lower: the
-	// record deleted, or its token lowered by hand (see the README's "When
-	// tokens go back"). Token order is checked within an epoch; each
+	// record deleted, or its token lowered by hand (see "When tokens go
+	// back" in docs/backends.md). Token order is checked within an epoch; each
 	// running candidate's own tokens must rise across all epochs.
 	epoch   int
 	owner   map[int64]string // token -> holder, this epoch
 	highest int64            // highest token claimed this epoch
 	// guard is the resource every leader writes to. After a reset it may
-	// rightly refuse a new leader (the README's recovery applies), so
+	// rightly refuse a new leader (the recovery in docs/backends.md applies), so
 	// refusals count only before the first reset; accepting a write from
 	// an older term counts always.
 	guard *fence.MemoryGuard
@@ -87,7 +87,7 @@ func (c *checker) claimed(w *world, cand *candidate, term fence.TermID) {
 		c.terms++
 		// Until the first reset, tokens are unique and rise globally.
 		// After one, a candidate that never saw the higher tokens may
-		// reuse them (the README's "When tokens go back"), but no candidate
+		// reuse them ("When tokens go back" in docs/backends.md), but no candidate
 		// ever starts a term at or below a token it has seen.
 		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && c.epoch == 1 {
 			c.violate(w, fmt.Sprintf("token %d claimed by %s and by %s", term.Token, owner, term.Holder))
@@ -122,7 +122,7 @@ func (c *checker) write(w *world, term fence.TermID, what string) {
 }
 
 // checkLiveness: once faults have stopped, a leader is back within the
-// bound the README states.
+// bound docs/development.md states (Testing).
 func (c *checker) checkLiveness(w *world) {
 	if w.now < w.quietFrom {
 		return

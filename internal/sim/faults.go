@@ -91,7 +91,7 @@ var faults = []fault{
 			w.check.newEpoch()
 		default:
 			// From 2s: an empty holder with a 1s lease and equal times is
-			// the release shape, which is taken at once by design (README).
+			// the release shape, which is taken at once by design (docs/backends.md).
 			rec.LeaseDurationSeconds = 2 + w.rng.Int32N(int32(longestEdit/time.Second)-1)
 			what = "change the lease duration"
 		}

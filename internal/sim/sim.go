@@ -14,7 +14,7 @@
 // After every event it checks the invariants: at most one candidate claims
 // leadership; a token is claimed by one holder only, and each new term's
 // token is above every earlier one (between faults that may rightly reset
-// tokens: see the README); each process's own tokens only rise; a guard fed
+// tokens: see docs/backends.md); each process's own tokens only rise; a guard fed
 // every leader's writes, some of them late, never accepts a write from a
 // term older than one it accepted and never refuses the current leader;
 // and once faults stop, a leader is back within Options.livenessBound.

@@ -129,7 +129,7 @@ func (r *Recorder) AppUnhealthy(token int64, cause error) {
 func (r *Recorder) RenewFailed(error) {}
 
 // TokenAnomaly implements election.Observer: a Warning Event, since an
-// operator may have to act (see the README on resetting tokens).
+// operator may have to act (see docs/backends.md on resetting tokens).
 func (r *Recorder) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
 	r.record(corev1.EventTypeWarning, string(a),
 		fmt.Sprintf("%s found token %d in %s, highest seen %d: %s", r.identity, seen, r.leaseName(), highest, a))
