@@ -97,7 +97,7 @@
 // moment the loss is noticed; Run then returns an error wrapping
 // backend.ErrStoreLost, so that the process can restart onto the new store.
 //
-// These rules are the function decide (decide.go), a pure function of what
+// These rules are the function decide (rules.go), a pure function of what
 // the candidate knows and the time; the loop only carries them out.
 //
 // # Why this is safe, and what it rests on
