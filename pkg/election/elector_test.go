@@ -212,11 +212,13 @@ func TestStandbyLogsWhoLeadsWhenItChanges(t *testing.T) {
 		loggedChanges(logs, "a/1"), // renewals change nothing
 		release("a"), try("b", true), try("s", false), loggedChanges(logs, "a/1", "b/2"),
 		deleteRecord(), try("s", false), loggedChanges(logs, "a/1", "b/2", "/-"),
-		try("b", true), leads("b", 3), try("s", false), // b recreates it: a new term of the same holder
+		// b recreates it: a new term of the same holder.
+		try("b", true), leads("b", 3), try("s", false),
 		loggedChanges(logs, "a/1", "b/2", "/-", "b/3"),
 		repeat(5, advance(2*time.Second), try("b", true), try("s", false)),
 		loggedChanges(logs, "a/1", "b/2", "/-", "b/3"),
-		release("b"), try("s", true), leads("s", 4), // it sees the release, then its own term
+		// s sees the release, then its own term.
+		release("b"), try("s", true), leads("s", 4),
 		loggedChanges(logs, "a/1", "b/2", "/-", "b/3", "/3"),
 		release("s"), advance(15 * time.Second), try("a", true), loggedChanges(logs, "a/1", "b/2", "/-", "b/3", "/3"),
 		try("s", false), loggedChanges(logs, "a/1", "b/2", "/-", "b/3", "/3", "a/5"),

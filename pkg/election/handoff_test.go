@@ -172,7 +172,8 @@ func TestHandoffAfterATokenEditedByHandStartsFromTheNewTerm(t *testing.T) {
 		h := settled(t, "b")
 		handEdit(backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 15, Transitions: 5})(h)
 		p := startHandoff(h, "a", "b")
-		leads("a", 6)(h) // the offer's conflict made it read and start a term above the edit
+		// The offer's conflict made it read and start a term above the edit.
+		leads("a", 6)(h)
 		markerStored(backend.Handoff{Phase: backend.HandoffOffer, From: "a", To: "b", Token: 6})(h)
 		try("b", false)(h)
 		if _, err := p.finish(h); err != nil {

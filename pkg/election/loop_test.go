@@ -213,7 +213,7 @@ func (h *hangingUpdates) Update(ctx context.Context, v backend.Version, r backen
 // left (half of what is left, if less), and a request cut off by that
 // bound is retried at once: at the defaults a renewal at +5s that hangs
 // is cut off at +9s, the retry at +9.5s, and the third try, at +9.5s,
-// still falls inside the claim (the package doc's schedule).
+// still falls inside the claim (the schedule in docs/election.md).
 func TestLeaderRetriesBeforeItsClaimEndsAfterRenewalsHang(t *testing.T) {
 	for _, hung := range []int32{1, 2} {
 		t.Run(fmt.Sprintf("%d hung", hung), func(t *testing.T) { testRenewalsHang(t, hung) })
@@ -379,7 +379,7 @@ func (s *slowStore) Update(ctx context.Context, v backend.Version, r backend.Rec
 }
 
 // A store that answers every request slowly but within the claim keeps
-// its leader: at the defaults, up to 4s a request (the package doc), the
+// its leader: at the defaults, up to 4s a request (docs/election.md), the
 // leader renews every time and, after its first term, the election is
 // never leaderless, nor has it two leaders.
 func TestLeaderOnASlowStoreKeepsRenewing(t *testing.T) {
@@ -658,7 +658,7 @@ func TestFailedRenewalIsRetriedAfterTheRetryPeriod(t *testing.T) {
 			t.Fatalf("jitter %v: after the first retry: wait %v, leader %v; want %v and leading", jitter, r.wait, r.e.Status().Leader, retry)
 		}
 		// The second retry, the last try that starts before s+10s (three
-		// tries at the defaults, as the package doc counts), succeeds: the
+		// tries at the defaults, as docs/election.md counts), succeeds: the
 		// next renewal is due a renew interval after its start.
 		r.store.fail = nil
 		r.clock.Step(r.wait)
