@@ -145,7 +145,7 @@ func (e *Elector) unchangedSinceWritten(present bool, version backend.Version, e
 // and returns the action with the record it writes.
 func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record, version backend.Version, seen time.Time) (action, backend.Record) {
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
 	regressed := present && rec.Transitions < e.highestToken
@@ -221,7 +221,7 @@ func (e *Elector) acceptSent(rec backend.Record, written backend.Version, err er
 	}
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.accepted = acceptedOffer{from: rec.Handoff.From, token: rec.Handoff.Token, at: start}
 	if err == nil {
 		e.reachedStore = true
@@ -237,7 +237,7 @@ func (e *Elector) acceptSent(rec backend.Record, written backend.Version, err er
 func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.observeLocked(true, rec, version, now)
 	e.deferredVersion, e.writtenVersion = version, version
@@ -250,7 +250,7 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 func (e *Elector) won(rec backend.Record, version backend.Version, start time.Time) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
 	e.observeLocked(true, rec, version, now)
@@ -277,7 +277,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 func (e *Elector) failed(op string, err error) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.attemptFailed = true
 	switch {
 	case errors.Is(err, backend.ErrStoreLost):

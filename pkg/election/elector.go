@@ -82,7 +82,8 @@ type Elector struct {
 	exhaustedSince time.Time
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
-	// events are Observer calls made under mu, delivered by unlock.
+	// events are Observer calls made under mu, delivered by
+	// unlockAndNotify.
 	events []func(Observer)
 
 	// deliverMu keeps Observer calls in the order they were made.
@@ -209,7 +210,7 @@ func (e *Elector) busy() (idle func()) {
 func (e *Elector) observe(present bool, rec backend.Record, version backend.Version) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.observeLocked(present, rec, version, now)
 }
 
@@ -278,13 +279,16 @@ func (e *Elector) observationLocked(now time.Time) observation {
 	}
 }
 
-// tellLocked queues an Observer call; unlock makes it, after the lock is
-// released, so an Observer may call Status.
+// tellLocked queues an Observer call; unlockAndNotify makes it, after the
+// lock is released, so an Observer may call Status.
 func (e *Elector) tellLocked(event func(Observer)) { e.events = append(e.events, event) }
 
-// unlock releases mu, then makes the Observer calls queued under it, in
-// the order they were queued.
-func (e *Elector) unlock() {
+// unlockAndNotify releases mu, then makes the Observer calls queued under
+// it, in the order they were queued. A critical section that may queue a
+// call (tellLocked, directly or through stepDownLocked or loseLocked) ends
+// with it, not with mu.Unlock, which would leave the call queued until the
+// next unlockAndNotify.
+func (e *Elector) unlockAndNotify() {
 	e.mu.Unlock()
 	e.deliverMu.Lock()
 	defer e.deliverMu.Unlock()

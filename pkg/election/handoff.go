@@ -286,19 +286,19 @@ func (h *handoff) transfer(ctx context.Context, version backend.Version, target 
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	if !e.claimingLocked(now) || e.holdingOffLocked(now) || e.token != h.token {
-		e.unlock()
+		e.unlockAndNotify()
 		return e.Status(), fmt.Errorf("%w: it stopped leading during the hand-off (released, stopping, or its claim lapsed); nothing was handed off", ErrNotLeader)
 	}
 	// One above every token seen: a record seen after a reset (a stale
 	// snapshot, a hand edit) may have carried a token above this term's.
 	next := max(h.token, e.highestToken) + 1
 	if next > backend.MaxTransitions {
-		e.unlock()
+		e.unlockAndNotify()
 		return e.Status(), fmt.Errorf("%w: no token is left for the next term (token %d was seen; %d is the largest a store keeps); this replica still leads with token %d",
 			ErrNoTaker, e.highestToken, backend.MaxTransitions, h.token)
 	}
 	e.stepDownLocked("handing leadership off to " + target)
-	e.unlock()
+	e.unlockAndNotify()
 
 	rec := backend.Record{
 		HolderIdentity:       target,

@@ -64,7 +64,7 @@ func (e *Elector) watchForLoss(ctx context.Context, lost <-chan struct{}) {
 	case <-lost:
 		e.mu.Lock()
 		e.loseLocked(backend.ErrStoreLost)
-		e.unlock()
+		e.unlockAndNotify()
 	}
 }
 
@@ -123,7 +123,7 @@ func (e *Elector) step(ctx context.Context) {
 
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.attemptCutOff = cutOff && e.attemptFailed
 	if e.leading && !e.claimingLocked(now) && !e.stopped {
 		e.stepDownLocked("could not renew within the renew deadline")
@@ -243,7 +243,7 @@ func (e *Elector) absorbSnapshot() bool {
 	}
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	if e.observeLocked(true, rec, version, now) {
 		e.pollFast = false
 	}
@@ -258,7 +258,7 @@ func (e *Elector) shutdown() error {
 	e.stepDownLocked("shutting down")
 	e.notifyLocked()
 	lost := e.lost
-	e.unlock()
+	e.unlockAndNotify()
 	if lost {
 		return lostError()
 	}

@@ -37,7 +37,7 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
 	e.stepDownLocked("released on request")
 	e.notifyLocked()
-	e.unlock()
+	e.unlockAndNotify()
 
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -62,7 +62,7 @@ func (e *Elector) SitOut(ctx context.Context, reason string) (Status, error) {
 		e.log.Info("sitting out of the election", "reason", reason)
 	}
 	e.notifyLocked()
-	e.unlock()
+	e.unlockAndNotify()
 
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -82,7 +82,7 @@ func (e *Elector) Rejoin() {
 	e.sittingOut = false
 	e.log.Info("rejoining the election")
 	e.notifyLocked()
-	e.unlock()
+	e.unlockAndNotify()
 	select {
 	case e.wake <- struct{}{}:
 	default: // an attempt is due already
