@@ -11,7 +11,9 @@ import (
 
 // This file is the election's rules, as stated in the package doc, and
 // nothing else: decide is a pure function of what a candidate knows and
-// the time, so each rule is one row of a table test.
+// the time, so each rule is one row of a table test. The candidate's side
+// of a planned hand-off and the identities candidates are known by are
+// rules too.
 
 // observation is everything a candidate knows when it decides.
 type observation struct {
