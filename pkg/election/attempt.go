@@ -92,33 +92,6 @@ func (e *Elector) takeCheck(start time.Time) (check bool, renewalDue time.Time) 
 	return asked && e.claimingLocked(start) && start.Before(renewalDue), renewalDue
 }
 
-// unchangedSinceWritten reports whether a check's read leaves nothing to
-// do: the record is the version this leader wrote last, or the read failed
-// (the renewal, when due, finds out what the store says). A failed check
-// is not a failed renewal: the leader keeps its schedule.
-func (e *Elector) unchangedSinceWritten(present bool, version backend.Version, err error) bool {
-	if err != nil && !errors.Is(err, backend.ErrNotFound) {
-		e.log.Debug("could not read the record after a change signal", "err", err)
-		return true
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return present && version == e.writtenVersion
-}
-
-// recreatedUnclaimed records a record this candidate recreated but will
-// claim only after a lease duration (decide's deferClaim).
-func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version) {
-	now := e.cfg.Clock.Now()
-	e.mu.Lock()
-	defer e.unlock()
-	e.reachedStore = true
-	e.observeLocked(true, rec, version, now)
-	e.deferredVersion, e.writtenVersion = version, version
-	e.log.Info("created the missing record; claiming it once any holder of an earlier record must have stopped claiming",
-		"token", rec.Transitions, "claimFrom", now.Add(max(time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.LeaseDuration)))
-}
-
 // renewBlind renews a record this candidate wrote last without reading it
 // first: an Update conditional on the version it wrote, so the leader costs
 // the store one request per renewal, and a leader whose claim lapsed on a
@@ -154,11 +127,25 @@ func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok boo
 	}
 }
 
+// unchangedSinceWritten reports whether a check's read leaves nothing to
+// do: the record is the version this leader wrote last, or the read failed
+// (the renewal, when due, finds out what the store says). A failed check
+// is not a failed renewal: the leader keeps its schedule.
+func (e *Elector) unchangedSinceWritten(present bool, version backend.Version, err error) bool {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		e.log.Debug("could not read the record after a change signal", "err", err)
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return present && version == e.writtenVersion
+}
+
 // decideAfterRead records what a read answered at seen, applies the rules
 // and returns the action with the record it writes.
 func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record, version backend.Version, seen time.Time) (action, backend.Record) {
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
 	regressed := present && rec.Transitions < e.highestToken
@@ -220,10 +207,42 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 	return a, backend.Record{}
 }
 
-func (e *Elector) leaseSeconds() int32 { return int32(e.cfg.LeaseDuration / time.Second) }
+// acceptSent records the answer to this candidate's accept of an offer
+// (rec, written by an attempt that started at start). The accept is
+// remembered unless the store refused it: a write whose outcome is unknown
+// may have landed, and the leader may transfer on it. Remembering one that
+// did not land costs nothing: no transfer can name this candidate then.
+func (e *Elector) acceptSent(rec backend.Record, written backend.Version, err error, start time.Time) {
+	if err != nil {
+		e.failed("hand-off accept", err)
+		if errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrStoreLost) {
+			return
+		}
+	}
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.unlockAndNotify()
+	e.accepted = acceptedOffer{from: rec.Handoff.From, token: rec.Handoff.Token, at: start}
+	if err == nil {
+		e.reachedStore = true
+		e.observeLocked(true, rec, written, now)
+		e.writtenVersion = written
+		e.log.Info("accepted a hand-off; leading once the leader transfers the record",
+			"from", rec.Handoff.From, "token", rec.Handoff.Token)
+	}
+}
 
-func (e *Elector) holdingOffLocked(now time.Time) bool {
-	return e.sittingOut || now.Before(e.holdOffUntil)
+// recreatedUnclaimed records a record this candidate recreated but will
+// claim only after a lease duration (decide's deferClaim).
+func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.unlockAndNotify()
+	e.reachedStore = true
+	e.observeLocked(true, rec, version, now)
+	e.deferredVersion, e.writtenVersion = version, version
+	e.log.Info("created the missing record; claiming it once any holder of an earlier record must have stopped claiming",
+		"token", rec.Transitions, "claimFrom", now.Add(max(time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.LeaseDuration)))
 }
 
 // won records a successful write of rec, made by an attempt that started
@@ -231,7 +250,7 @@ func (e *Elector) holdingOffLocked(now time.Time) bool {
 func (e *Elector) won(rec backend.Record, version backend.Version, start time.Time) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
 	e.observeLocked(true, rec, version, now)
@@ -258,7 +277,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 func (e *Elector) failed(op string, err error) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
-	defer e.unlock()
+	defer e.unlockAndNotify()
 	e.attemptFailed = true
 	switch {
 	case errors.Is(err, backend.ErrStoreLost):
@@ -302,4 +321,10 @@ func (e *Elector) stepDownLocked(reason string) {
 	token := e.token
 	e.tellLocked(func(o Observer) { o.LeadershipChanged(false, token) })
 	e.notifyLocked()
+}
+
+func (e *Elector) leaseSeconds() int32 { return int32(e.cfg.LeaseDuration / time.Second) }
+
+func (e *Elector) holdingOffLocked(now time.Time) bool {
+	return e.sittingOut || now.Before(e.holdOffUntil)
 }

@@ -71,7 +71,7 @@ type Elector struct {
 	// attempt starts at once; readAgainUsed keeps that to one in a row.
 	readAgainNow, readAgainUsed bool
 	// accepted is the last hand-off offer this candidate accepted
-	// (handoff_rules.go); cleared when a term starts.
+	// (rules.go); cleared when a term starts.
 	accepted acceptedOffer
 	// regressedReported is the last record whose token was reported
 	// lower than one seen before (TokenRegressed), nil if none: one
@@ -82,7 +82,8 @@ type Elector struct {
 	exhaustedSince time.Time
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
-	// events are Observer calls made under mu, delivered by unlock.
+	// events are Observer calls made under mu, delivered by
+	// unlockAndNotify.
 	events []func(Observer)
 
 	// deliverMu keeps Observer calls in the order they were made.
@@ -205,13 +206,89 @@ func (e *Elector) busy() (idle func()) {
 	}
 }
 
-// tellLocked queues an Observer call; unlock makes it, after the lock is
-// released, so an Observer may call Status.
+// observe records an answer that has just arrived.
+func (e *Elector) observe(present bool, rec backend.Record, version backend.Version) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.unlockAndNotify()
+	e.observeLocked(present, rec, version, now)
+}
+
+// observeLocked records an answer that arrived at. A new version (or a
+// new absence) restarts the expiry wait; the same version again changes
+// nothing. It reports whether anything changed.
+func (e *Elector) observeLocked(present bool, rec backend.Record, version backend.Version, at time.Time) bool {
+	v := &e.view
+	if v.known && v.present == present && (!present || v.version == version) {
+		return false
+	}
+	defer e.logLeaderChangeLocked(*v)
+	if present {
+		*v = view{known: true, present: true, sawRecord: true, rec: rec, version: version, since: at}
+		e.highestToken = max(e.highestToken, rec.Transitions)
+	} else {
+		v.known, v.present, v.version, v.since, v.neverCreated = true, false, "", at, false
+	}
+	e.notifyLocked()
+	return true
+}
+
+// logLeaderChangeLocked logs, in one Info line, who leads now that the
+// record has changed from before to e.view, when that changed: another
+// holder, a new term (token) of a holder, or no holder at all (released,
+// or the record missing). Renewals change neither, so a standby logs
+// nothing while the same leader renews. This candidate's own terms are
+// logged as "became leader" instead, and its own release as "released the
+// lease".
+func (e *Elector) logLeaderChangeLocked(before view) {
+	now := e.view
+	holder := now.holder()
+	if holder == e.cfg.Identity || (holder == "" && now.present && before.holder() == e.cfg.Identity) {
+		return
+	}
+	if before.holder() == holder && before.present == now.present &&
+		(holder == "" || before.rec.Transitions == now.rec.Transitions) {
+		return
+	}
+	switch {
+	case !now.present:
+		e.log.Info("leader changed: the record is missing", "holder", "")
+	case holder == "":
+		e.log.Info("leader changed: released, nobody leads", "holder", "", "token", now.rec.Transitions)
+	default:
+		e.log.Info("leader changed", "holder", holder, "token", now.rec.Transitions)
+	}
+}
+
+// observationLocked is what decide needs, at now.
+func (e *Elector) observationLocked(now time.Time) observation {
+	return observation{
+		identity:     e.cfg.Identity,
+		view:         e.view,
+		highest:      e.highestToken,
+		leading:      e.leading,
+		claiming:     e.claimingLocked(now),
+		token:        e.token,
+		holdOffUntil: e.holdOffUntil,
+		sittingOut:   e.sittingOut,
+		stopped:      e.stopped || e.lost,
+		ownLease:     e.cfg.LeaseDuration,
+		deferred:     e.deferredVersion,
+		written:      e.writtenVersion,
+		accepted:     e.accepted,
+	}
+}
+
+// tellLocked queues an Observer call; unlockAndNotify makes it, after the
+// lock is released, so an Observer may call Status.
 func (e *Elector) tellLocked(event func(Observer)) { e.events = append(e.events, event) }
 
-// unlock releases mu, then makes the Observer calls queued under it, in
-// the order they were queued.
-func (e *Elector) unlock() {
+// unlockAndNotify releases mu, then makes the Observer calls queued under
+// it, in the order they were queued. A critical section that may queue a
+// call (tellLocked, directly or through stepDownLocked or loseLocked) ends
+// with it, not with mu.Unlock, which would leave the call queued until the
+// next unlockAndNotify.
+func (e *Elector) unlockAndNotify() {
 	e.mu.Unlock()
 	e.deliverMu.Lock()
 	defer e.deliverMu.Unlock()

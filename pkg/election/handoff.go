@@ -161,6 +161,76 @@ func (h *handoff) awaitAccept(ctx context.Context) (backend.Version, string, err
 	}
 }
 
+// look checks the snapshot, or reads the record, for an accept. Whatever
+// it learns is observed, as any answer is (so its tokens count among those
+// seen). A read that shows the record still naming this candidate at its
+// token makes it the one a withdrawal or the transfer writes over; one
+// that shows anything else ends the hand-off (stillLeading). A snapshot
+// may lag, so only an accept is taken from it.
+func (h *handoff) look(ctx context.Context, now time.Time) (backend.Version, string, bool) {
+	e := h.e
+	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok {
+		if rec, version, ok := snap.Snapshot(); ok {
+			e.observe(true, rec, version)
+			if target, ok := h.acceptIn(rec); ok {
+				return version, target, true
+			}
+		}
+		if now.Sub(h.lastRead) < handoffReadEvery {
+			return "", "", false
+		}
+	}
+	h.lastRead = now
+	// A read that hangs must not hold the offer open past its timeout.
+	readCtx, cancel := context.WithDeadline(ctx, h.offered.Add(h.timeout+handoffPoll))
+	defer cancel()
+	rec, version, err := e.cfg.Backend.Get(readCtx)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		e.observe(false, backend.Record{}, "")
+		h.moved = "it is missing"
+		return "", "", false
+	case err != nil:
+		return "", "", false // the next look reads again; the timeout bounds it
+	}
+	e.observe(true, rec, version)
+	if target, ok := h.acceptIn(rec); ok {
+		return version, target, true
+	}
+	if rec.HolderIdentity == e.cfg.Identity && rec.Transitions == h.token {
+		h.rec, h.version = rec, version
+	} else {
+		h.moved = fmt.Sprintf("it names %q at token %d", rec.HolderIdentity, rec.Transitions)
+	}
+	return "", "", false
+}
+
+// acceptIn returns the candidate that accepted this offer in rec, if one
+// did: the record still names this candidate at its token, and carries
+// an accept of its offer by a candidate the offer targets.
+func (h *handoff) acceptIn(rec backend.Record) (string, bool) {
+	me, a := h.e.cfg.Identity, rec.Handoff
+	ok := rec.HolderIdentity == me && rec.Transitions == h.token && a.Phase == backend.HandoffAccept &&
+		a.From == me && a.Token == h.token && a.To != "" && a.To != me && targets(h.to, a.To)
+	return a.To, ok
+}
+
+// stillLeading fails once this candidate has stopped claiming, or a read
+// found the record changed under the offer.
+func (h *handoff) stillLeading(now time.Time) error {
+	e := h.e
+	e.mu.Lock()
+	claiming := e.claimingLocked(now) && !e.holdingOffLocked(now) && e.token == h.token
+	e.mu.Unlock()
+	switch {
+	case !claiming:
+		return fmt.Errorf("%w: it stopped leading during the hand-off (released, stopping, or its claim lapsed); nothing was handed off", ErrNotLeader)
+	case h.moved != "":
+		return fmt.Errorf("hand-off: the record changed during the hand-off (%s); nothing was handed off", h.moved)
+	}
+	return nil
+}
+
 // withdraw renews the record without the offer. If the record changed
 // meanwhile, it reads it once: an accept that landed at the last moment is
 // returned for the transfer; otherwise the loop's next renewal clears
@@ -203,6 +273,58 @@ func (h *handoff) noTaker() error {
 	}
 	return fmt.Errorf("%w: candidate %q did not answer within %v: it is not a live candidate of this election, or it may not lead now; this replica still leads with token %d",
 		ErrNoTaker, h.to, h.timeout, h.token)
+}
+
+// transfer writes target as the holder with the next token (one above
+// the highest this candidate has seen) over the accept at version, after
+// this candidate has stopped claiming. Whatever the write's outcome, this
+// candidate no longer leads: if it failed, or its outcome is unknown, the
+// election carries on as after a leader's crash (the record, whichever it
+// is, is waited out).
+func (h *handoff) transfer(ctx context.Context, version backend.Version, target string) (Status, error) {
+	e := h.e
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	if !e.claimingLocked(now) || e.holdingOffLocked(now) || e.token != h.token {
+		e.unlockAndNotify()
+		return e.Status(), fmt.Errorf("%w: it stopped leading during the hand-off (released, stopping, or its claim lapsed); nothing was handed off", ErrNotLeader)
+	}
+	// One above every token seen: a record seen after a reset (a stale
+	// snapshot, a hand edit) may have carried a token above this term's.
+	next := max(h.token, e.highestToken) + 1
+	if next > backend.MaxTransitions {
+		e.unlockAndNotify()
+		return e.Status(), fmt.Errorf("%w: no token is left for the next term (token %d was seen; %d is the largest a store keeps); this replica still leads with token %d",
+			ErrNoTaker, e.highestToken, backend.MaxTransitions, h.token)
+	}
+	e.stepDownLocked("handing leadership off to " + target)
+	e.unlockAndNotify()
+
+	rec := backend.Record{
+		HolderIdentity:       target,
+		LeaseDurationSeconds: e.leaseSeconds(),
+		AcquireTime:          now,
+		RenewTime:            now,
+		Transitions:          next,
+		Handoff:              backend.Handoff{Phase: backend.HandoffTransfer, From: e.cfg.Identity, To: target, Token: next},
+	}
+	// The client may have gone: the write is still made, as a renewal would be.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
+	defer cancel()
+	written, err := e.cfg.Backend.Update(ctx, version, rec)
+	if err != nil {
+		e.failed("hand-off transfer", err)
+		e.log.Warn("could not write the hand-off; this replica has stopped leading, and standbys take over once the lease expires",
+			"to", target, "err", err)
+		return e.Status(), fmt.Errorf("hand-off to %s: writing the transfer failed, and this replica has stopped leading "+
+			"(a standby takes over once the lease expires, as after a crash): %w", target, err)
+	}
+	e.observe(true, rec, written)
+	e.mu.Lock()
+	e.writtenVersion = written
+	e.mu.Unlock()
+	e.log.Info("handed leadership off", "to", target, "token", next)
+	return e.Status(), nil
 }
 
 func (h *handoff) target() string {

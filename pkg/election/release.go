@@ -37,7 +37,7 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
 	e.stepDownLocked("released on request")
 	e.notifyLocked()
-	e.unlock()
+	e.unlockAndNotify()
 
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -45,29 +45,55 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	return e.Status(), err
 }
 
-// shutdown ends Run: no claim from now on, and a release if configured
-// (not after the store was lost: the record there is no one's concern).
-func (e *Elector) shutdown() error {
+// SitOut takes this candidate out of the election until Rejoin, for a
+// reason such as "the application is unhealthy": it stops claiming at
+// once, releases the record if it names it (so a standby takes over
+// within the store's change signal, not after the lease), and makes no
+// attempt to lead while it sits out. It keeps following the record, so
+// Status still names the holder. Sitting out twice is the same as once.
+// It returns the status after the release, and the release's error, if
+// any (the candidate has stopped claiming regardless).
+func (e *Elector) SitOut(ctx context.Context, reason string) (Status, error) {
 	e.mu.Lock()
-	e.stopped = true
-	e.stepDownLocked("shutting down")
+	already := e.sittingOut
+	e.sittingOut = true
+	e.stepDownLocked("sitting out: " + reason)
+	if !already {
+		e.log.Info("sitting out of the election", "reason", reason)
+	}
 	e.notifyLocked()
-	lost := e.lost
-	e.unlock()
-	if lost {
-		return lostError()
-	}
-	if !e.cfg.ReleaseOnCancel {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
-	defer cancel()
+	e.unlockAndNotify()
+
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
-	if err := e.releaseRecord(ctx); err != nil {
-		e.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
+	err := e.releaseRecord(ctx)
+	return e.Status(), err
+}
+
+// Rejoin ends SitOut: the candidate contends again at once (Run makes an
+// attempt without waiting for its next scheduled one). Rejoining a
+// candidate that does not sit out does nothing.
+func (e *Elector) Rejoin() {
+	e.mu.Lock()
+	if !e.sittingOut {
+		e.mu.Unlock()
+		return
 	}
-	return nil
+	e.sittingOut = false
+	e.log.Info("rejoining the election")
+	e.notifyLocked()
+	e.unlockAndNotify()
+	select {
+	case e.wake <- struct{}{}:
+	default: // an attempt is due already
+	}
+}
+
+// SittingOut reports whether the candidate sits out (see SitOut).
+func (e *Elector) SittingOut() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sittingOut
 }
 
 // releaseRecord writes an empty holder over a record that names this
@@ -113,12 +139,4 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 // token kept (see isRelease).
 func releaseShape(token int64, now time.Time) backend.Record {
 	return backend.Record{LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: token}
-}
-
-// observe records an answer that has just arrived.
-func (e *Elector) observe(present bool, rec backend.Record, version backend.Version) {
-	now := e.cfg.Clock.Now()
-	e.mu.Lock()
-	defer e.unlock()
-	e.observeLocked(present, rec, version, now)
 }

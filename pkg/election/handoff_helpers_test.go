@@ -7,7 +7,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
 
-// These tests take a hand-off one store operation at a time: candidates
+// The hand-off tests take a hand-off one store operation at a time: candidates
 // other than the leader move only when a step says so, and the leader's
 // Handoff runs on a goroutine of the synctest bubble, waiting on the fake
 // clock between its looks at the record. synctest.Wait returns once it is
