@@ -2,11 +2,17 @@ package process
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +24,25 @@ import (
 // startRaceRounds is how many rounds TestSQLiteFileLostWhileCandidatesStart
 // runs for each loss.
 const startRaceRounds = 5
+
+// startRaceLosses are the two ways the file is lost under starting
+// sidecars: deleted with its -wal and -shm, or another database (other)
+// renamed over it after its -wal and -shm were removed, as the docs say to
+// replace it.
+var startRaceLosses = []struct {
+	name string
+	lose func(t *testing.T, path, other string) error
+}{
+	{"deleted", func(_ *testing.T, path, _ string) error { return sidecartest.RemoveDatabase(path) }},
+	{"replaced", func(_ *testing.T, path, other string) error {
+		for _, p := range []string{path + "-wal", path + "-shm"} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return os.Rename(other, path)
+	}},
+}
 
 // lastLine is the last line of logs.
 func lastLine(logs string) string {
@@ -38,20 +63,7 @@ func lastLine(logs string) string {
 // could not be opened as it was lost).
 func TestSQLiteFileLostWhileCandidatesStart(t *testing.T) {
 	t.Parallel()
-	for _, loss := range []struct {
-		name string
-		lose func(t *testing.T, path, other string) error
-	}{
-		{"deleted", func(_ *testing.T, path, _ string) error { return sidecartest.RemoveDatabase(path) }},
-		{"replaced", func(_ *testing.T, path, other string) error {
-			for _, p := range []string{path + "-wal", path + "-shm"} {
-				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err
-				}
-			}
-			return os.Rename(other, path)
-		}},
-	} {
+	for _, loss := range startRaceLosses {
 		t.Run(loss.name, func(t *testing.T) {
 			t.Parallel()
 			var samples, doubles, exited int
@@ -151,4 +163,436 @@ func makeReleasedDatabase(t *testing.T, path string, token int64) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The rounds of TestSQLiteFileLostAmidStartsNeverHasTwoLeaders.
+const (
+	// amidStartsBudget is about how long the test runs rounds, in waves
+	// of amidStartsWave rounds at once (at most -parallel of them).
+	amidStartsBudget = 35 * time.Second
+	amidStartsWave   = 2
+	// amidStartsStarters sidecars are launched up to amidStartsLaunchGap
+	// apart; the file is lost up to amidStartsLossDelay after the first or
+	// the second of them says it is starting.
+	amidStartsStarters  = 3
+	amidStartsLaunchGap = 5 * time.Millisecond
+	amidStartsLossDelay = 6 * time.Millisecond
+	// amidStartsSweepEvery is how often every sidecar is asked GET /leader.
+	amidStartsSweepEvery = 5 * time.Millisecond
+	// amidStartsSeedEnv names the variable that replays one round by its
+	// seed.
+	amidStartsSeedEnv = "SQLITE_LOSS_RACE_SEED"
+)
+
+// TestSQLiteFileLostAmidStartsNeverHasTwoLeaders: the race of
+// TestSQLiteFileLostWhileCandidatesStart, with every sidecar sampled until
+// an old-file leader would have appeared, in as many rounds as fit in
+// about amidStartsBudget. In each round a first sidecar leads on
+// leader.db; three more are launched a few milliseconds apart, and the
+// file is lost (deleted with its -wal and -shm, or another database renamed
+// over it) a few milliseconds after the first or the second of them says
+// it is starting, that is, as it opens the file. The others begin to open
+// it scattered around the loss, as a launch takes 0.1-0.3 s on a loaded
+// machine; each one's offset from the loss is logged. A fourth sidecar is
+// launched on the path right after the loss.
+//
+// Every sidecar serving is asked GET /leader every 5 ms from before the
+// loss until a lease duration and two retry periods after it (a starter
+// left on the old file would take it over once the first leader's lease
+// ran out) and the survivors settle: one leader, named as holder by all.
+// Asserted: no sweep has two leader:true answers; no claim of a term on
+// the old file is sent after a claim on the file at the path arrived (a
+// process's terms are on the old file unless it ends on the file at the
+// path); every process that exited did so non-zero, naming the file;
+// every process still running holds the file now at the path open, and no
+// other of its names (/proc/<pid>/fd), and names the one leader as holder.
+// A starter hit the old file if it was seen holding it (its descriptors
+// are read every millisecond around the loss) or exited saying the store
+// was lost. The loss and the offsets of a round are drawn from its seed,
+// which it logs; SQLITE_LOSS_RACE_SEED=<seed> replays that one round.
+func TestSQLiteFileLostAmidStartsNeverHasTwoLeaders(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var results []amidStartsResult
+	round := func(seed uint64) func(*testing.T) {
+		return func(t *testing.T) {
+			t.Parallel()
+			var r amidStartsResult
+			defer func() {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			}()
+			amidStartsRound(t, seed, &r)
+		}
+	}
+	wave := func(name string, seeds ...uint64) {
+		t.Run(name, func(t *testing.T) {
+			for _, seed := range seeds {
+				t.Run(fmt.Sprintf("seed-%d", seed), round(seed))
+			}
+		})
+	}
+	began := time.Now()
+	if s := os.Getenv(amidStartsSeedEnv); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", amidStartsSeedEnv, err)
+		}
+		wave("replay", seed)
+	} else {
+		next := uint64(began.UnixNano())
+		var last time.Duration // the last wave took
+		for n := 0; time.Since(began)+last <= amidStartsBudget; n++ {
+			seeds := make([]uint64, amidStartsWave)
+			for i := range seeds {
+				seeds[i], next = next, next+1
+			}
+			waveBegan := time.Now()
+			wave(fmt.Sprintf("wave-%d", n), seeds...)
+			last = time.Since(waveBegan)
+		}
+	}
+	t.Log(summarizeAmidStarts(results, time.Since(began)))
+}
+
+// amidStartsResult is what one round measured.
+type amidStartsResult struct {
+	loss                string
+	starters, hitOld    int // starters launched, and those that hit the old file
+	exited, lostExits   int // processes that exited, and those saying the store was lost
+	sweeps, twoLeaders  int // sweeps, and those with two leader:true answers
+	lateOldClaims       int // claims on the old file sent after a claim on the new one arrived
+	longestLateOldClaim time.Duration
+}
+
+func summarizeAmidStarts(results []amidStartsResult, took time.Duration) string {
+	var sum amidStartsResult
+	byLoss := map[string]int{}
+	hitsByLoss := map[string]int{}
+	twoLeaderRounds, lateRounds := 0, 0
+	for _, r := range results {
+		byLoss[r.loss]++
+		hitsByLoss[r.loss] += r.hitOld
+		sum.starters += r.starters
+		sum.hitOld += r.hitOld
+		sum.exited += r.exited
+		sum.lostExits += r.lostExits
+		sum.sweeps += r.sweeps
+		sum.twoLeaders += r.twoLeaders
+		sum.lateOldClaims += r.lateOldClaims
+		sum.longestLateOldClaim = max(sum.longestLateOldClaim, r.longestLateOldClaim)
+		if r.twoLeaders > 0 {
+			twoLeaderRounds++
+		}
+		if r.lateOldClaims > 0 {
+			lateRounds++
+		}
+	}
+	return fmt.Sprintf("%d rounds in %v (by loss %v); %d starters, %d hit the old file (by loss %v); "+
+		"%d processes exited, %d saying the store was lost; %d sweeps, %d with two leaders (in %d rounds); "+
+		"%d claims on the old file after one on the new (in %d rounds, longest %v after)",
+		len(results), took.Round(time.Second), byLoss, sum.starters, sum.hitOld, hitsByLoss,
+		sum.exited, sum.lostExits, sum.sweeps, sum.twoLeaders, twoLeaderRounds,
+		sum.lateOldClaims, lateRounds, sum.longestLateOldClaim)
+}
+
+// amidStartsProc is a sidecar of a round, by its name in the sweeps.
+type amidStartsProc struct {
+	name string
+	s    *sidecartest.Sidecar
+}
+
+func amidStartsRound(t *testing.T, seed uint64, r *amidStartsResult) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	loss := startRaceLosses[rng.IntN(len(startRaceLosses))]
+	gaps := make([]time.Duration, amidStartsStarters)
+	for i := range gaps {
+		gaps[i] = time.Duration(rng.Int64N(int64(amidStartsLaunchGap))).Round(10 * time.Microsecond)
+	}
+	anchor := 1 + rng.IntN(2)
+	delay := time.Duration(rng.Int64N(int64(amidStartsLossDelay))).Round(10 * time.Microsecond)
+	r.loss, r.starters = loss.name, amidStartsStarters
+	t.Logf("%s=%d: %s %v after starter %d of %d (launched %v apart) says it is starting",
+		amidStartsSeedEnv, seed, loss.name, delay, anchor, amidStartsStarters, gaps)
+
+	dir := t.TempDir()
+	path, other := filepath.Join(dir, "leader.db"), filepath.Join(dir, "other.db")
+	makeReleasedDatabase(t, other, 5)
+	first := sidecartest.Start(t, path)
+	sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{first}, 10*time.Second)
+	old := statDatabaseFiles(path)
+
+	var set sidecartest.Members
+	set.Add("first", first, 0)
+	var claims sidecartest.ClaimLog
+	halt := claims.SweepUntilHalted(amidStartsSweepEvery, set.All)
+	defer halt()
+	procs := []amidStartsProc{{"first", first}}
+	join := func(name string, s *sidecartest.Sidecar) {
+		procs = append(procs, amidStartsProc{name, s})
+		go func() {
+			if <-s.Ready(); s.Addr() != "" {
+				set.Add(name, s, 0)
+			}
+		}()
+	}
+	var starters []*sidecartest.Sidecar
+	for i, gap := range gaps {
+		time.Sleep(gap)
+		s := sidecartest.Launch(t, path)
+		starters = append(starters, s)
+		join(fmt.Sprintf("starter-%d", i+1), s)
+	}
+	var lost atomic.Bool
+	stopWatching := watchOldFile(starters, path, old, &lost)
+	awaitStarting(t, starters, anchor)
+	time.Sleep(delay)
+	lostAt := time.Now()
+	lost.Store(true)
+	if err := loss.lose(t, path, other); err != nil {
+		t.Fatal(err)
+	}
+	join("fourth", sidecartest.Launch(t, path))
+	time.Sleep(100 * time.Millisecond)
+	seen := stopWatching()
+
+	time.Sleep(time.Until(lostAt.Add(sidecartest.LeaseDuration + 2*sidecartest.RetryPeriod)))
+	leader, settled := awaitOneLeader(procs, 2*sidecartest.LeaseDuration)
+	halt()
+
+	// Which file each process ends on, and how each that exited ended.
+	current := statDatabaseFiles(path)
+	onPath := map[string]int{} // 1: on the file at the path; the epoch of its terms
+	var survivors []string
+	for _, p := range procs {
+		if p.s.Alive() {
+			held := heldFiles(p.s.Pid(), path)
+			if !holdsOnly(held, current, path) {
+				t.Errorf("%s (pid %d) still runs, but not on the file at %s: it holds %v", p.name, p.s.Pid(), path, held)
+				continue
+			}
+			onPath[p.name] = 1
+			survivors = append(survivors, p.name)
+			if st, err := p.s.Leader(); settled && (err != nil || st.Holder != leader) {
+				t.Errorf("%s (pid %d) names holder %q (%v) while %q leads", p.name, p.s.Pid(), st.Holder, err, leader)
+			}
+			continue
+		}
+		r.exited++
+		code, logs := p.s.WaitExit(time.Second), p.s.Logs()
+		if strings.Contains(logs, "store lost") {
+			r.lostExits++
+		}
+		if code == 0 || !strings.Contains(logs, path) {
+			t.Errorf("%s (pid %d) exited with status %d; want non-zero and a log naming %s:\n%s", p.name, p.s.Pid(), code, path, logs)
+		}
+	}
+	var offsets []string
+	for i, s := range starters {
+		if seen[i] || !s.Alive() && strings.Contains(s.Logs(), "store lost") {
+			r.hitOld++
+		}
+		offsets = append(offsets, startingOffset(s, lostAt))
+	}
+
+	// The claims judged by file: the terms on the file at the path are
+	// newer than every term on the old one.
+	var judged sidecartest.ClaimLog
+	for _, c := range claims.Claims() {
+		c.Term.Epoch = onPath[c.Who]
+		judged.Add(c)
+	}
+	r.sweeps, r.twoLeaders = claims.Sweeps(), judged.TwoLeaderSweeps()
+	r.lateOldClaims, r.longestLateOldClaim = judged.Overlaps()
+	terms := map[sidecartest.Term]int{}
+	for _, c := range judged.Claims() {
+		terms[c.Term]++
+	}
+	t.Logf("starters began at %v from the loss; hit the old file %d (seen holding it %v); %d exited (%d store lost); "+
+		"%d sweeps, %d with two leaders, %d late old-file claims; claims per term (file/token) %v",
+		offsets, r.hitOld, seen, r.exited, r.lostExits, r.sweeps, r.twoLeaders, r.lateOldClaims, terms)
+	if r.twoLeaders > 0 {
+		t.Errorf("%d sweeps had two leader:true answers", r.twoLeaders)
+	}
+	if r.lateOldClaims > 0 {
+		t.Errorf("%d claims on the old file were sent after a claim on the file at the path arrived (longest %v after)",
+			r.lateOldClaims, r.longestLateOldClaim)
+	}
+	if !settled {
+		t.Errorf("no single leader named by every running sidecar %v after the loss", time.Since(lostAt).Round(time.Millisecond))
+	}
+	if errs := claims.Failed(survivors...); len(errs) > 0 {
+		t.Errorf("running sidecars on the file at the path did not answer: %v", errs)
+	}
+}
+
+// awaitStarting waits until n of starters have logged that they are
+// starting: each opens the database right after.
+func awaitStarting(t *testing.T, starters []*sidecartest.Sidecar, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Microsecond) {
+		k := 0
+		for _, s := range starters {
+			if _, ok := startedAt(s); ok {
+				k++
+			}
+		}
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d sidecars said they were starting within 30s; want %d", k, len(starters), n)
+		}
+	}
+}
+
+// startedAt is when s logged that it was starting.
+func startedAt(s *sidecartest.Sidecar) (time.Time, bool) {
+	for _, line := range strings.Split(s.Logs(), "\n") {
+		var entry struct {
+			Time time.Time
+			Msg  string
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "starting" {
+			return entry.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// startingOffset is when s said it was starting, from the loss.
+func startingOffset(s *sidecartest.Sidecar, lostAt time.Time) string {
+	at, ok := startedAt(s)
+	if !ok {
+		return "never"
+	}
+	return fmt.Sprintf("%+.1fms", float64(at.Sub(lostAt))/float64(time.Millisecond))
+}
+
+// awaitOneLeader waits until, among the sidecars of procs still running,
+// one leads and every one names it as holder, and returns its identity.
+func awaitOneLeader(procs []amidStartsProc, within time.Duration) (string, bool) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var leaders, holders []string
+		for _, p := range procs {
+			if !p.s.Alive() {
+				continue
+			}
+			st, err := p.s.Leader()
+			if err != nil {
+				leaders = nil
+				break
+			}
+			if st.Leader {
+				leaders = append(leaders, st.Identity)
+			}
+			holders = append(holders, st.Holder)
+		}
+		if len(leaders) == 1 && !slices.ContainsFunc(holders, func(h string) bool { return h != leaders[0] }) {
+			return leaders[0], true
+		}
+	}
+	return "", false
+}
+
+// databaseFiles are the names of the database at path: the file, its -wal
+// and its -shm.
+func databaseFiles(path string) []string { return []string{path, path + "-wal", path + "-shm"} }
+
+// statDatabaseFiles is the file at each name of the database at path
+// (those missing left out).
+func statDatabaseFiles(path string) map[string]os.FileInfo {
+	files := map[string]os.FileInfo{}
+	for _, name := range databaseFiles(path) {
+		if fi, err := os.Stat(name); err == nil {
+			files[name] = fi
+		}
+	}
+	return files
+}
+
+// openFile is a file a process holds open under one of the database's
+// names.
+type openFile struct {
+	name    string // the name it was opened by
+	deleted bool   // no longer at that name
+	info    os.FileInfo
+}
+
+func (f openFile) String() string {
+	if f.deleted {
+		return f.name + " (deleted)"
+	}
+	return f.name
+}
+
+// heldFiles is what process pid holds open under the names of the
+// database at path, read from /proc/<pid>/fd; nil once it has exited.
+func heldFiles(pid int, path string) []openFile {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var held []openFile
+	for _, e := range entries {
+		fd := filepath.Join(dir, e.Name())
+		target, err := os.Readlink(fd)
+		if err != nil {
+			continue
+		}
+		name, deleted := strings.CutSuffix(target, " (deleted)")
+		if !slices.Contains(databaseFiles(path), name) {
+			continue
+		}
+		if fi, err := os.Stat(fd); err == nil {
+			held = append(held, openFile{name, deleted, fi})
+		}
+	}
+	return held
+}
+
+// holdsOnly reports whether held includes the database file at path and
+// nothing but the files now at the database's names (current).
+func holdsOnly(held []openFile, current map[string]os.FileInfo, path string) bool {
+	db := false
+	for _, f := range held {
+		if now, ok := current[f.name]; f.deleted || !ok || !os.SameFile(f.info, now) {
+			return false
+		}
+		db = db || f.name == path
+	}
+	return db
+}
+
+// watchOldFile reads the descriptors of procs every millisecond until stop
+// is called, and stop reports which were seen holding a file of the
+// database as it was before the loss (old): under its name before the loss
+// began (lost says whether it has), or no longer at its name. (A file at
+// the name after the loss may have an old file's inode number again.)
+func watchOldFile(procs []*sidecartest.Sidecar, path string, old map[string]os.FileInfo, lost *atomic.Bool) (stop func() []bool) {
+	seen := make([]bool, len(procs))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			for i, s := range procs {
+				before := !lost.Load()
+				for _, f := range heldFiles(s.Pid(), path) {
+					if was, ok := old[f.name]; ok && os.SameFile(f.info, was) && (before || f.deleted) {
+						seen[i] = true
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() []bool { close(done); wg.Wait(); return seen }
 }
