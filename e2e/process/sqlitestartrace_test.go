@@ -2,7 +2,6 @@ package process
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -173,7 +172,7 @@ const (
 	amidStartsWave   = 2
 	// amidStartsStarters sidecars are launched up to amidStartsLaunchGap
 	// apart; the file is lost up to amidStartsLossDelay after the first or
-	// the second of them says it is starting.
+	// the second of them opens it.
 	amidStartsStarters  = 3
 	amidStartsLaunchGap = 5 * time.Millisecond
 	amidStartsLossDelay = 6 * time.Millisecond
@@ -185,16 +184,19 @@ const (
 )
 
 // TestSQLiteFileLostAmidStartsNeverHasTwoLeaders: the race of
-// TestSQLiteFileLostWhileCandidatesStart, with every sidecar sampled until
-// an old-file leader would have appeared, in as many rounds as fit in
-// about amidStartsBudget. In each round a first sidecar leads on
-// leader.db; three more are launched a few milliseconds apart, and the
-// file is lost (deleted with its -wal and -shm, or another database renamed
-// over it) a few milliseconds after the first or the second of them says
-// it is starting, that is, as it opens the file. The others begin to open
-// it scattered around the loss, as a launch takes 0.1-0.3 s on a loaded
-// machine; each one's offset from the loss is logged. A fourth sidecar is
-// launched on the path right after the loss.
+// TestSQLiteFileLostWhileCandidatesStart, aimed at the instant a starting
+// sidecar opens the file, with every sidecar sampled until a leader on the
+// old file would have appeared, in as many rounds as fit in about
+// amidStartsBudget.
+//
+// In each round a first sidecar leads on leader.db; three more are
+// launched a few milliseconds apart, and the file is lost (deleted with
+// its -wal and -shm, or another database renamed over it) 0-6 ms after the
+// first or the second of them opens it (seen in /proc/<pid>/fd, read every
+// millisecond). The other starters open it scattered around the loss, as a
+// launch takes 0.1-0.3 s on a loaded machine; each one's offset from the
+// loss is logged. A fourth sidecar is launched on the path right after the
+// loss.
 //
 // Every sidecar serving is asked GET /leader every 5 ms from before the
 // loss until a lease duration and two retry periods after it (a starter
@@ -204,17 +206,17 @@ const (
 // the old file is sent after a claim on the file at the path arrived (a
 // process's terms are on the old file unless it ends on the file at the
 // path); every process that exited did so non-zero, naming the file;
-// every process still running holds the file now at the path open, and no
-// other of its names (/proc/<pid>/fd), and names the one leader as holder.
-// A starter hit the old file if it was seen holding it (its descriptors
-// are read every millisecond around the loss) or exited saying the store
-// was lost. The loss and the offsets of a round are drawn from its seed,
-// which it logs; SQLITE_LOSS_RACE_SEED=<seed> replays that one round.
+// every process still running holds the file now at the path open, and
+// nothing else under the database's names, and names the one leader as
+// holder. A starter hit the old file if it was seen holding it or exited
+// saying the store was lost. The loss and the offsets of a round are drawn
+// from its seed, which it logs; SQLITE_LOSS_RACE_SEED=<seed> replays that
+// one round.
 func TestSQLiteFileLostAmidStartsNeverHasTwoLeaders(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var results []amidStartsResult
-	round := func(seed uint64) func(*testing.T) {
+	play := func(seed uint64) func(*testing.T) {
 		return func(t *testing.T) {
 			t.Parallel()
 			var r amidStartsResult
@@ -229,7 +231,7 @@ func TestSQLiteFileLostAmidStartsNeverHasTwoLeaders(t *testing.T) {
 	wave := func(name string, seeds ...uint64) {
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range seeds {
-				t.Run(fmt.Sprintf("seed-%d", seed), round(seed))
+				t.Run(fmt.Sprintf("seed-%d", seed), play(seed))
 			}
 		})
 	}
@@ -241,15 +243,15 @@ func TestSQLiteFileLostAmidStartsNeverHasTwoLeaders(t *testing.T) {
 		}
 		wave("replay", seed)
 	} else {
-		next := uint64(began.UnixNano())
+		seeds := rand.New(rand.NewPCG(uint64(began.UnixNano()), 0))
 		var last time.Duration // the last wave took
 		for n := 0; time.Since(began)+last <= amidStartsBudget; n++ {
-			seeds := make([]uint64, amidStartsWave)
-			for i := range seeds {
-				seeds[i], next = next, next+1
+			drawn := make([]uint64, amidStartsWave)
+			for i := range drawn {
+				drawn[i] = seeds.Uint64()
 			}
 			waveBegan := time.Now()
-			wave(fmt.Sprintf("wave-%d", n), seeds...)
+			wave(fmt.Sprintf("wave-%d", n), drawn...)
 			last = time.Since(waveBegan)
 		}
 	}
@@ -313,8 +315,8 @@ func amidStartsRound(t *testing.T, seed uint64, r *amidStartsResult) {
 	anchor := 1 + rng.IntN(2)
 	delay := time.Duration(rng.Int64N(int64(amidStartsLossDelay))).Round(10 * time.Microsecond)
 	r.loss, r.starters = loss.name, amidStartsStarters
-	t.Logf("%s=%d: %s %v after starter %d of %d (launched %v apart) says it is starting",
-		amidStartsSeedEnv, seed, loss.name, delay, anchor, amidStartsStarters, gaps)
+	t.Logf("%s=%d: %s %v after the %s of %d starters (launched %v apart) opens the file",
+		amidStartsSeedEnv, seed, loss.name, delay, map[int]string{1: "first", 2: "second"}[anchor], amidStartsStarters, gaps)
 
 	dir := t.TempDir()
 	path, other := filepath.Join(dir, "leader.db"), filepath.Join(dir, "other.db")
@@ -344,27 +346,74 @@ func amidStartsRound(t *testing.T, seed uint64, r *amidStartsResult) {
 		starters = append(starters, s)
 		join(fmt.Sprintf("starter-%d", i+1), s)
 	}
-	var lost atomic.Bool
-	stopWatching := watchOldFile(starters, path, old, &lost)
-	awaitStarting(t, starters, anchor)
+	watch := watchOpens(starters, path, old)
+	defer watch.stop()
+	watch.awaitOpened(t, anchor)
 	time.Sleep(delay)
 	lostAt := time.Now()
-	lost.Store(true)
+	watch.loses()
 	if err := loss.lose(t, path, other); err != nil {
 		t.Fatal(err)
 	}
 	join("fourth", sidecartest.Launch(t, path))
 	time.Sleep(100 * time.Millisecond)
-	seen := stopWatching()
+	opened, heldOld := watch.stop()
 
 	time.Sleep(time.Until(lostAt.Add(sidecartest.LeaseDuration + 2*sidecartest.RetryPeriod)))
 	leader, settled := awaitOneLeader(procs, 2*sidecartest.LeaseDuration)
 	halt()
 
-	// Which file each process ends on, and how each that exited ended.
+	onPath, survivors := checkEnds(t, procs, path, leader, settled, r)
+	var offsets []string
+	for i, s := range starters {
+		if heldOld[i] || !s.Alive() && strings.Contains(s.Logs(), "store lost") {
+			r.hitOld++
+		}
+		offsets = append(offsets, offset(opened[i], lostAt))
+	}
+
+	// The claims judged by file: the terms on the file at the path are
+	// newer than every term on the old one.
+	var judged sidecartest.ClaimLog
+	for _, c := range claims.Claims() {
+		c.Term.Epoch = onPath[c.Who]
+		judged.Add(c)
+	}
+	r.sweeps, r.twoLeaders = claims.Sweeps(), judged.TwoLeaderSweeps()
+	r.lateOldClaims, r.longestLateOldClaim = judged.Overlaps()
+	terms := map[sidecartest.Term]int{}
+	for _, c := range judged.Claims() {
+		terms[c.Term]++
+	}
+	t.Logf("starters opened the file at %v from the loss; %d hit the old file (seen holding it %v); %d exited (%d store lost); "+
+		"%d sweeps, %d with two leaders, %d late old-file claims; claims per term (file/token) %v",
+		offsets, r.hitOld, heldOld, r.exited, r.lostExits, r.sweeps, r.twoLeaders, r.lateOldClaims, terms)
+	if r.twoLeaders > 0 {
+		t.Errorf("%d sweeps had two leader:true answers", r.twoLeaders)
+	}
+	if r.lateOldClaims > 0 {
+		t.Errorf("%d claims on the old file were sent after a claim on the file at the path arrived (longest %v after)",
+			r.lateOldClaims, r.longestLateOldClaim)
+	}
+	if !settled {
+		t.Errorf("no single leader named by every running sidecar %v after the loss", time.Since(lostAt).Round(time.Millisecond))
+	}
+	if errs := claims.Failed(survivors...); len(errs) > 0 {
+		t.Errorf("running sidecars on the file at the path did not answer: %v", errs)
+	}
+}
+
+// checkEnds checks how each process of a round ended: one still running
+// must be on the file now at path, holding nothing else under the
+// database's names, and name leader as holder (if settled); one that
+// exited must have done so non-zero, naming the file. It returns 1 for
+// each process on the file at the path (the epoch of its terms; the old
+// file's are 0) and the names of those processes.
+func checkEnds(t *testing.T, procs []amidStartsProc, path, leader string, settled bool,
+	r *amidStartsResult) (onPath map[string]int, survivors []string) {
+	t.Helper()
 	current := statDatabaseFiles(path)
-	onPath := map[string]int{} // 1: on the file at the path; the epoch of its terms
-	var survivors []string
+	onPath = map[string]int{}
 	for _, p := range procs {
 		if p.s.Alive() {
 			held := heldFiles(p.s.Pid(), path)
@@ -383,89 +432,20 @@ func amidStartsRound(t *testing.T, seed uint64, r *amidStartsResult) {
 		code, logs := p.s.WaitExit(time.Second), p.s.Logs()
 		if strings.Contains(logs, "store lost") {
 			r.lostExits++
+		} else {
+			t.Logf("%s (pid %d) exited with status %d: %s", p.name, p.s.Pid(), code, lastLine(logs))
 		}
 		if code == 0 || !strings.Contains(logs, path) {
 			t.Errorf("%s (pid %d) exited with status %d; want non-zero and a log naming %s:\n%s", p.name, p.s.Pid(), code, path, logs)
 		}
 	}
-	var offsets []string
-	for i, s := range starters {
-		if seen[i] || !s.Alive() && strings.Contains(s.Logs(), "store lost") {
-			r.hitOld++
-		}
-		offsets = append(offsets, startingOffset(s, lostAt))
-	}
-
-	// The claims judged by file: the terms on the file at the path are
-	// newer than every term on the old one.
-	var judged sidecartest.ClaimLog
-	for _, c := range claims.Claims() {
-		c.Term.Epoch = onPath[c.Who]
-		judged.Add(c)
-	}
-	r.sweeps, r.twoLeaders = claims.Sweeps(), judged.TwoLeaderSweeps()
-	r.lateOldClaims, r.longestLateOldClaim = judged.Overlaps()
-	terms := map[sidecartest.Term]int{}
-	for _, c := range judged.Claims() {
-		terms[c.Term]++
-	}
-	t.Logf("starters began at %v from the loss; hit the old file %d (seen holding it %v); %d exited (%d store lost); "+
-		"%d sweeps, %d with two leaders, %d late old-file claims; claims per term (file/token) %v",
-		offsets, r.hitOld, seen, r.exited, r.lostExits, r.sweeps, r.twoLeaders, r.lateOldClaims, terms)
-	if r.twoLeaders > 0 {
-		t.Errorf("%d sweeps had two leader:true answers", r.twoLeaders)
-	}
-	if r.lateOldClaims > 0 {
-		t.Errorf("%d claims on the old file were sent after a claim on the file at the path arrived (longest %v after)",
-			r.lateOldClaims, r.longestLateOldClaim)
-	}
-	if !settled {
-		t.Errorf("no single leader named by every running sidecar %v after the loss", time.Since(lostAt).Round(time.Millisecond))
-	}
-	if errs := claims.Failed(survivors...); len(errs) > 0 {
-		t.Errorf("running sidecars on the file at the path did not answer: %v", errs)
-	}
+	return onPath, survivors
 }
 
-// awaitStarting waits until n of starters have logged that they are
-// starting: each opens the database right after.
-func awaitStarting(t *testing.T, starters []*sidecartest.Sidecar, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Microsecond) {
-		k := 0
-		for _, s := range starters {
-			if _, ok := startedAt(s); ok {
-				k++
-			}
-		}
-		if k >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d sidecars said they were starting within 30s; want %d", k, len(starters), n)
-		}
-	}
-}
-
-// startedAt is when s logged that it was starting.
-func startedAt(s *sidecartest.Sidecar) (time.Time, bool) {
-	for _, line := range strings.Split(s.Logs(), "\n") {
-		var entry struct {
-			Time time.Time
-			Msg  string
-		}
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "starting" {
-			return entry.Time, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// startingOffset is when s said it was starting, from the loss.
-func startingOffset(s *sidecartest.Sidecar, lostAt time.Time) string {
-	at, ok := startedAt(s)
-	if !ok {
-		return "never"
+// offset is at from the loss (lostAt), or "later" if zero.
+func offset(at, lostAt time.Time) string {
+	if at.IsZero() {
+		return "later"
 	}
 	return fmt.Sprintf("%+.1fms", float64(at.Sub(lostAt))/float64(time.Millisecond))
 }
@@ -566,33 +546,95 @@ func holdsOnly(held []openFile, current map[string]os.FileInfo, path string) boo
 	return db
 }
 
-// watchOldFile reads the descriptors of procs every millisecond until stop
-// is called, and stop reports which were seen holding a file of the
-// database as it was before the loss (old): under its name before the loss
-// began (lost says whether it has), or no longer at its name. (A file at
-// the name after the loss may have an old file's inode number again.)
-func watchOldFile(procs []*sidecartest.Sidecar, path string, old map[string]os.FileInfo, lost *atomic.Bool) (stop func() []bool) {
-	seen := make([]bool, len(procs))
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+// openWatch reads the descriptors of starting sidecars every millisecond
+// (heldFiles): when each first holds a file of the database open, and
+// whether it held the database as it was before the loss.
+type openWatch struct {
+	procs []*sidecartest.Sidecar
+	path  string
+	old   map[string]os.FileInfo // the database's files before the loss
+	lost  atomic.Bool            // the loss has begun
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	opened  []time.Time // when each was first seen holding a file of the database
+	heldOld []bool
+}
+
+// watchOpens starts reading the descriptors of procs, which start on the
+// database at path whose files are old.
+func watchOpens(procs []*sidecartest.Sidecar, path string, old map[string]os.FileInfo) *openWatch {
+	w := &openWatch{procs: procs, path: path, old: old, done: make(chan struct{}),
+		opened: make([]time.Time, len(procs)), heldOld: make([]bool, len(procs))}
+	w.wg.Go(func() {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			for i, s := range procs {
-				before := !lost.Load()
-				for _, f := range heldFiles(s.Pid(), path) {
-					if was, ok := old[f.name]; ok && os.SameFile(f.info, was) && (before || f.deleted) {
-						seen[i] = true
-					}
-				}
-			}
+			w.read()
 			select {
-			case <-done:
+			case <-w.done:
 				return
 			case <-tick.C:
 			}
 		}
 	})
-	return func() []bool { close(done); wg.Wait(); return seen }
+	return w
+}
+
+// read reads every process's descriptors once. A file is the old one if
+// it has the inode of the old file of its name and it was read before the
+// loss began or is no longer at its name (a file made at the name after
+// the loss may get an old file's inode number again).
+func (w *openWatch) read() {
+	for i, s := range w.procs {
+		before := !w.lost.Load()
+		held := heldFiles(s.Pid(), w.path)
+		at := time.Now()
+		w.mu.Lock()
+		for _, f := range held {
+			if w.opened[i].IsZero() {
+				w.opened[i] = at
+			}
+			if was, ok := w.old[f.name]; ok && os.SameFile(f.info, was) && (before || f.deleted) {
+				w.heldOld[i] = true
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// awaitOpened waits until n of the processes hold a file of the database
+// open.
+func (w *openWatch) awaitOpened(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		k := 0
+		w.mu.Lock()
+		for _, at := range w.opened {
+			if !at.IsZero() {
+				k++
+			}
+		}
+		w.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d sidecars opened %s within 30s; want %d", k, len(w.opened), w.path, n)
+		}
+	}
+}
+
+// loses tells the watch that the loss begins.
+func (w *openWatch) loses() { w.lost.Store(true) }
+
+// stop stops reading (if it has not) and returns when each process first
+// held a file of the database (zero: not seen) and whether it held the old
+// one.
+func (w *openWatch) stop() (opened []time.Time, heldOld []bool) {
+	w.once.Do(func() { close(w.done) })
+	w.wg.Wait()
+	return w.opened, w.heldOld
 }
