@@ -58,10 +58,10 @@ func (l *ClaimLog) Claims() []Claim {
 	return append([]Claim(nil), l.claims...)
 }
 
-// overlaps counts the claims of an older term sent after a claim of a
+// Overlaps counts the claims of an older term sent after a claim of a
 // newer term had arrived (at that instant both terms claimed leadership),
 // and the longest such lag.
-func (l *ClaimLog) overlaps() (n int, longest time.Duration) {
+func (l *ClaimLog) Overlaps() (n int, longest time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	first := map[Term]time.Time{}
@@ -82,8 +82,9 @@ func (l *ClaimLog) overlaps() (n int, longest time.Duration) {
 	return n, longest
 }
 
-// doubles counts the sweeps in which two members answered leader:true.
-func (l *ClaimLog) doubles() int {
+// TwoLeaderSweeps counts the sweeps in which two members answered
+// leader:true.
+func (l *ClaimLog) TwoLeaderSweeps() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	who := map[int]string{}
@@ -110,10 +111,10 @@ func (l *ClaimLog) doubles() int {
 // per term.
 func (l *ClaimLog) Check(t testing.TB) map[Term]int {
 	t.Helper()
-	if n, longest := l.overlaps(); n > 0 {
+	if n, longest := l.Overlaps(); n > 0 {
 		t.Fatalf("%d claims of an older term were sent after a newer term had claimed (longest %v after)", n, longest)
 	}
-	if n := l.doubles(); n > 0 {
+	if n := l.TwoLeaderSweeps(); n > 0 {
 		t.Fatalf("%d sweeps had two leader:true answers", n)
 	}
 	l.mu.Lock()

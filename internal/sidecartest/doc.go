@@ -24,8 +24,9 @@
 //   - Overlaps: a [ClaimLog] collects every leader:true answer of
 //     concurrent samplers ([ClaimLog.Sample], [ClaimLog.SweepUntilHalted])
 //     and [ClaimLog.Check] fails the test if two terms ever claimed
-//     leadership at one instant; a [Recorder] keeps every answer of a set
-//     and [CheckAnswers] judges them by token.
+//     leadership at one instant ([ClaimLog.Overlaps] and
+//     [ClaimLog.TwoLeaderSweeps] count them); a [Recorder] keeps every
+//     answer of a set and [CheckAnswers] judges them by token.
 //   - Lock runs: [RunLock] runs sidecar lock on a SQLite file to its end.
 //     A [Journal] is a file the commands of lock runs append lines to
 //     ([Journal.Line]); [Journal.Entries] reads them back as [Entry] lines,
