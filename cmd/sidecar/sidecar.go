@@ -4,10 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
 // runSidecar is "sidecar [flags]": parse and check the flags and
@@ -95,4 +103,159 @@ func stopOnSignals(p process, stop func()) {
 func printVersion(p process) int {
 	fmt.Fprintf(p.stdout, "sidecar %s\n", currentVersion())
 	return 0
+}
+
+// sidecarFlags are the flags of the sidecar itself (sidecar with no
+// command word): the election flags every command shares, then its own.
+type sidecarFlags struct {
+	set               *pflag.FlagSet
+	election          electionFlags
+	log               logFlags
+	releaseHoldOff    time.Duration
+	releaseOnShutdown bool
+	httpAddress       string
+	httpAllowRemote   bool
+	opsAddress        string
+	events            bool
+	readinessMode     string
+	conditionType     string
+	roleLabel         string
+	appHealth         appHealthFlags
+	version           bool
+}
+
+func newSidecarFlags() *sidecarFlags {
+	f := &sidecarFlags{set: newFlagSet("sidecar")}
+	fs := f.set
+	f.election.addElection(fs)
+	fs.DurationVar(&f.releaseHoldOff, "release-hold-off", 0, "how long POST /leader/release keeps this candidate out of the election (default: --lease-duration)")
+	fs.BoolVar(&f.releaseOnShutdown, "release-on-shutdown", true, "release the lease on SIGTERM/SIGINT/SIGHUP so a standby takes over at once; safe only if the app stops acting as leader first")
+	fs.StringVar(&f.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API; must be loopback (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote")
+	fs.BoolVar(&f.httpAllowRemote, "http-allow-remote", false, "allow a non-loopback --http-address. Risky: the app API is unauthenticated, so anyone who can reach the address reads the leader's identity and fencing token from GET /leader and can POST /leader/release to push this replica out of the election, replica after replica")
+	fs.StringVar(&f.opsAddress, "ops-address", "", "address of the read-only health, readiness and metrics listener, e.g. :8081 (default: off)")
+	f.election.addStore(fs)
+	fs.BoolVar(&f.events, "events", true, "record Kubernetes Events when this sidecar starts or stops leading (needs POD_NAME)")
+	fs.StringVar(&f.readinessMode, "readiness-mode", "none", "publish leadership on the Pod: none, probe (use /leader/ready), pod-condition (for readinessGates) or label")
+	fs.StringVar(&f.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")
+	fs.StringVar(&f.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
+	f.appHealth.add(fs)
+	f.log.add(fs, "info")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	documentEnv(fs)
+	return f
+}
+
+var readinessModes = []string{"none", "probe", "pod-condition", "label"}
+
+// sidecarConfig is the sidecar's whole configuration, checked and
+// resolved. The sidecar is built from it alone.
+type sidecarConfig struct {
+	election          electionConfig
+	log               logConfig
+	releaseHoldOff    time.Duration
+	releaseOnShutdown bool
+	httpAddress       string
+	// exposeAppAPI: the app API is deliberately served beyond loopback;
+	// its POST then accepts any Host header, and start-up warns.
+	exposeAppAPI bool
+	opsAddress   string // "" for none
+	events       bool
+	readiness    podreadiness.Mode
+	// conditionType and roleLabel name what pod-condition and label
+	// modes keep on the Pod.
+	conditionType string
+	roleLabel     string
+	// appHealth gates candidacy on the app's health; url "" for none.
+	appHealth appHealthConfig
+}
+
+// config checks every flag and resolves what depends on the environment.
+// Its error names the flag and the rule it broke.
+func (f *sidecarFlags) config(environ []string) (sidecarConfig, error) {
+	el, err := f.election.config(environ)
+	if err != nil {
+		return sidecarConfig{}, err
+	}
+	if err := f.check(); err != nil {
+		return sidecarConfig{}, err
+	}
+	lc, err := f.log.config()
+	if err != nil {
+		return sidecarConfig{}, err
+	}
+	ah, err := f.appHealth.config(f.httpAddress, f.opsAddress)
+	if err != nil {
+		return sidecarConfig{}, err
+	}
+	return sidecarConfig{
+		appHealth:         ah,
+		election:          el,
+		log:               lc,
+		releaseHoldOff:    f.releaseHoldOff,
+		releaseOnShutdown: f.releaseOnShutdown,
+		httpAddress:       f.httpAddress,
+		exposeAppAPI:      f.httpAllowRemote && !loopbackAddress(f.httpAddress),
+		opsAddress:        f.opsAddress,
+		events:            f.events,
+		readiness:         podreadiness.Mode(f.readinessMode),
+		conditionType:     f.conditionType,
+		roleLabel:         f.roleLabel,
+	}, nil
+}
+
+func (f *sidecarFlags) check() error {
+	if f.releaseHoldOff < 0 {
+		return fmt.Errorf("--release-hold-off: must not be negative, got %v", f.releaseHoldOff)
+	}
+	if err := checkAppAddress("--http-address", f.httpAddress, f.httpAllowRemote); err != nil {
+		return err
+	}
+	if f.opsAddress != "" {
+		if err := checkAddress("--ops-address", f.opsAddress); err != nil {
+			return err
+		}
+		if f.opsAddress == f.httpAddress && !strings.HasSuffix(f.opsAddress, ":0") {
+			return fmt.Errorf("--ops-address: must differ from --http-address (both %q)", f.opsAddress)
+		}
+	}
+	if !slices.Contains(readinessModes, f.readinessMode) {
+		return oneOf("--readiness-mode", f.readinessMode, readinessModes)
+	}
+	if errs := validation.IsQualifiedName(f.conditionType); len(errs) > 0 || !strings.Contains(f.conditionType, "/") {
+		return fmt.Errorf("--readiness-condition-type: must be a domain-qualified name such as example.com/leader, got %q", f.conditionType)
+	}
+	if errs := validation.IsQualifiedName(f.roleLabel); len(errs) > 0 {
+		return fmt.Errorf("--role-label: %q is not a valid label key: %s", f.roleLabel, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkAppAddress checks the address of an app API: host:port, and
+// loopback unless allowRemote.
+func checkAppAddress(flag, addr string, allowRemote bool) error {
+	if err := checkAddress(flag, addr); err != nil {
+		return err
+	}
+	if !allowRemote && !loopbackAddress(addr) {
+		return fmt.Errorf("%s: must be a loopback address (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote is given, got %q", flag, addr)
+	}
+	return nil
+}
+
+// loopbackAddress reports whether a valid host:port listens on loopback
+// only. An empty host (":4040") listens on every interface.
+func loopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && httpapi.IsLoopbackHost(host)
+}
+
+func checkAddress(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s: must be host:port, got %q", flag, addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%s: port must be a number from 0 to 65535, got %q", flag, port)
+	}
+	return nil
 }
