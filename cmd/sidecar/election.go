@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -20,73 +21,120 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
-// electionFlags are the flags of every command that joins an election
-// (the sidecar and sidecar lock): which store, which election, who this
-// candidate is, and the timings. They are parsed and checked the same way
-// for every command.
-type electionFlags struct {
-	backend           string
-	leaseName         string
-	identity          string
-	leaseDuration     time.Duration
-	renewDeadline     time.Duration
-	retryPeriod       time.Duration
-	renewInterval     time.Duration
-	sqlitePath        string
-	sqliteBusyTimeout time.Duration
-	sqliteAllowNetFS  bool
-	sqliteSharedFile  bool
-	namespace         string
-	kubeconfig        string
-	kubeAPIQPS        float32
-	kubeAPIBurst      int
+// electionConfig is the election a candidate joins, the sidecar's and
+// sidecar lock's alike: which store, which election, who this candidate
+// is, and the timings. addElection and addStore bind the flags straight
+// into it; check validates it and resolves, in place, what depends on the
+// environment, so nothing that uses it reads flags or the environment
+// again. electorConfig turns it into the elector's election.Config.
+type electionConfig struct {
+	// backend is --backend: auto or a kind of openers; check resolves
+	// auto to lease inside a Kubernetes cluster, sqlite elsewhere.
+	backend   string
+	leaseName string
+	// identity is --identity, the prefix; check makes it unique to this
+	// process start: prefix_<uuid>.
+	identity      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	// renewInterval, unless given, is derived from the other timings by
+	// check.
+	renewInterval time.Duration
+	sqlite        sqliteConfig
+	kube          kubeConfig
+	// pod is this process's Pod, from the Downward API variables (check).
+	pod podInfo
 	// set is the flag set the election's flags are in, to tell a
 	// --renew-interval given (flag or variable) from its default.
 	set *pflag.FlagSet
 }
 
 // addElection defines the flags of the election and the candidate.
-func (f *electionFlags) addElection(fs *pflag.FlagSet) {
-	fs.StringVar(&f.backend, "backend", "auto", "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
-	fs.StringVar(&f.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
-	fs.StringVar(&f.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
-	fs.DurationVar(&f.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
-	fs.DurationVar(&f.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
-	fs.DurationVar(&f.retryPeriod, "retry-period", election.DefaultRetryPeriod, "time from the start of a failed attempt (the leader's too) to the next, and between a standby's attempts")
-	fs.DurationVar(&f.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
-	f.set = fs
+func (c *electionConfig) addElection(fs *pflag.FlagSet) {
+	fs.StringVar(&c.backend, "backend", autoBackend, "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
+	fs.StringVar(&c.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
+	fs.StringVar(&c.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
+	fs.DurationVar(&c.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
+	fs.DurationVar(&c.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
+	fs.DurationVar(&c.retryPeriod, "retry-period", election.DefaultRetryPeriod, "time from the start of a failed attempt (the leader's too) to the next, and between a standby's attempts")
+	fs.DurationVar(&c.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
+	c.set = fs
 }
 
 // addStore defines the flags of the two stores.
-func (f *electionFlags) addStore(fs *pflag.FlagSet) {
-	fs.StringVar(&f.sqlitePath, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
-	fs.DurationVar(&f.sqliteBusyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
-	fs.BoolVar(&f.sqliteAllowNetFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
-	fs.BoolVar(&f.sqliteSharedFile, "sqlite-shared-file", false, "allow --sqlite-path to be a database that holds other tables (shared on purpose): the sidecar adds its tables and switches it to WAL mode for good")
-	fs.StringVar(&f.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
-	fs.Float32Var(&f.kubeAPIQPS, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
-	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+func (c *electionConfig) addStore(fs *pflag.FlagSet) {
+	c.sqlite.add(fs)
+	c.kube.add(fs)
 }
 
-// electionConfig is what a candidate is built from, checked and resolved:
-// nothing that uses it reads flags or the environment again.
-type electionConfig struct {
-	// backend is "lease" or "sqlite" (--backend auto resolved).
-	backend   string
-	leaseName string
-	// identity is unique to this process start: prefix_<uuid>.
-	identity      string
-	leaseDuration time.Duration
-	renewDeadline time.Duration
-	retryPeriod   time.Duration
-	renewInterval time.Duration
-	sqlite        sqliteConfig
-	kube          kubeConfig
-	// pod is this process's Pod, from the Downward API variables.
-	pod podInfo
+// timingFlags names the flag behind each election.Config timing field.
+var timingFlags = map[string]string{
+	"LeaseDuration": "--lease-duration",
+	"RenewDeadline": "--renew-deadline",
+	"RetryPeriod":   "--retry-period",
+	"RenewInterval": "--renew-interval",
 }
 
+// check fills in the default of --renew-interval, checks every setting,
+// then resolves what depends on the environment: --backend auto, the
+// identity, the kubeconfig, the Pod. Call it once, after the flags and
+// the variables are parsed. Its error names the flag and the rule it
+// broke.
+func (c *electionConfig) check(environ []string) error {
+	if c.set == nil || !c.set.Changed("renew-interval") {
+		c.renewInterval = election.DefaultRenewInterval(c.leaseDuration, c.renewDeadline, c.retryPeriod)
+	}
+	if kinds := backendKinds(); !slices.Contains(kinds, c.backend) {
+		return oneOf("--backend", c.backend, kinds)
+	}
+	if errs := validation.IsDNS1123Subdomain(c.leaseName); len(errs) > 0 {
+		return fmt.Errorf("--lease-name: %q is not a valid name: %s", c.leaseName, strings.Join(errs, "; "))
+	}
+	if err := checkIdentity(c.identity); err != nil {
+		return err
+	}
+	err := election.ValidateTimings(c.leaseDuration, c.renewDeadline, c.retryPeriod)
+	if err == nil {
+		err = election.ValidateRenewInterval(c.renewInterval, c.renewDeadline, c.retryPeriod)
+	}
+	if err != nil {
+		var ce *election.ConfigError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
+		}
+		return err
+	}
+	if err := c.sqlite.check(); err != nil {
+		return err
+	}
+	if err := c.kube.check(); err != nil {
+		return err
+	}
+	c.pod = podFromEnv(environ)
+	c.backend = resolveBackend(c.backend, environ)
+	c.identity = election.NewIdentity(identityPrefix(c.identity, c.pod))
+	c.kube.source = resolveKubeconfig(c.kube.kubeconfig, environ)
+	return nil
+}
+
+// electorConfig is the election.Config of this candidate on b: the one
+// place where the settings of the election become the elector's. The
+// command adds what is its own (ReleaseOnCancel, ReleaseHoldOff,
+// Observer).
+func (c *electionConfig) electorConfig(b backend.Backend, log *slog.Logger) election.Config {
+	return election.Config{
+		Backend:       b,
+		Identity:      c.identity,
+		LeaseDuration: c.leaseDuration,
+		RenewDeadline: c.renewDeadline,
+		RetryPeriod:   c.retryPeriod,
+		RenewInterval: c.renewInterval,
+		Logger:        log,
+	}
+}
+
+// sqliteConfig is the SQLite store (--backend sqlite).
 type sqliteConfig struct {
 	path           string
 	busyTimeout    time.Duration
@@ -94,13 +142,57 @@ type sqliteConfig struct {
 	sharedFile     bool
 }
 
+func (c *sqliteConfig) add(fs *pflag.FlagSet) {
+	fs.StringVar(&c.path, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
+	fs.DurationVar(&c.busyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
+	fs.BoolVar(&c.allowNetworkFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	fs.BoolVar(&c.sharedFile, "sqlite-shared-file", false, "allow --sqlite-path to be a database that holds other tables (shared on purpose): the sidecar adds its tables and switches it to WAL mode for good")
+}
+
+func (c *sqliteConfig) check() error {
+	if c.path == "" {
+		return errors.New("--sqlite-path: must not be empty")
+	}
+	if c.busyTimeout < time.Millisecond {
+		return fmt.Errorf("--sqlite-busy-timeout: must be at least 1ms, got %v", c.busyTimeout)
+	}
+	return nil
+}
+
+// kubeConfig is the Kubernetes API connection of the Lease store (and of
+// the sidecar's Pod publisher and Events).
 type kubeConfig struct {
-	source kubeconfigSource
+	// kubeconfig is --kubeconfig; check resolves it, with $KUBECONFIG,
+	// into source.
+	kubeconfig string
+	source     kubeconfigSource
 	// namespace is --namespace; "" means $POD_NAMESPACE, else the service
 	// account's namespace, resolved when the Lease is opened.
 	namespace string
 	qps       float32
 	burst     int
+}
+
+func (c *kubeConfig) add(fs *pflag.FlagSet) {
+	fs.StringVar(&c.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
+	fs.Float32Var(&c.qps, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	fs.IntVar(&c.burst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+}
+
+func (c *kubeConfig) check() error {
+	if c.qps <= 0 {
+		return fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", c.qps)
+	}
+	if c.burst < 1 {
+		return fmt.Errorf("--kube-api-burst: must be at least 1, got %d", c.burst)
+	}
+	if c.namespace != "" {
+		if errs := validation.IsDNS1123Label(c.namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace: %q is not a valid namespace name: %s", c.namespace, strings.Join(errs, "; "))
+		}
+	}
+	return nil
 }
 
 // podInfo is what the Downward API tells a container about its Pod
@@ -112,87 +204,6 @@ type podInfo struct {
 func podFromEnv(environ []string) podInfo {
 	get := func(k string) string { v, _ := lookup(environ, k); return v }
 	return podInfo{name: get("POD_NAME"), namespace: get("POD_NAMESPACE"), uid: get("POD_UID")}
-}
-
-var backends = []string{"auto", "lease", "sqlite"}
-
-// timingFlags names the flag behind each election.Config timing field.
-var timingFlags = map[string]string{
-	"LeaseDuration": "--lease-duration",
-	"RenewDeadline": "--renew-deadline",
-	"RetryPeriod":   "--retry-period",
-	"RenewInterval": "--renew-interval",
-}
-
-// config checks the flags and resolves what depends on the environment:
-// --backend auto, the identity, the kubeconfig, the Pod. Its error names
-// the flag and the rule it broke.
-func (f *electionFlags) config(environ []string) (electionConfig, error) {
-	if f.set == nil || !f.set.Changed("renew-interval") {
-		f.renewInterval = election.DefaultRenewInterval(f.leaseDuration, f.renewDeadline, f.retryPeriod)
-	}
-	if err := f.check(); err != nil {
-		return electionConfig{}, err
-	}
-	pod := podFromEnv(environ)
-	return electionConfig{
-		backend:       resolveBackend(f.backend, environ),
-		leaseName:     f.leaseName,
-		identity:      election.NewIdentity(identityPrefix(f.identity, pod)),
-		leaseDuration: f.leaseDuration,
-		renewDeadline: f.renewDeadline,
-		retryPeriod:   f.retryPeriod,
-		renewInterval: f.renewInterval,
-		sqlite:        sqliteConfig{path: f.sqlitePath, busyTimeout: f.sqliteBusyTimeout, allowNetworkFS: f.sqliteAllowNetFS, sharedFile: f.sqliteSharedFile},
-		kube: kubeConfig{
-			source:    resolveKubeconfig(f.kubeconfig, environ),
-			namespace: f.namespace,
-			qps:       f.kubeAPIQPS,
-			burst:     f.kubeAPIBurst,
-		},
-		pod: pod,
-	}, nil
-}
-
-func (f *electionFlags) check() error {
-	if !slices.Contains(backends, f.backend) {
-		return oneOf("--backend", f.backend, backends)
-	}
-	if errs := validation.IsDNS1123Subdomain(f.leaseName); len(errs) > 0 {
-		return fmt.Errorf("--lease-name: %q is not a valid name: %s", f.leaseName, strings.Join(errs, "; "))
-	}
-	if err := checkIdentity(f.identity); err != nil {
-		return err
-	}
-	err := election.ValidateTimings(f.leaseDuration, f.renewDeadline, f.retryPeriod)
-	if err == nil {
-		err = election.ValidateRenewInterval(f.renewInterval, f.renewDeadline, f.retryPeriod)
-	}
-	if err != nil {
-		var ce *election.ConfigError
-		if errors.As(err, &ce) {
-			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
-		}
-		return err
-	}
-	if f.sqlitePath == "" {
-		return errors.New("--sqlite-path: must not be empty")
-	}
-	if f.sqliteBusyTimeout < time.Millisecond {
-		return fmt.Errorf("--sqlite-busy-timeout: must be at least 1ms, got %v", f.sqliteBusyTimeout)
-	}
-	if f.kubeAPIQPS <= 0 {
-		return fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", f.kubeAPIQPS)
-	}
-	if f.kubeAPIBurst < 1 {
-		return fmt.Errorf("--kube-api-burst: must be at least 1, got %d", f.kubeAPIBurst)
-	}
-	if f.namespace != "" {
-		if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
-			return fmt.Errorf("--namespace: %q is not a valid namespace name: %s", f.namespace, strings.Join(errs, "; "))
-		}
-	}
-	return nil
 }
 
 // inCluster reports whether the process runs in a Kubernetes Pod, by the
@@ -207,7 +218,7 @@ func inCluster(environ []string) bool {
 // sqlite elsewhere.
 func resolveBackend(flag string, environ []string) string {
 	switch {
-	case flag != "auto":
+	case flag != autoBackend:
 		return flag
 	case inCluster(environ):
 		return "lease"
@@ -244,10 +255,6 @@ func checkIdentity(id string) error {
 	return nil
 }
 
-func oneOf(flag, got string, allowed []string) error {
-	return fmt.Errorf("%s: must be one of %s, got %q", flag, strings.Join(allowed, ", "), got)
-}
-
 // store is an opened election store.
 type store struct {
 	backend backend.Backend
@@ -262,10 +269,21 @@ type store struct {
 // opener opens one kind of election store.
 type opener func(ctx context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error)
 
-// openers maps each resolved backend kind to its store.
+// openers maps each kind of election store to its opener: the one list
+// of the kinds, which --backend takes (see backendKinds).
 var openers = map[string]opener{
 	"sqlite": openSQLite,
 	"lease":  openLease,
+}
+
+// autoBackend is the --backend that picks a kind of openers by where the
+// process runs (resolveBackend).
+const autoBackend = "auto"
+
+// backendKinds are the values --backend takes: auto, then the kinds of
+// openers in order.
+func backendKinds() []string {
+	return append([]string{autoBackend}, slices.Sorted(maps.Keys(openers))...)
 }
 
 // openStore opens the store cfg names. kube is the process's one

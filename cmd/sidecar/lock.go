@@ -25,17 +25,16 @@ import (
 // it, and run CMD while this candidate leads (see lockUsage for the whole
 // contract and the exit statuses).
 func runLock(ctx context.Context, p process, args []string) int {
-	f := newLockFlags()
-	err := parseArgs(f.set, args, lockUsage, p.stdout)
+	cfg := newLockConfig()
+	err := parseArgs(cfg.set, args, lockUsage, p.stdout)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err == nil {
-		err = applyEnv(f.set, p.environ)
+		err = applyEnv(cfg.set, p.environ)
 	}
-	var cfg lockConfig
 	if err == nil {
-		cfg, err = f.config(p.environ)
+		err = cfg.check(p.environ)
 	}
 	var ce *commandError
 	if errors.As(err, &ce) {
@@ -53,7 +52,7 @@ func runLock(ctx context.Context, p process, args []string) int {
 	el := cfg.election
 	log.Info("starting", "version", currentVersion(), "backend", el.backend, "lease", el.leaseName,
 		"identity", el.identity, "command", cfg.command[0])
-	l, err := buildLocker(ctx, cfg, p, log)
+	l, err := buildLocker(ctx, *cfg, p, log)
 	if err != nil {
 		log.Error("sidecar lock failed", "err", err)
 		return 1
@@ -62,105 +61,138 @@ func runLock(ctx context.Context, p process, args []string) int {
 	return l.run(ctx)
 }
 
-// locker is sidecar lock, built from its config.
-type locker struct {
-	cfg     lockConfig
-	p       process
-	log     *slog.Logger
-	elector *election.Elector
-	lease   string   // what is elected, as /leader names it
-	servers []server // the app API if --http-address, else none
-	// stepDowns are the app API's releases and hand-offs, which run only
-	// after CMD has been stopped.
-	stepDowns *stepDownGate
-	// streamsDone is closed to end the open /leader/watch streams.
-	streamsDone chan struct{}
-	close       func()
-}
+// lockUsage is what sidecar lock --help prints above the flags.
+const lockUsage = `Usage: sidecar lock [flags] -- CMD [ARGS...]
 
-// buildLocker opens the store (and the app API if asked) and builds an
-// elector that releases the lease when it is stopped. The app API's
-// release and hand-off go through the locker (see stepDown).
-func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logger) (*locker, error) {
-	el := cfg.election
-	st, err := openStore(ctx, el, newKubeClient(el), log)
-	if err != nil {
-		return nil, err
-	}
-	elector, err := election.New(election.Config{
-		Backend:         st.backend,
-		Identity:        el.identity,
-		LeaseDuration:   el.leaseDuration,
-		RenewDeadline:   el.renewDeadline,
-		RetryPeriod:     el.retryPeriod,
-		RenewInterval:   el.renewInterval,
-		ReleaseOnCancel: true,
-		Logger:          log,
-	})
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	streamsDone := make(chan struct{})
-	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
-	// A step-down waits for CMD to stop (at most --kill-grace), then writes.
-	opts := httpapi.Options{Done: streamsDone, ReleaseTimeout: cfg.killGrace + 2*el.renewDeadline}
-	gate := newStepDownGate()
-	api := httpapi.NewAppHandler(lockElector{elector, gate}, info, opts)
-	servers, err := listen(log, []listener{{"app", cfg.httpAddress, api}})
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	return &locker{cfg: cfg, p: p, log: log, elector: elector, lease: st.lease,
-		servers: servers, stepDowns: gate, streamsDone: streamsDone, close: st.close}, nil
-}
+Joins the election with the same backend and election flags as the
+sidecar, waits until it leads, then runs CMD with these variables added to
+its environment:
 
-// lockFlags are the flags of sidecar lock: the election flags the sidecar
-// has, parsed and checked the same way, and lock's own.
-type lockFlags struct {
-	set         *pflag.FlagSet
-	election    electionFlags
-	log         logFlags
-	killGrace   time.Duration
-	httpAddress string
-	timeout     time.Duration
-	nonblock    bool
-	verbose     bool
-}
+  LEADER_SIDECAR_TOKEN        the fencing token of this term; attach it to every write
+  LEADER_SIDECAR_IDENTITY     this candidate's identity, as the record names it
+  LEADER_SIDECAR_VALID_UNTIL  the end of the claim when CMD started (RFC 3339); renewed while CMD runs
+  LEADER_SIDECAR_LEASE        what is elected: <namespace>/<name> (lease) or <name> (sqlite)
 
-func newLockFlags() *lockFlags {
-	f := &lockFlags{set: newFlagSet("sidecar lock")}
-	fs := f.set
-	fs.SetInterspersed(false) // the first word that is not a flag is CMD
-	f.election.addElection(fs)
-	fs.DurationVar(&f.killGrace, "kill-grace", 0, "after leadership is lost (or a release or hand-off is asked for), how long CMD has between SIGTERM and SIGKILL; at most three quarters of --lease-duration minus --renew-deadline (default: half of it, so CMD is killed at the latest by halfway between the end of the claim and the earliest instant another candidate may lead)")
-	fs.StringVar(&f.httpAddress, "http-address", "", "serve the app API (GET /leader, /leader/watch, ...) of this candidate on a loopback address, e.g. 127.0.0.1:4040 (default: off)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "wait at most this long to lead; if it does not, exit 124 without running CMD (default: wait for ever)")
-	fs.BoolVarP(&f.nonblock, "nonblock", "n", false, "if another candidate holds the lock, exit 124 at once without running CMD, as flock -n does")
-	f.election.addStore(fs)
-	f.log.add(fs, "warn")
-	fs.BoolVarP(&f.verbose, "verbose", "v", false, "log what the lock does (--log-level info); by default it logs only warnings and errors")
-	documentEnv(fs)
-	return f
-}
+It keeps renewing while CMD runs. If leadership is lost (the claim lapses,
+another term begins, the SQLite file is deleted or replaced) CMD's process
+group gets SIGTERM, then SIGKILL after --kill-grace (default: half of
+--lease-duration minus --renew-deadline, so SIGKILL is sent at the latest
+by halfway between the end of the claim and the earliest instant another
+candidate may lead). SIGTERM, SIGINT and SIGHUP sent to sidecar lock are
+passed on to CMD. When CMD exits, whatever is left of its process group is
+killed and the lease is released, so the next sidecar lock on the election
+starts at once. POST /leader/release and /leader/handoff on --http-address
+stop CMD the same way (SIGTERM, SIGKILL after --kill-grace) before they
+release or hand off; the lock then exits with CMD's status. If sidecar lock
+itself is killed, CMD's whole process group is killed at once, what CMD
+started in the background too (Linux only, through a guardian process
+between the lock and CMD; not what CMD moved out of its group).
 
-// lockConfig is sidecar lock's whole configuration, checked and resolved.
+It waits for ever to lead, unless --timeout (give up after that long) or
+--nonblock (give up at once if the record names another holder, as
+flock -n does). It logs only warnings and errors unless --verbose.
+
+Exit status: CMD's own; 128+n if CMD was killed by signal n; 1 if
+leadership was lost while CMD ran (whatever CMD then returned), or the
+store cannot be opened or was lost before CMD started; 2 for invalid flags
+or no CMD; 124 if it did not lead within --timeout or --nonblock found
+another holder (CMD never ran); 126 if CMD cannot be run, 127 if it is not
+found; 128+n if signal n arrived before CMD started.
+`
+
+// lockConfig is sidecar lock's whole configuration: newLockConfig binds
+// its flags straight into it, check validates and resolves it in place.
 type lockConfig struct {
+	// set holds lock's flags, bound to the fields below.
+	set *pflag.FlagSet
+	// election is the sidecar's, parsed and checked the same way.
 	election electionConfig
-	log      logConfig
 	// killGrace is the wait between SIGTERM and SIGKILL once leadership
-	// is lost.
+	// is lost; unless given, check derives it from the timings.
 	killGrace   time.Duration
 	httpAddress string // "" for none
 	// timeout bounds the wait to lead (0: for ever); nonblock gives up
 	// as soon as the record names another holder.
 	timeout  time.Duration
 	nonblock bool
+	log      logConfig
+	// verbose is --log-level info.
+	verbose bool
 	// command is CMD and its arguments; path is CMD as found in $PATH.
+	// check sets both.
 	command []string
 	path    string
 }
+
+// newLockConfig returns lock's configuration at its defaults, its flags
+// bound in set: the election flags the sidecar has, and lock's own.
+func newLockConfig() *lockConfig {
+	c := &lockConfig{set: newFlagSet("sidecar lock")}
+	fs := c.set
+	fs.SetInterspersed(false) // the first word that is not a flag is CMD
+	c.election.addElection(fs)
+	fs.DurationVar(&c.killGrace, "kill-grace", 0, "after leadership is lost (or a release or hand-off is asked for), how long CMD has between SIGTERM and SIGKILL; at most three quarters of --lease-duration minus --renew-deadline (default: half of it, so CMD is killed at the latest by halfway between the end of the claim and the earliest instant another candidate may lead)")
+	fs.StringVar(&c.httpAddress, "http-address", "", "serve the app API (GET /leader, /leader/watch, ...) of this candidate on a loopback address, e.g. 127.0.0.1:4040 (default: off)")
+	fs.DurationVar(&c.timeout, "timeout", 0, "wait at most this long to lead; if it does not, exit 124 without running CMD (default: wait for ever)")
+	fs.BoolVarP(&c.nonblock, "nonblock", "n", false, "if another candidate holds the lock, exit 124 at once without running CMD, as flock -n does")
+	c.election.addStore(fs)
+	c.log.add(fs, "warn")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what the lock does (--log-level info); by default it logs only warnings and errors")
+	documentEnv(fs)
+	return c
+}
+
+// check checks every setting and CMD, and resolves what depends on the
+// environment (see electionConfig.check). Its error names the flag and
+// the rule it broke; a CMD that cannot be found is a *commandError.
+func (c *lockConfig) check(environ []string) error {
+	if err := c.election.check(environ); err != nil {
+		return err
+	}
+	if c.verbose {
+		if c.set.Changed("log-level") {
+			return errors.New("--verbose: is --log-level info; give one of them")
+		}
+		c.log.level = "info"
+	}
+	if err := c.log.check(); err != nil {
+		return err
+	}
+	if c.set.Changed("timeout") && c.timeout <= 0 {
+		return fmt.Errorf("--timeout: must be greater than 0 (for no wait at all, --nonblock), got %v", c.timeout)
+	}
+	switch most := maxKillGrace(c.election); {
+	case !c.set.Changed("kill-grace"):
+		c.killGrace = defaultKillGrace(c.election)
+	case c.killGrace < 0:
+		return fmt.Errorf("--kill-grace: must not be negative, got %v", c.killGrace)
+	case c.killGrace > most:
+		return fmt.Errorf("--kill-grace: must be at most %v (three quarters of --lease-duration minus --renew-deadline), "+
+			"so that CMD is killed with a margin before another candidate may lead; got %v (raise --lease-duration for a longer grace)",
+			most, c.killGrace)
+	}
+	if c.httpAddress != "" {
+		if err := checkAddress("--http-address", c.httpAddress); err != nil {
+			return err
+		}
+		if !loopbackAddress(c.httpAddress) {
+			return fmt.Errorf("--http-address: must be a loopback address (127.0.0.0/8, [::1] or localhost), got %q", c.httpAddress)
+		}
+	}
+	c.command = c.set.Args()
+	if len(c.command) == 0 || c.command[0] == "" {
+		return errNoCommand
+	}
+	path, err := exec.LookPath(c.command[0])
+	if err != nil {
+		return &commandError{err}
+	}
+	c.path = path
+	return nil
+}
+
+// errNoCommand: sidecar lock was given no CMD.
+var errNoCommand = errors.New("no command: want sidecar lock [flags] -- CMD [ARGS...]")
 
 // After a renewal that starts at s and is the last to succeed, the lock
 // stops claiming at s + renew deadline and sends CMD SIGTERM then; another
@@ -181,61 +213,6 @@ func defaultKillGrace(el electionConfig) time.Duration {
 // lease duration minus renew deadline, leaving a quarter as the margin.
 func maxKillGrace(el electionConfig) time.Duration {
 	return (el.leaseDuration - el.renewDeadline) * 3 / 4
-}
-
-// errNoCommand: sidecar lock was given no CMD.
-var errNoCommand = errors.New("no command: want sidecar lock [flags] -- CMD [ARGS...]")
-
-// config checks every flag and CMD. Its error names the flag and the rule
-// it broke; a CMD that cannot be found is a *commandError.
-func (f *lockFlags) config(environ []string) (lockConfig, error) {
-	el, err := f.election.config(environ)
-	if err != nil {
-		return lockConfig{}, err
-	}
-	if f.verbose {
-		if f.set.Changed("log-level") {
-			return lockConfig{}, errors.New("--verbose: is --log-level info; give one of them")
-		}
-		f.log.level = "info"
-	}
-	lc, err := f.log.config()
-	if err != nil {
-		return lockConfig{}, err
-	}
-	if f.set.Changed("timeout") && f.timeout <= 0 {
-		return lockConfig{}, fmt.Errorf("--timeout: must be greater than 0 (for no wait at all, --nonblock), got %v", f.timeout)
-	}
-	killGrace := defaultKillGrace(el)
-	if f.set.Changed("kill-grace") {
-		if f.killGrace < 0 {
-			return lockConfig{}, fmt.Errorf("--kill-grace: must not be negative, got %v", f.killGrace)
-		}
-		if most := maxKillGrace(el); f.killGrace > most {
-			return lockConfig{}, fmt.Errorf("--kill-grace: must be at most %v (three quarters of --lease-duration minus --renew-deadline), "+
-				"so that CMD is killed with a margin before another candidate may lead; got %v (raise --lease-duration for a longer grace)",
-				most, f.killGrace)
-		}
-		killGrace = f.killGrace
-	}
-	if f.httpAddress != "" {
-		if err := checkAddress("--http-address", f.httpAddress); err != nil {
-			return lockConfig{}, err
-		}
-		if !loopbackAddress(f.httpAddress) {
-			return lockConfig{}, fmt.Errorf("--http-address: must be a loopback address (127.0.0.0/8, [::1] or localhost), got %q", f.httpAddress)
-		}
-	}
-	command := f.set.Args()
-	if len(command) == 0 || command[0] == "" {
-		return lockConfig{}, errNoCommand
-	}
-	path, err := exec.LookPath(command[0])
-	if err != nil {
-		return lockConfig{}, &commandError{err}
-	}
-	return lockConfig{election: el, log: lc, killGrace: killGrace, httpAddress: f.httpAddress,
-		timeout: f.timeout, nonblock: f.nonblock, command: command, path: path}, nil
 }
 
 // commandError is a CMD that cannot be run: not found (exit status 127,
@@ -294,44 +271,52 @@ func commandEnv(environ []string, st election.Status, lease string) []string {
 	return append(env, add...)
 }
 
-// lockUsage is what sidecar lock --help prints above the flags.
-const lockUsage = `Usage: sidecar lock [flags] -- CMD [ARGS...]
+// locker is sidecar lock, built from its config.
+type locker struct {
+	cfg     lockConfig
+	p       process
+	log     *slog.Logger
+	elector *election.Elector
+	lease   string   // what is elected, as /leader names it
+	servers []server // the app API if --http-address, else none
+	// stepDowns are the app API's releases and hand-offs, which run only
+	// after CMD has been stopped.
+	stepDowns *stepDownGate
+	// streamsDone is closed to end the open /leader/watch streams.
+	streamsDone chan struct{}
+	close       func()
+}
 
-Joins the election with the same backend and election flags as the
-sidecar, waits until it leads, then runs CMD with these variables added to
-its environment:
-
-  LEADER_SIDECAR_TOKEN        the fencing token of this term; attach it to every write
-  LEADER_SIDECAR_IDENTITY     this candidate's identity, as the record names it
-  LEADER_SIDECAR_VALID_UNTIL  the end of the claim when CMD started (RFC 3339); renewed while CMD runs
-  LEADER_SIDECAR_LEASE        what is elected: <namespace>/<name> (lease) or <name> (sqlite)
-
-It keeps renewing while CMD runs. If leadership is lost (the claim lapses,
-another term begins, the SQLite file is deleted or replaced) CMD's process
-group gets SIGTERM, then SIGKILL after --kill-grace (default: half of
---lease-duration minus --renew-deadline, so SIGKILL is sent at the latest
-by halfway between the end of the claim and the earliest instant another
-candidate may lead). SIGTERM, SIGINT and SIGHUP sent to sidecar lock are
-passed on to CMD. When CMD exits, whatever is left of its process group is
-killed and the lease is released, so the next sidecar lock on the election
-starts at once. POST /leader/release and /leader/handoff on --http-address
-stop CMD the same way (SIGTERM, SIGKILL after --kill-grace) before they
-release or hand off; the lock then exits with CMD's status. If sidecar lock
-itself is killed, CMD's whole process group is killed at once, what CMD
-started in the background too (Linux only, through a guardian process
-between the lock and CMD; not what CMD moved out of its group).
-
-It waits for ever to lead, unless --timeout (give up after that long) or
---nonblock (give up at once if the record names another holder, as
-flock -n does). It logs only warnings and errors unless --verbose.
-
-Exit status: CMD's own; 128+n if CMD was killed by signal n; 1 if
-leadership was lost while CMD ran (whatever CMD then returned), or the
-store cannot be opened or was lost before CMD started; 2 for invalid flags
-or no CMD; 124 if it did not lead within --timeout or --nonblock found
-another holder (CMD never ran); 126 if CMD cannot be run, 127 if it is not
-found; 128+n if signal n arrived before CMD started.
-`
+// buildLocker opens the store (and the app API if asked) and builds an
+// elector that releases the lease when it is stopped. The app API's
+// release and hand-off go through the locker (see stepDown).
+func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logger) (*locker, error) {
+	el := cfg.election
+	st, err := openStore(ctx, el, newKubeClient(el), log)
+	if err != nil {
+		return nil, err
+	}
+	ec := el.electorConfig(st.backend, log)
+	ec.ReleaseOnCancel = true
+	elector, err := election.New(ec)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	streamsDone := make(chan struct{})
+	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
+	// A step-down waits for CMD to stop (at most --kill-grace), then writes.
+	opts := httpapi.Options{Done: streamsDone, ReleaseTimeout: cfg.killGrace + 2*el.renewDeadline}
+	gate := newStepDownGate()
+	api := httpapi.NewAppHandler(lockElector{elector, gate}, info, opts)
+	servers, err := listen(log, []listener{{"app", cfg.httpAddress, api}})
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	return &locker{cfg: cfg, p: p, log: log, elector: elector, lease: st.lease,
+		servers: servers, stepDowns: gate, streamsDone: streamsDone, close: st.close}, nil
+}
 
 // electionRun is the elector's Run in its goroutine.
 type electionRun struct {

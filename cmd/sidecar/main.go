@@ -133,3 +133,8 @@ func currentVersion() string {
 	}
 	return "devel"
 }
+
+func printVersion(p process) int {
+	fmt.Fprintf(p.stdout, "sidecar %s\n", currentVersion())
+	return 0
+}

@@ -32,6 +32,81 @@ func serve(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
 	return parts.run(ctx)
 }
 
+// sidecarParts is everything the sidecar runs, built from its config.
+type sidecarParts struct {
+	cfg       sidecarConfig
+	log       *slog.Logger
+	elector   *election.Elector
+	publisher *podreadiness.Publisher // nil unless the mode PublishesOnPod
+	appGate   *appGate                // nil without --app-health-url
+	servers   []server
+	// streamsDone is closed to end the open /leader/watch streams.
+	streamsDone chan struct{}
+	close       func()
+}
+
+// buildSidecar opens the store and the listeners and builds the elector.
+// The listeners are bound before the sidecar joins the election, so a
+// port conflict stops it early. On error nothing is left open.
+func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *sidecarParts, err error) {
+	el := cfg.election
+	m := metrics.New(metrics.Info{Lease: el.leaseName, Version: currentVersion(), Backend: el.backend})
+	kube := newKubeClient(el)
+	publisher, err := podPublisher(cfg, kube, log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, el, kube, log)
+	if err != nil {
+		return nil, err
+	}
+	events, stopEvents := eventRecorder(cfg, st, kube, log)
+	closeAll := func() { stopEvents(); st.close() }
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+
+	observers := []election.Observer{m}
+	if events != nil {
+		observers = append(observers, events)
+	}
+	if publisher != nil {
+		observers = append(observers, publisher)
+	}
+	ec := el.electorConfig(m.InstrumentBackend(withTestHooks(st.backend)), log)
+	ec.ReleaseOnCancel = cfg.releaseOnShutdown && publisher == nil
+	ec.ReleaseHoldOff = cfg.releaseHoldOff
+	ec.Observer = election.Observers(observers...)
+	elector, err := election.New(ec)
+	if err != nil {
+		return nil, err
+	}
+	m.WatchStatus(elector)
+
+	streamsDone := make(chan struct{})
+	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
+	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: el.renewDeadline, AnyHost: cfg.exposeAppAPI()}
+	var gate *appGate
+	if cfg.appHealth.url != "" {
+		if gate, err = newAppGate(cfg.appHealth, elector, events, el.renewDeadline, log); err != nil {
+			return nil, err
+		}
+		m.WatchAppHealth(gate.Healthy)
+		opts.AppHealthy = gate.Healthy
+	}
+	servers, err := listen(log, []listener{
+		{"app", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
+		{"ops", cfg.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &sidecarParts{cfg: cfg, log: log, elector: elector, publisher: publisher, appGate: gate,
+		servers: servers, streamsDone: streamsDone, close: closeAll}, nil
+}
+
 // run serves and runs the election until ctx ends, a server fails or the
 // store is lost; then it stops claiming, releases (if configured), and
 // shuts the servers down.
@@ -100,93 +175,11 @@ func (p *sidecarParts) unmarkThenRelease(waitPublisher func()) {
 	}
 }
 
-// sidecarParts is everything the sidecar runs, built from its config.
-type sidecarParts struct {
-	cfg       sidecarConfig
-	log       *slog.Logger
-	elector   *election.Elector
-	publisher *podreadiness.Publisher // nil unless pod-condition or label
-	appGate   *appGate                // nil without --app-health-url
-	servers   []server
-	// streamsDone is closed to end the open /leader/watch streams.
-	streamsDone chan struct{}
-	close       func()
-}
-
-// buildSidecar opens the store and the listeners and builds the elector.
-// The listeners are bound before the sidecar joins the election, so a
-// port conflict stops it early. On error nothing is left open.
-func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *sidecarParts, err error) {
-	el := cfg.election
-	m := metrics.New(metrics.Info{Lease: el.leaseName, Version: currentVersion(), Backend: el.backend})
-	kube := newKubeClient(el)
-	publisher, err := podPublisher(cfg, kube, log)
-	if err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, el, kube, log)
-	if err != nil {
-		return nil, err
-	}
-	events, stopEvents := eventRecorder(cfg, st, kube, log)
-	closeAll := func() { stopEvents(); st.close() }
-	defer func() {
-		if err != nil {
-			closeAll()
-		}
-	}()
-
-	observers := []election.Observer{m}
-	if events != nil {
-		observers = append(observers, events)
-	}
-	if publisher != nil {
-		observers = append(observers, publisher)
-	}
-	elector, err := election.New(election.Config{
-		Backend:         m.InstrumentBackend(withTestHooks(st.backend)),
-		Identity:        el.identity,
-		LeaseDuration:   el.leaseDuration,
-		RenewDeadline:   el.renewDeadline,
-		RetryPeriod:     el.retryPeriod,
-		RenewInterval:   el.renewInterval,
-		ReleaseOnCancel: cfg.releaseOnShutdown && publisher == nil,
-		ReleaseHoldOff:  cfg.releaseHoldOff,
-		Logger:          log,
-		Observer:        election.Observers(observers...),
-	})
-	if err != nil {
-		return nil, err
-	}
-	m.WatchStatus(elector)
-
-	streamsDone := make(chan struct{})
-	info := httpapi.Info{Lease: st.lease, Backend: el.backend}
-	opts := httpapi.Options{Metrics: m.Handler(), Done: streamsDone, ReleaseTimeout: el.renewDeadline, AnyHost: cfg.exposeAppAPI}
-	var gate *appGate
-	if cfg.appHealth.url != "" {
-		if gate, err = newAppGate(cfg.appHealth, elector, events, el.renewDeadline, log); err != nil {
-			return nil, err
-		}
-		m.WatchAppHealth(gate.Healthy)
-		opts.AppHealthy = gate.Healthy
-	}
-	servers, err := listen(log, []listener{
-		{"app", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
-		{"ops", cfg.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &sidecarParts{cfg: cfg, log: log, elector: elector, publisher: publisher, appGate: gate,
-		servers: servers, streamsDone: streamsDone, close: closeAll}, nil
-}
-
-// podPublisher returns the publisher of --readiness-mode pod-condition or
-// label, or nil in the other modes.
+// podPublisher returns the publisher of a --readiness-mode that
+// PublishesOnPod (pod-condition, label), or nil in the other modes.
 func podPublisher(cfg sidecarConfig, kube *kubeClient, log *slog.Logger) (*podreadiness.Publisher, error) {
 	mode := cfg.readiness
-	if mode != podreadiness.ModePodCondition && mode != podreadiness.ModeLabel {
+	if !mode.PublishesOnPod() {
 		return nil, nil
 	}
 	client, err := kube.forOthers()
