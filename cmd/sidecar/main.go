@@ -9,10 +9,18 @@
 // lock starts the binary again as its command's guardian (guardianArg, not
 // listed in --help; see guardian_linux.go). "sidecar check" checks the
 // sidecar's flags and environment on the sidecar's own path and prints the
-// result (see runCheck). Every command goes one way: flags
-// and LEADER_SIDECAR_* variables are parsed and checked into one config
-// value, the parts are built from it, then the lifecycle runs. The sidecar
-// and sidecar lock share the flags of the election and check them alike.
+// result (see runCheck). "sidecar reset" clears an SQLite election's
+// record (see runReset).
+//
+// Every command goes one way: its flags are bound straight into one config
+// value, a struct per concern with each flag's default, help and check
+// side by side; LEADER_SIDECAR_* variables fill the flags not given; the
+// value checks itself, the parts are built from it, then the lifecycle
+// runs. The sidecar and sidecar lock share the election's settings
+// (electionConfig) and check them alike. A command is in a file of its
+// own: the sidecar in sidecar.go (its settings) and serve.go (its parts
+// and lifecycle), lock.go, check.go, reset.go, and client.go for probe
+// and handoff.
 //
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the
