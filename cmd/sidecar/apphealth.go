@@ -18,22 +18,8 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
-// appHealthFlags gate candidacy on the app's own health endpoint.
-type appHealthFlags struct {
-	url      string
-	period   time.Duration
-	failures int
-	timeout  time.Duration
-}
-
-func (f *appHealthFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "app-health-url", "", "the app's own health endpoint on loopback, e.g. http://127.0.0.1:8080/healthz: while it fails, this replica neither leads nor contends (default: no check)")
-	fs.DurationVar(&f.period, "app-health-period", apphealth.DefaultPeriod, "time between two checks of --app-health-url")
-	fs.IntVar(&f.failures, "app-health-failures", apphealth.DefaultThreshold, "checks in a row that must fail before the app counts as unhealthy, and succeed before it counts as healthy again")
-	fs.DurationVar(&f.timeout, "app-health-timeout", apphealth.DefaultTimeout, "timeout of one check of --app-health-url")
-}
-
-// appHealthConfig is the checked app health gate; url "" means none.
+// appHealthConfig gates candidacy on the app's own health endpoint; url
+// "" means no gate.
 type appHealthConfig struct {
 	url      string
 	period   time.Duration
@@ -41,45 +27,51 @@ type appHealthConfig struct {
 	timeout  time.Duration
 }
 
-// config checks the flags. The URL must be http(s) on loopback (the app
-// next to the sidecar) and must not be one of the sidecar's own listeners:
-// gating on the Pod's own readiness would deadlock with leader-only
-// readiness, where only the leader is Ready.
-func (f *appHealthFlags) config(sidecarAddresses ...string) (appHealthConfig, error) {
-	c := appHealthConfig{url: f.url, period: f.period, failures: f.failures, timeout: f.timeout}
-	if f.url == "" {
-		return c, nil
+func (c *appHealthConfig) add(fs *pflag.FlagSet) {
+	fs.StringVar(&c.url, "app-health-url", "", "the app's own health endpoint on loopback, e.g. http://127.0.0.1:8080/healthz: while it fails, this replica neither leads nor contends (default: no check)")
+	fs.DurationVar(&c.period, "app-health-period", apphealth.DefaultPeriod, "time between two checks of --app-health-url")
+	fs.IntVar(&c.failures, "app-health-failures", apphealth.DefaultThreshold, "checks in a row that must fail before the app counts as unhealthy, and succeed before it counts as healthy again")
+	fs.DurationVar(&c.timeout, "app-health-timeout", apphealth.DefaultTimeout, "timeout of one check of --app-health-url")
+}
+
+// check checks the gate, if there is one. The URL must be http(s) on
+// loopback (the app next to the sidecar) and must not be one of the
+// sidecar's own listeners: gating on the Pod's own readiness would
+// deadlock with leader-only readiness, where only the leader is Ready.
+func (c *appHealthConfig) check(sidecarAddresses ...string) error {
+	if c.url == "" {
+		return nil
 	}
-	u, err := url.Parse(f.url)
+	u, err := url.Parse(c.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("--app-health-url: must be an http:// or https:// URL such as http://127.0.0.1:8080/healthz, got %q", f.url)
+		return fmt.Errorf("--app-health-url: must be an http:// or https:// URL such as http://127.0.0.1:8080/healthz, got %q", c.url)
 	}
 	if !httpapi.IsLoopbackHost(u.Hostname()) {
-		return c, fmt.Errorf("--app-health-url: must name a loopback host (127.0.0.0/8, [::1] or localhost): the app next to this sidecar, got %q", u.Hostname())
+		return fmt.Errorf("--app-health-url: must name a loopback host (127.0.0.0/8, [::1] or localhost): the app next to this sidecar, got %q", u.Hostname())
 	}
 	port := map[string]int{"http": 80, "https": 443}[strings.ToLower(u.Scheme)]
 	if u.Port() != "" {
 		// url.Parse leaves digits only; the number is what is dialled.
 		if port, err = strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
-			return c, fmt.Errorf("--app-health-url: port %q is not a port number from 1 to 65535", u.Port())
+			return fmt.Errorf("--app-health-url: port %q is not a port number from 1 to 65535", u.Port())
 		}
 	}
 	for _, addr := range sidecarAddresses {
 		if _, p, err := net.SplitHostPort(addr); err == nil {
 			if n, err := strconv.Atoi(p); err == nil && n == port {
-				return c, fmt.Errorf("--app-health-url: port %d is this sidecar's own listener (%s): give the app's health endpoint, never the sidecar's or the Pod's readiness", port, addr)
+				return fmt.Errorf("--app-health-url: port %d is this sidecar's own listener (%s): give the app's health endpoint, never the sidecar's or the Pod's readiness", port, addr)
 			}
 		}
 	}
 	switch {
-	case f.period <= 0:
-		return c, fmt.Errorf("--app-health-period: must be greater than 0, got %v", f.period)
-	case f.failures < 1:
-		return c, fmt.Errorf("--app-health-failures: must be at least 1, got %d", f.failures)
-	case f.timeout <= 0:
-		return c, fmt.Errorf("--app-health-timeout: must be greater than 0, got %v", f.timeout)
+	case c.period <= 0:
+		return fmt.Errorf("--app-health-period: must be greater than 0, got %v", c.period)
+	case c.failures < 1:
+		return fmt.Errorf("--app-health-failures: must be at least 1, got %d", c.failures)
+	case c.timeout <= 0:
+		return fmt.Errorf("--app-health-timeout: must be greater than 0, got %v", c.timeout)
 	}
-	return c, nil
+	return nil
 }
 
 // appGate takes the elector out of the election while the app is

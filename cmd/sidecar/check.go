@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
@@ -37,7 +36,7 @@ func runCheck(_ context.Context, p process, args []string) int {
 	for _, w := range unknownEnv(p.environ) {
 		fmt.Fprintf(p.stderr, "sidecar check: warning: %s\n", w)
 	}
-	if cfg.exposeAppAPI {
+	if cfg.exposeAppAPI() {
 		fmt.Fprintf(p.stderr, "sidecar check: warning: %s (address %s)\n", exposedAppAPIWarning, cfg.httpAddress)
 	}
 	for _, s := range cfg.settings() {
@@ -53,19 +52,15 @@ type setting struct{ name, value string }
 // settings is the resolved configuration in the order of the sidecar's
 // flags (--http-allow-remote is told with --http-address), then the Pod.
 // It holds no secret: the userinfo of --app-health-url is redacted.
-func (c sidecarConfig) settings() []setting {
+func (c *sidecarConfig) settings() []setting {
 	el := c.election
 	appAPI := c.httpAddress + " (loopback only)"
-	if c.exposeAppAPI {
+	if c.exposeAppAPI() {
 		appAPI = c.httpAddress + " (beyond loopback, unauthenticated: --http-allow-remote)"
 	}
 	holdOff := c.releaseHoldOff.String()
 	if c.releaseHoldOff == 0 {
 		holdOff = el.leaseDuration.String() + " (--lease-duration)"
-	}
-	logFormat := "text"
-	if c.log.json {
-		logFormat = "json"
 	}
 	s := []setting{
 		{"backend", el.backend},
@@ -95,8 +90,8 @@ func (c sidecarConfig) settings() []setting {
 		{"app-health-period", c.appHealth.period.String()},
 		{"app-health-failures", strconv.Itoa(c.appHealth.failures)},
 		{"app-health-timeout", c.appHealth.timeout.String()},
-		{"log-format", logFormat},
-		{"log-level", strings.ToLower(c.log.level.String())},
+		{"log-format", c.log.format},
+		{"log-level", c.log.level},
 	}
 	pod := el.pod
 	return append(s, setting{"pod", fmt.Sprintf("POD_NAME=%q POD_NAMESPACE=%q POD_UID=%q", pod.name, pod.namespace, pod.uid)})

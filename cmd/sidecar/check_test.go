@@ -62,7 +62,7 @@ func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
 	// Every flag of the sidecar, in its order (--http-allow-remote is told
 	// with --http-address; --version is no setting).
 	var flags []string
-	newSidecarFlags().set.VisitAll(func(f *pflag.Flag) {
+	newSidecarConfig().set.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "version" && f.Name != "http-allow-remote" {
 			flags = append(flags, f.Name)
 		}

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -89,7 +93,7 @@ func unknownEnv(environ []string) []string {
 // variables sidecar lock gives its command.
 func knownEnvNames() map[string]bool {
 	known := map[string]bool{envName("version"): true}
-	for _, fs := range []*pflag.FlagSet{newSidecarFlags().set, newLockFlags().set} {
+	for _, fs := range []*pflag.FlagSet{newSidecarConfig().set, newLockConfig().set} {
 		fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
 	}
 	for _, name := range lockEnvNames {
@@ -105,4 +109,35 @@ func lookup(environ []string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// The checks that the commands share. Each error names the flag and the
+// rule it broke.
+
+// oneOf is the error of a flag that is not one of its allowed values.
+func oneOf[S ~string](flag string, got S, allowed []S) error {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return fmt.Errorf("%s: must be one of %s, got %q", flag, strings.Join(names, ", "), got)
+}
+
+// checkAddress checks that addr is host:port with a port number.
+func checkAddress(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s: must be host:port, got %q", flag, addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%s: port must be a number from 0 to 65535, got %q", flag, port)
+	}
+	return nil
+}
+
+// loopbackAddress reports whether a valid host:port listens on loopback
+// only. An empty host (":4040") listens on every interface.
+func loopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && httpapi.IsLoopbackHost(host)
 }

@@ -14,32 +14,35 @@ var (
 	logLevels  = []string{"debug", "info", "warn", "error"}
 )
 
-// logFlags are the logging flags every long-running command shares.
-type logFlags struct {
+// logConfig is how a command logs: the logging flags every long-running
+// command shares.
+type logConfig struct {
+	// format is text or json; level is debug, info, warn or error.
 	format, level string
 }
 
 // add adds --log-format and --log-level, whose default is level.
-func (f *logFlags) add(fs *pflag.FlagSet, level string) {
-	fs.StringVar(&f.format, "log-format", "text", "log format: text or json")
-	fs.StringVar(&f.level, "log-level", level, "log level: debug, info, warn or error")
+func (c *logConfig) add(fs *pflag.FlagSet, level string) {
+	fs.StringVar(&c.format, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.level, "log-level", level, "log level: debug, info, warn or error")
 }
 
-// logConfig is how a command logs, checked.
-type logConfig struct {
-	json  bool
-	level slog.Level
-}
-
-func (f *logFlags) config() (logConfig, error) {
-	if !slices.Contains(logFormats, f.format) {
-		return logConfig{}, oneOf("--log-format", f.format, logFormats)
+func (c *logConfig) check() error {
+	if !slices.Contains(logFormats, c.format) {
+		return oneOf("--log-format", c.format, logFormats)
 	}
 	var level slog.Level
-	if !slices.Contains(logLevels, f.level) || level.UnmarshalText([]byte(f.level)) != nil {
-		return logConfig{}, oneOf("--log-level", f.level, logLevels)
+	if !slices.Contains(logLevels, c.level) || level.UnmarshalText([]byte(c.level)) != nil {
+		return oneOf("--log-level", c.level, logLevels)
 	}
-	return logConfig{json: f.format == "json", level: level}, nil
+	return nil
+}
+
+// slogLevel is the level as slog's (check has made sure it is one).
+func (c *logConfig) slogLevel() slog.Level {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.level))
+	return level
 }
 
 // newLogger returns the command's logger and sends client-go's klog output
@@ -47,9 +50,9 @@ func (f *logFlags) config() (logConfig, error) {
 // duration strings ("15s", "1.5s") in both formats: slog's JSON handler
 // would write them as integer nanoseconds.
 func newLogger(c logConfig, w io.Writer) *slog.Logger {
-	hopts := &slog.HandlerOptions{Level: c.level, ReplaceAttr: durationsAsStrings}
+	hopts := &slog.HandlerOptions{Level: c.slogLevel(), ReplaceAttr: durationsAsStrings}
 	var log *slog.Logger
-	if c.json {
+	if c.format == "json" {
 		log = slog.New(slog.NewJSONHandler(w, hopts))
 	} else {
 		log = slog.New(slog.NewTextHandler(w, hopts))

@@ -14,7 +14,7 @@ import (
 // top level, inside groups, and from slog.Any; other values are untouched.
 func TestJSONLogsWriteDurationsAsStrings(t *testing.T) {
 	var buf bytes.Buffer
-	log := newLogger(logConfig{json: true, level: slog.LevelInfo}, &buf)
+	log := newLogger(logConfig{format: "json", level: "info"}, &buf)
 	log.Info("timings", "leaseDuration", 15*time.Second, "wait", 1500*time.Millisecond, "count", 3,
 		slog.Group("retry", "period", 2*time.Second), slog.Any("deadline", 10*time.Second))
 	log.With("lease", time.Minute).Info("with")
@@ -48,7 +48,7 @@ func TestJSONLogsWriteDurationsAsStrings(t *testing.T) {
 
 func TestTextLogsWriteDurationsAsStrings(t *testing.T) {
 	var buf bytes.Buffer
-	newLogger(logConfig{level: slog.LevelInfo}, &buf).Info("timings", "leaseDuration", 15*time.Second)
+	newLogger(logConfig{format: "text", level: "info"}, &buf).Info("timings", "leaseDuration", 15*time.Second)
 	if !strings.Contains(buf.String(), "leaseDuration=15s") {
 		t.Fatalf("got %q", buf.String())
 	}

@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
 // runSidecar is "sidecar [flags]": parse and check the flags and
@@ -28,7 +33,7 @@ func runSidecar(ctx context.Context, p process, args []string) int {
 	for _, w := range unknownEnv(p.environ) {
 		log.Warn(w)
 	}
-	if cfg.exposeAppAPI {
+	if cfg.exposeAppAPI() {
 		log.Warn(exposedAppAPIWarning, "address", cfg.httpAddress)
 	}
 	ctx, stop := context.WithCancel(ctx)
@@ -48,35 +53,37 @@ const exposedAppAPIWarning = "the app API is served beyond loopback (--http-allo
 	"and can POST /leader/release to push this replica out of the election"
 
 // parseSidecar parses the sidecar's flags, then its LEADER_SIDECAR_*
-// variables, and checks them into a sidecarConfig: the one path of the
+// variables, and checks them (sidecarConfig.check): the one path of the
 // sidecar and of sidecar check, so check refuses exactly what the sidecar
 // refuses. On --help (usage above the flags) or --version it writes the
 // answer to p.stdout and returns answered; an error is the one-line
 // refusal, which names the flag or the variable; takes says, after an
 // unexpected argument, what the command takes.
-func parseSidecar(p process, args []string, usage, takes string) (cfg sidecarConfig, answered bool, err error) {
-	f := newSidecarFlags()
-	err = parseArgs(f.set, args, usage, p.stdout)
+func parseSidecar(p process, args []string, usage, takes string) (_ sidecarConfig, answered bool, err error) {
+	cfg := newSidecarConfig()
+	err = parseArgs(cfg.set, args, usage, p.stdout)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
-		return cfg, true, nil
-	case err == nil && f.version:
+		return sidecarConfig{}, true, nil
+	case err == nil && cfg.version:
 		printVersion(p)
-		return cfg, true, nil
-	case err == nil && f.set.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q: %s", f.set.Arg(0), takes)
+		return sidecarConfig{}, true, nil
+	case err == nil && cfg.set.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q: %s", cfg.set.Arg(0), takes)
 	case err == nil:
-		err = applyEnv(f.set, p.environ)
+		err = applyEnv(cfg.set, p.environ)
 	}
-	if err == nil && f.version { // LEADER_SIDECAR_VERSION=true
+	if err == nil && cfg.version { // LEADER_SIDECAR_VERSION=true
 		printVersion(p)
-		return cfg, true, nil
+		return sidecarConfig{}, true, nil
+	}
+	if err == nil {
+		err = cfg.check(p.environ)
 	}
 	if err != nil {
-		return cfg, false, err
+		return sidecarConfig{}, false, err
 	}
-	cfg, err = f.config(p.environ)
-	return cfg, false, err
+	return *cfg, false, nil
 }
 
 // stopOnSignals calls stop on the first signal (stop claiming, release,
@@ -92,7 +99,106 @@ func stopOnSignals(p process, stop func()) {
 	os.Exit(1)
 }
 
-func printVersion(p process) int {
-	fmt.Fprintf(p.stdout, "sidecar %s\n", currentVersion())
-	return 0
+// sidecarConfig is the sidecar's whole configuration: newSidecarConfig
+// binds its flags straight into it (each flag's default and help beside
+// the field), check validates and resolves it in place. The sidecar is
+// built from it alone.
+type sidecarConfig struct {
+	// set holds the sidecar's flags, bound to the fields below.
+	set               *pflag.FlagSet
+	election          electionConfig
+	releaseHoldOff    time.Duration
+	releaseOnShutdown bool
+	httpAddress       string
+	// httpAllowRemote lets httpAddress be beyond loopback (exposeAppAPI).
+	httpAllowRemote bool
+	opsAddress      string // "" for none
+	events          bool
+	readiness       podreadiness.Mode
+	// conditionType and roleLabel name what pod-condition and label
+	// modes keep on the Pod.
+	conditionType string
+	roleLabel     string
+	// appHealth gates candidacy on the app's health; url "" for none.
+	appHealth appHealthConfig
+	log       logConfig
+	version   bool
+}
+
+// newSidecarConfig returns the sidecar's configuration at its defaults,
+// its flags bound in set: the election flags every command that joins an
+// election shares, then the sidecar's own.
+func newSidecarConfig() *sidecarConfig {
+	c := &sidecarConfig{set: newFlagSet("sidecar")}
+	fs := c.set
+	c.election.addElection(fs)
+	fs.DurationVar(&c.releaseHoldOff, "release-hold-off", 0, "how long POST /leader/release keeps this candidate out of the election (default: --lease-duration)")
+	fs.BoolVar(&c.releaseOnShutdown, "release-on-shutdown", true, "release the lease on SIGTERM/SIGINT/SIGHUP so a standby takes over at once; safe only if the app stops acting as leader first")
+	fs.StringVar(&c.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API; must be loopback (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote")
+	fs.BoolVar(&c.httpAllowRemote, "http-allow-remote", false, "allow a non-loopback --http-address. Risky: the app API is unauthenticated, so anyone who can reach the address reads the leader's identity and fencing token from GET /leader and can POST /leader/release to push this replica out of the election, replica after replica")
+	fs.StringVar(&c.opsAddress, "ops-address", "", "address of the read-only health, readiness and metrics listener, e.g. :8081 (default: off)")
+	c.election.addStore(fs)
+	fs.BoolVar(&c.events, "events", true, "record Kubernetes Events when this sidecar starts or stops leading (needs POD_NAME)")
+	fs.StringVar((*string)(&c.readiness), "readiness-mode", string(podreadiness.ModeNone), "publish leadership on the Pod: none, probe (use /leader/ready), pod-condition (for readinessGates) or label")
+	fs.StringVar(&c.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")
+	fs.StringVar(&c.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
+	c.appHealth.add(fs)
+	c.log.add(fs, "info")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	documentEnv(fs)
+	return c
+}
+
+// check checks every setting and resolves what depends on the
+// environment (see electionConfig.check). Its error names the flag and
+// the rule it broke.
+func (c *sidecarConfig) check(environ []string) error {
+	if err := c.election.check(environ); err != nil {
+		return err
+	}
+	if c.releaseHoldOff < 0 {
+		return fmt.Errorf("--release-hold-off: must not be negative, got %v", c.releaseHoldOff)
+	}
+	if err := checkAppAddress("--http-address", c.httpAddress, c.httpAllowRemote); err != nil {
+		return err
+	}
+	if c.opsAddress != "" {
+		if err := checkAddress("--ops-address", c.opsAddress); err != nil {
+			return err
+		}
+		if c.opsAddress == c.httpAddress && !strings.HasSuffix(c.opsAddress, ":0") {
+			return fmt.Errorf("--ops-address: must differ from --http-address (both %q)", c.opsAddress)
+		}
+	}
+	if !slices.Contains(podreadiness.Modes, c.readiness) {
+		return oneOf("--readiness-mode", c.readiness, podreadiness.Modes)
+	}
+	if errs := validation.IsQualifiedName(c.conditionType); len(errs) > 0 || !strings.Contains(c.conditionType, "/") {
+		return fmt.Errorf("--readiness-condition-type: must be a domain-qualified name such as example.com/leader, got %q", c.conditionType)
+	}
+	if errs := validation.IsQualifiedName(c.roleLabel); len(errs) > 0 {
+		return fmt.Errorf("--role-label: %q is not a valid label key: %s", c.roleLabel, strings.Join(errs, "; "))
+	}
+	if err := c.log.check(); err != nil {
+		return err
+	}
+	return c.appHealth.check(c.httpAddress, c.opsAddress)
+}
+
+// exposeAppAPI: the app API is deliberately served beyond loopback; its
+// POST then accepts any Host header, and start-up warns.
+func (c *sidecarConfig) exposeAppAPI() bool {
+	return c.httpAllowRemote && !loopbackAddress(c.httpAddress)
+}
+
+// checkAppAddress checks the address of an app API: host:port, and
+// loopback unless allowRemote.
+func checkAppAddress(flag, addr string, allowRemote bool) error {
+	if err := checkAddress(flag, addr); err != nil {
+		return err
+	}
+	if !allowRemote && !loopbackAddress(addr) {
+		return fmt.Errorf("%s: must be a loopback address (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote is given, got %q", flag, addr)
+	}
+	return nil
 }

@@ -26,13 +26,23 @@ const (
 	ModeLabel        Mode = "label"
 )
 
+// Modes is every mode, in the order the sidecar's --readiness-mode names
+// them: the one list the sidecar checks the flag against.
+var Modes = []Mode{ModeNone, ModeProbe, ModePodCondition, ModeLabel}
+
+// PublishesOnPod reports whether m keeps something on the Pod (a condition
+// or a label): the modes New accepts.
+func (m Mode) PublishesOnPod() bool {
+	return m == ModePodCondition || m == ModeLabel
+}
+
 // Config configures a Publisher.
 type Config struct {
 	Client *kubeclient.Client
 	// Namespace, Name and UID identify the Pod (Downward API). UID is
 	// required: it is the precondition of every patch.
 	Namespace, Name, UID string
-	// Mode is ModePodCondition or ModeLabel.
+	// Mode is one that PublishesOnPod: ModePodCondition or ModeLabel.
 	Mode Mode
 	// ConditionType is the Pod condition of ModePodCondition, e.g.
 	// "leader-sidecar.io/leader".
@@ -78,7 +88,7 @@ func New(cfg Config) (*Publisher, error) {
 		return nil, errors.New("podreadiness: a condition type is required in pod-condition mode")
 	case cfg.Mode == ModeLabel && cfg.LabelKey == "":
 		return nil, errors.New("podreadiness: a label key is required in label mode")
-	case cfg.Mode != ModePodCondition && cfg.Mode != ModeLabel:
+	case !cfg.Mode.PublishesOnPod():
 		return nil, fmt.Errorf("podreadiness: mode %q publishes nothing on the Pod", cfg.Mode)
 	}
 	if cfg.Logger == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -197,6 +198,32 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// New accepts exactly the modes that PublishesOnPod, and each of them is
+// in Modes: the sidecar checks --readiness-mode against Modes and builds a
+// Publisher for the modes that PublishesOnPod.
+func TestModesAgreeWithNew(t *testing.T) {
+	base := Config{Client: client, Namespace: "ns", Name: "p", UID: "u", LabelKey: label, ConditionType: condition}
+	accepted := 0
+	for _, mode := range append(slices.Clone(Modes), "", "leader-only") {
+		c := base
+		c.Mode = mode
+		p, err := New(c)
+		if (err == nil) != mode.PublishesOnPod() {
+			t.Errorf("mode %q: New returned %v, but PublishesOnPod is %v", mode, err, mode.PublishesOnPod())
+		}
+		if err == nil {
+			p.queue.ShutDown() // never Run: end the queue's goroutines
+			accepted++
+			if !slices.Contains(Modes, mode) {
+				t.Errorf("New accepts mode %q, which is not in Modes %q", mode, Modes)
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("New accepts none of Modes")
 	}
 }
 

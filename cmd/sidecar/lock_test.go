@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,19 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 // lockConfigOf parses and checks args and environ as sidecar lock does.
 func lockConfigOf(args, environ []string) (lockConfig, error) {
-	f := newLockFlags()
-	if err := f.set.Parse(args); err != nil {
+	c := newLockConfig()
+	if err := c.set.Parse(args); err != nil {
 		return lockConfig{}, err
 	}
-	if err := applyEnv(f.set, environ); err != nil {
+	if err := applyEnv(c.set, environ); err != nil {
 		return lockConfig{}, err
 	}
-	return f.config(environ)
+	if err := c.check(environ); err != nil {
+		return lockConfig{}, err
+	}
+	return *c, nil
 }
 
 func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
@@ -225,9 +230,37 @@ func TestLockWaitAndLogFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.timeout != c.timeout || cfg.nonblock != c.nonblock || cfg.log.level != c.level {
+			if cfg.timeout != c.timeout || cfg.nonblock != c.nonblock || cfg.log.slogLevel() != c.level {
 				t.Fatalf("timeout %v, nonblock %v, level %v; want %v, %v, %v",
-					cfg.timeout, cfg.nonblock, cfg.log.level, c.timeout, c.nonblock, c.level)
+					cfg.timeout, cfg.nonblock, cfg.log.slogLevel(), c.timeout, c.nonblock, c.level)
+			}
+		})
+	}
+}
+
+func TestLossReason(t *testing.T) {
+	running := &electionRun{done: make(chan struct{})}
+	stopped := &electionRun{done: make(chan struct{}), err: errors.New("sqlite: " + backend.ErrStoreLost.Error())}
+	close(stopped.done)
+	leading := election.Status{Leader: true, Identity: "me", Holder: "me", Token: 4}
+	cases := []struct {
+		name    string
+		st      election.Status
+		e       *electionRun
+		mention string // "" for not lost
+	}{
+		{"still leading the term", leading, running, ""},
+		{"a new term of its own", election.Status{Leader: true, Identity: "me", Holder: "me", Token: 5}, running, "a new term began (token 5)"},
+		{"another holder", election.Status{Identity: "me", Holder: "you"}, running, "the record now names you"},
+		{"the claim lapsed", election.Status{Identity: "me", Holder: "me"}, running, "the claim lapsed"},
+		{"released or removed", election.Status{Identity: "me"}, running, "the record was released or removed"},
+		{"the store was lost", leading, stopped, "the election stopped: sqlite: " + backend.ErrStoreLost.Error()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := lossReason(c.st, 4, c.e)
+			if (c.mention == "") != (got == "") || !strings.Contains(got, c.mention) {
+				t.Fatalf("lossReason = %q, want %q", got, c.mention)
 			}
 		})
 	}

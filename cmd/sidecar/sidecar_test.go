@@ -1,42 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 )
-
-func runArgs(t *testing.T, args []string, environ ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel() // a run that gets past validation stops at once
-	code = run(ctx, args, environ, &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-// sidecarConfigOf parses and checks args and environ as the sidecar does.
-func sidecarConfigOf(t *testing.T, args, environ []string) sidecarConfig {
-	t.Helper()
-	cfg, err := parseSidecarConfig(args, environ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-func parseSidecarConfig(args, environ []string) (sidecarConfig, error) {
-	f := newSidecarFlags()
-	if err := f.set.Parse(args); err != nil {
-		return sidecarConfig{}, err
-	}
-	if err := applyEnv(f.set, environ); err != nil {
-		return sidecarConfig{}, err
-	}
-	return f.config(environ)
-}
 
 func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 	cases := []struct {
@@ -107,116 +75,133 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 	}
 }
 
-func TestFlagBeatsEnvironmentBeatsDefault(t *testing.T) {
-	env := []string{"LEADER_SIDECAR_RETRY_PERIOD=1s", "LEADER_SIDECAR_LEASE_NAME=from-env"}
-	cfg := sidecarConfigOf(t, []string{"--lease-name", "from-flag"}, env)
-	el := cfg.election
-	if el.leaseName != "from-flag" || el.retryPeriod != time.Second || el.renewDeadline != 10*time.Second {
-		t.Fatalf("lease name %q, retry %v, renew %v", el.leaseName, el.retryPeriod, el.renewDeadline)
-	}
-}
-
-func TestRenewIntervalDefaultsToAThirdOfTheLease(t *testing.T) {
+// --version and --help answer before any validation: a misconfigured Pod
+// is exactly where someone runs kubectl exec ... /sidecar --version.
+func TestVersionAnswersBeforeValidation(t *testing.T) {
 	cases := []struct {
-		args, env []string
-		want      time.Duration
+		name string
+		args []string
+		env  []string
 	}{
-		{nil, nil, 5 * time.Second},
-		{[]string{"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"}, nil, time.Second},
-		{nil, []string{"LEADER_SIDECAR_LEASE_DURATION=30s", "LEADER_SIDECAR_RENEW_DEADLINE=20s"}, 10 * time.Second},
-		// A third of the lease would leave no room for a retry: half the room.
-		{[]string{"--renew-deadline", "14s", "--retry-period", "10s"}, nil, time.Second},
-		{[]string{"--renew-interval", "3s"}, []string{"LEADER_SIDECAR_RENEW_INTERVAL=4s"}, 3 * time.Second},
-		{nil, []string{"LEADER_SIDECAR_RENEW_INTERVAL=4s"}, 4 * time.Second},
-	}
-	for _, c := range cases {
-		cfg, err := parseSidecarConfig(c.args, c.env)
-		if err != nil {
-			t.Errorf("args %v env %v: %v", c.args, c.env, err)
-			continue
-		}
-		if cfg.election.renewInterval != c.want {
-			t.Errorf("args %v env %v: renew interval %v, want %v", c.args, c.env, cfg.election.renewInterval, c.want)
-		}
-	}
-}
-
-func TestUnknownEnvironmentVariableWarns(t *testing.T) {
-	warnings := unknownEnv([]string{"LEADER_SIDECAR_LEASE_DURATON=20s", "PATH=/bin", "LEADER_SIDECAR_KILL_GRACE=1s", "LEADER_SIDECAR_TOKEN=7"})
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "LEADER_SIDECAR_LEASE_DURATON") {
-		t.Fatalf("warnings %q", warnings)
-	}
-}
-
-func TestHelpAndVersionExit0(t *testing.T) {
-	code, stdout, _ := runArgs(t, []string{"--help"})
-	if code != 0 || !strings.Contains(stdout, "--lease-duration") || !strings.Contains(stdout, "LEADER_SIDECAR_LEASE_DURATION") {
-		t.Fatalf("--help: exit %d, stdout %q", code, stdout)
-	}
-	code, stdout, _ = runArgs(t, []string{"--version"})
-	if code != 0 || !strings.HasPrefix(stdout, "sidecar ") {
-		t.Fatalf("--version: exit %d, stdout %q", code, stdout)
-	}
-}
-
-func TestIdentityPrefix(t *testing.T) {
-	pod := podFromEnv([]string{"POD_NAME=pod-1"})
-	if got := identityPrefix("given", pod); got != "given" {
-		t.Fatalf("got %q, want the flag", got)
-	}
-	if got := identityPrefix("", pod); got != "pod-1" {
-		t.Fatalf("got %q, want POD_NAME", got)
-	}
-	if got := identityPrefix("", podInfo{}); got == "" {
-		t.Fatal("empty identity prefix without POD_NAME")
-	}
-}
-
-func TestAutoPicksTheLeaseBackendInsideACluster(t *testing.T) {
-	inside := []string{"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443"}
-	if got := resolveBackend("auto", inside); got != "lease" {
-		t.Fatalf("auto inside a cluster: %q, want lease", got)
-	}
-	if got := resolveBackend("auto", nil); got != "sqlite" {
-		t.Fatalf("auto outside a cluster: %q, want sqlite", got)
-	}
-	if got := resolveBackend("sqlite", inside); got != "sqlite" {
-		t.Fatalf("explicit sqlite inside a cluster: %q", got)
-	}
-	// This process is not in a Pod, so the lease backend it picked cannot
-	// load the in-cluster configuration, and the error names the flag to
-	// use instead.
-	code, _, stderr := runArgs(t, nil, inside...)
-	if code != 1 || !strings.Contains(stderr, "backend=lease") || !strings.Contains(stderr, "--kubeconfig: ") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-}
-
-func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
-	cases := []struct {
-		name    string
-		args    []string
-		env     []string
-		mention string
-	}{
-		{"no cluster, no kubeconfig", []string{"--backend", "lease"}, nil, "--kubeconfig: not running in a Kubernetes cluster"},
-		{"missing kubeconfig", []string{"--backend", "lease", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, "/nonexistent/kubeconfig\\\" does not exist"},
-		{"bad POD_NAMESPACE", []string{"--backend", "lease", "--kubeconfig", kubeconfigFor(t, "https://127.0.0.1:1")}, []string{"POD_NAMESPACE=Not_Valid"}, "from POD_NAMESPACE is not a valid namespace name"},
+		{"no configuration", []string{"--version"}, nil},
+		{"env: unknown backend", []string{"--version"}, []string{"LEADER_SIDECAR_BACKEND=etcd"}},
+		{"env: duration that does not parse", []string{"--version"}, []string{"LEADER_SIDECAR_LEASE_DURATION=abc"}},
+		{"env: timings that break the rule", []string{"--version"}, []string{"LEADER_SIDECAR_LEASE_DURATION=5s"}},
+		{"flag: unknown backend before", []string{"--backend", "etcd", "--version"}, nil},
+		{"flag: unknown backend after", []string{"--version", "--backend=etcd"}, nil},
+		{"flag: remote app API", []string{"--http-address", "0.0.0.0:4040", "--version"}, nil},
+		{"env: version asked by env", nil, []string{"LEADER_SIDECAR_VERSION=true", "LEADER_SIDECAR_BACKEND=etcd"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, stderr := runArgs(t, c.args, c.env...)
-			if code != 1 || !strings.Contains(stderr, c.mention) {
-				t.Fatalf("exit %d, stderr %q; want 1 mentioning %q", code, stderr, c.mention)
+			code, stdout, stderr := runArgs(t, c.args, c.env...)
+			if code != 0 || !strings.HasPrefix(stdout, "sidecar ") || stderr != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and the version", code, stdout, stderr)
 			}
 		})
 	}
 }
 
-func TestPodReadinessModesNeedThePod(t *testing.T) {
-	code, _, stderr := runArgs(t, []string{"--readiness-mode", "label", "--sqlite-path", t.TempDir() + "/x.db",
-		"--kubeconfig", kubeconfigFor(t, "https://127.0.0.1:1")}, "POD_NAME=app-0", "POD_NAMESPACE=default")
-	if code != 1 || !strings.Contains(stderr, "--readiness-mode label") || !strings.Contains(stderr, "POD_UID") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+func TestHelpAnswersBeforeValidation(t *testing.T) {
+	for _, env := range [][]string{
+		{"LEADER_SIDECAR_BACKEND=etcd"},
+		{"LEADER_SIDECAR_LEASE_DURATION=abc"},
+	} {
+		code, stdout, stderr := runArgs(t, []string{"--help"}, env...)
+		if code != 0 || !strings.Contains(stdout, "--lease-duration") || stderr != "" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", env, code, stdout, stderr)
+		}
+	}
+}
+
+var (
+	loopbackAddresses = []string{"127.0.0.1:4040", "127.0.0.1:0", "127.1.2.3:4040", "[::1]:4040", "localhost:4040", "LOCALHOST:4040", "[::ffff:127.0.0.1]:4040"}
+	remoteAddresses   = []string{":4040", "0.0.0.0:4040", "[::]:4040", "10.0.0.7:4040", "[fd00::7]:4040", "my-pod:4040", "localhost.example.com:4040", "128.0.0.1:4040"}
+)
+
+// TestHTTPAddressMustBeLoopbackUnlessAllowed checks every address with the
+// allow flag off, on by flag, on by environment, and on by environment but
+// off by flag (the flag wins).
+func TestHTTPAddressMustBeLoopbackUnlessAllowed(t *testing.T) {
+	allows := []struct {
+		name    string
+		args    []string
+		env     []string
+		allowed bool
+	}{
+		{"not allowed", nil, nil, false},
+		{"allowed by flag", []string{"--http-allow-remote"}, nil, true},
+		{"allowed by environment", nil, []string{"LEADER_SIDECAR_HTTP_ALLOW_REMOTE=true"}, true},
+		{"environment overruled by flag", []string{"--http-allow-remote=false"}, []string{"LEADER_SIDECAR_HTTP_ALLOW_REMOTE=true"}, false},
+	}
+	for _, allow := range allows {
+		for _, addr := range append(loopbackAddresses, remoteAddresses...) {
+			remote := slices.Contains(remoteAddresses, addr)
+			t.Run(allow.name+"/"+addr, func(t *testing.T) {
+				cfg, err := parseSidecarConfig(append([]string{"--http-address", addr}, allow.args...), allow.env)
+				if wantErr := remote && !allow.allowed; wantErr != (err != nil) {
+					t.Fatalf("validate: %v, want an error: %v", err, wantErr)
+				}
+				if err != nil && !strings.HasPrefix(err.Error(), "--http-address: must be a loopback address") {
+					t.Fatalf("error %q does not name the flag and the rule", err)
+				}
+				if got, want := cfg.exposeAppAPI(), remote && allow.allowed; err == nil && got != want {
+					t.Fatalf("exposeAppAPI = %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestAllowRemoteWarnsWhatIsExposed starts the sidecar and looks for the
+// start-up warning, which must say what is exposed. The run's context is
+// already cancelled, so it gets past validation and stops when it opens the
+// store, before it listens anywhere.
+func TestAllowRemoteWarnsWhatIsExposed(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		warn bool
+	}{
+		{"remote and allowed", []string{"--http-address", "0.0.0.0:0", "--http-allow-remote"}, true},
+		{"loopback and allowed", []string{"--http-address", "127.0.0.1:0", "--http-allow-remote"}, false},
+		{"loopback", []string{"--http-address", "127.0.0.1:0"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(c.args, "--sqlite-path", t.TempDir()+"/x.db")
+			code, _, stderr := runArgs(t, args)
+			if code == 2 {
+				t.Fatalf("refused as invalid: %q", stderr)
+			}
+			warned := strings.Contains(stderr, "level=WARN") && strings.Contains(stderr, "--http-allow-remote")
+			if warned != c.warn {
+				t.Fatalf("warned %v, want %v; stderr:\n%s", warned, c.warn, stderr)
+			}
+			if warned {
+				for _, what := range []string{"/leader", "token", "POST /leader/release", "unauthenticated"} {
+					if !strings.Contains(stderr, what) {
+						t.Fatalf("the warning does not mention %q:\n%s", what, stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestHelpExplainsTheRiskOfAllowRemote(t *testing.T) {
+	code, stdout, _ := runArgs(t, []string{"--help"})
+	i := strings.Index(stdout, "--http-allow-remote")
+	if code != 0 || i < 0 {
+		t.Fatalf("--help: exit %d, no --http-allow-remote in %q", code, stdout)
+	}
+	help, _, found := strings.Cut(stdout[i:], "[env LEADER_SIDECAR_HTTP_ALLOW_REMOTE]")
+	if !found {
+		t.Fatalf("no LEADER_SIDECAR_HTTP_ALLOW_REMOTE after --http-allow-remote in %q", stdout)
+	}
+	for _, what := range []string{"token", "POST /leader/release", "unauthenticated"} {
+		if !strings.Contains(help, what) {
+			t.Fatalf("help of --http-allow-remote does not mention %q: %q", what, help)
+		}
 	}
 }

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+)
+
+// electionConfig is the election a candidate joins, the sidecar's and
+// sidecar lock's alike: which store, which election, who this candidate
+// is, and the timings. addElection and addStore bind the flags straight
+// into it; check validates it and resolves, in place, what depends on the
+// environment, so nothing that uses it reads flags or the environment
+// again. electorConfig turns it into the elector's election.Config.
+type electionConfig struct {
+	// backend is --backend: auto or a kind of openers; check resolves
+	// auto to lease inside a Kubernetes cluster, sqlite elsewhere.
+	backend   string
+	leaseName string
+	// identity is --identity, the prefix; check makes it unique to this
+	// process start: prefix_<uuid>.
+	identity      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	// renewInterval, unless given, is derived from the other timings by
+	// check.
+	renewInterval time.Duration
+	sqlite        sqliteConfig
+	kube          kubeConfig
+	// pod is this process's Pod, from the Downward API variables (check).
+	pod podInfo
+	// set is the flag set the election's flags are in, to tell a
+	// --renew-interval given (flag or variable) from its default.
+	set *pflag.FlagSet
+}
+
+// addElection defines the flags of the election and the candidate.
+func (c *electionConfig) addElection(fs *pflag.FlagSet) {
+	fs.StringVar(&c.backend, "backend", autoBackend, "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
+	fs.StringVar(&c.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
+	fs.StringVar(&c.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
+	fs.DurationVar(&c.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
+	fs.DurationVar(&c.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
+	fs.DurationVar(&c.retryPeriod, "retry-period", election.DefaultRetryPeriod, "time from the start of a failed attempt (the leader's too) to the next, and between a standby's attempts")
+	fs.DurationVar(&c.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
+	c.set = fs
+}
+
+// addStore defines the flags of the two stores.
+func (c *electionConfig) addStore(fs *pflag.FlagSet) {
+	c.sqlite.add(fs)
+	c.kube.add(fs)
+}
+
+// timingFlags names the flag behind each election.Config timing field.
+var timingFlags = map[string]string{
+	"LeaseDuration": "--lease-duration",
+	"RenewDeadline": "--renew-deadline",
+	"RetryPeriod":   "--retry-period",
+	"RenewInterval": "--renew-interval",
+}
+
+// check fills in the default of --renew-interval, checks every setting,
+// then resolves what depends on the environment: --backend auto, the
+// identity, the kubeconfig, the Pod. Call it once, after the flags and
+// the variables are parsed. Its error names the flag and the rule it
+// broke.
+func (c *electionConfig) check(environ []string) error {
+	if c.set == nil || !c.set.Changed("renew-interval") {
+		c.renewInterval = election.DefaultRenewInterval(c.leaseDuration, c.renewDeadline, c.retryPeriod)
+	}
+	if kinds := backendKinds(); !slices.Contains(kinds, c.backend) {
+		return oneOf("--backend", c.backend, kinds)
+	}
+	if errs := validation.IsDNS1123Subdomain(c.leaseName); len(errs) > 0 {
+		return fmt.Errorf("--lease-name: %q is not a valid name: %s", c.leaseName, strings.Join(errs, "; "))
+	}
+	if err := checkIdentity(c.identity); err != nil {
+		return err
+	}
+	err := election.ValidateTimings(c.leaseDuration, c.renewDeadline, c.retryPeriod)
+	if err == nil {
+		err = election.ValidateRenewInterval(c.renewInterval, c.renewDeadline, c.retryPeriod)
+	}
+	if err != nil {
+		var ce *election.ConfigError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
+		}
+		return err
+	}
+	if err := c.sqlite.check(); err != nil {
+		return err
+	}
+	if err := c.kube.check(); err != nil {
+		return err
+	}
+	c.pod = podFromEnv(environ)
+	c.backend = resolveBackend(c.backend, environ)
+	c.identity = election.NewIdentity(identityPrefix(c.identity, c.pod))
+	c.kube.source = resolveKubeconfig(c.kube.kubeconfig, environ)
+	return nil
+}
+
+// electorConfig is the election.Config of this candidate on b: the one
+// place where the settings of the election become the elector's. The
+// command adds what is its own (ReleaseOnCancel, ReleaseHoldOff,
+// Observer).
+func (c *electionConfig) electorConfig(b backend.Backend, log *slog.Logger) election.Config {
+	return election.Config{
+		Backend:       b,
+		Identity:      c.identity,
+		LeaseDuration: c.leaseDuration,
+		RenewDeadline: c.renewDeadline,
+		RetryPeriod:   c.retryPeriod,
+		RenewInterval: c.renewInterval,
+		Logger:        log,
+	}
+}
+
+// sqliteConfig is the SQLite store (--backend sqlite).
+type sqliteConfig struct {
+	path           string
+	busyTimeout    time.Duration
+	allowNetworkFS bool
+	sharedFile     bool
+}
+
+func (c *sqliteConfig) add(fs *pflag.FlagSet) {
+	fs.StringVar(&c.path, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
+	fs.DurationVar(&c.busyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
+	fs.BoolVar(&c.allowNetworkFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	fs.BoolVar(&c.sharedFile, "sqlite-shared-file", false, "allow --sqlite-path to be a database that holds other tables (shared on purpose): the sidecar adds its tables and switches it to WAL mode for good")
+}
+
+func (c *sqliteConfig) check() error {
+	if c.path == "" {
+		return errors.New("--sqlite-path: must not be empty")
+	}
+	if c.busyTimeout < time.Millisecond {
+		return fmt.Errorf("--sqlite-busy-timeout: must be at least 1ms, got %v", c.busyTimeout)
+	}
+	return nil
+}
+
+// kubeConfig is the Kubernetes API connection of the Lease store (and of
+// the sidecar's Pod publisher and Events).
+type kubeConfig struct {
+	// kubeconfig is --kubeconfig; check resolves it, with $KUBECONFIG,
+	// into source.
+	kubeconfig string
+	source     kubeconfigSource
+	// namespace is --namespace; "" means $POD_NAMESPACE, else the service
+	// account's namespace, resolved when the Lease is opened.
+	namespace string
+	qps       float32
+	burst     int
+}
+
+func (c *kubeConfig) add(fs *pflag.FlagSet) {
+	fs.StringVar(&c.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
+	fs.Float32Var(&c.qps, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	fs.IntVar(&c.burst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+}
+
+func (c *kubeConfig) check() error {
+	if c.qps <= 0 {
+		return fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", c.qps)
+	}
+	if c.burst < 1 {
+		return fmt.Errorf("--kube-api-burst: must be at least 1, got %d", c.burst)
+	}
+	if c.namespace != "" {
+		if errs := validation.IsDNS1123Label(c.namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace: %q is not a valid namespace name: %s", c.namespace, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// podInfo is what the Downward API tells a container about its Pod
+// (POD_NAME, POD_NAMESPACE, POD_UID); empty outside a Pod.
+type podInfo struct {
+	name, namespace, uid string
+}
+
+func podFromEnv(environ []string) podInfo {
+	get := func(k string) string { v, _ := lookup(environ, k); return v }
+	return podInfo{name: get("POD_NAME"), namespace: get("POD_NAMESPACE"), uid: get("POD_UID")}
+}
+
+// inCluster reports whether the process runs in a Kubernetes Pod, by the
+// variables the kubelet sets (client-go's in-cluster check).
+func inCluster(environ []string) bool {
+	host, _ := lookup(environ, "KUBERNETES_SERVICE_HOST")
+	port, _ := lookup(environ, "KUBERNETES_SERVICE_PORT")
+	return host != "" && port != ""
+}
+
+// resolveBackend turns --backend auto into lease inside a cluster and
+// sqlite elsewhere.
+func resolveBackend(flag string, environ []string) string {
+	switch {
+	case flag != autoBackend:
+		return flag
+	case inCluster(environ):
+		return "lease"
+	default:
+		return "sqlite"
+	}
+}
+
+// identityPrefix is --identity, else $POD_NAME, else the hostname.
+func identityPrefix(flag string, pod podInfo) string {
+	if flag != "" {
+		return flag
+	}
+	if pod.name != "" {
+		return pod.name
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return host
+	}
+	return "sidecar"
+}
+
+const maxIdentityPrefix = 128
+
+func checkIdentity(id string) error {
+	if len(id) > maxIdentityPrefix {
+		return fmt.Errorf("--identity: must be at most %d bytes, got %d", maxIdentityPrefix, len(id))
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("--identity: must not contain spaces or control characters, got %q", id)
+		}
+	}
+	return nil
+}
+
+// store is an opened election store.
+type store struct {
+	backend backend.Backend
+	// lease names the election in answers: "<namespace>/<name>" for a
+	// Lease, the name for SQLite.
+	lease string
+	// namespace is the Lease's namespace; "" for SQLite.
+	namespace string
+	close     func()
+}
+
+// opener opens one kind of election store.
+type opener func(ctx context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error)
+
+// openers maps each kind of election store to its opener: the one list
+// of the kinds, which --backend takes (see backendKinds).
+var openers = map[string]opener{
+	"sqlite": openSQLite,
+	"lease":  openLease,
+}
+
+// autoBackend is the --backend that picks a kind of openers by where the
+// process runs (resolveBackend).
+const autoBackend = "auto"
+
+// backendKinds are the values --backend takes: auto, then the kinds of
+// openers in order.
+func backendKinds() []string {
+	return append([]string{autoBackend}, slices.Sorted(maps.Keys(openers))...)
+}
+
+// openStore opens the store cfg names. kube is the process's one
+// Kubernetes client, built only if the store needs it.
+func openStore(ctx context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error) {
+	return openers[cfg.backend](ctx, cfg, kube, log)
+}
+
+func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeClient, log *slog.Logger) (*store, error) {
+	b, err := sqlite.Open(ctx, sqlite.Options{
+		Path:           cfg.sqlite.path,
+		Election:       cfg.leaseName,
+		BusyTimeout:    cfg.sqlite.busyTimeout,
+		AllowNetworkFS: cfg.sqlite.allowNetworkFS,
+		SharedFile:     cfg.sqlite.sharedFile,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--sqlite-path: %w", err)
+	}
+	for _, w := range b.Warnings() {
+		log.Warn(w)
+	}
+	return &store{backend: b, lease: cfg.leaseName, close: func() { _ = b.Close() }}, nil
+}
+
+func openLease(_ context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error) {
+	client, err := kube.forElection()
+	if err != nil {
+		return nil, err
+	}
+	getenv := func(k string) string {
+		if k == lease.NamespaceEnv {
+			return cfg.pod.namespace
+		}
+		return ""
+	}
+	namespace, err := lease.ResolveNamespace(cfg.kube.namespace, getenv, "")
+	if err != nil {
+		return nil, fmt.Errorf("--namespace: %w", err)
+	}
+	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("lease backend", "lease", namespace+"/"+cfg.leaseName, "kubeconfig", cfg.kube.source.String())
+	return &store{backend: b, lease: namespace + "/" + cfg.leaseName, namespace: namespace, close: func() { _ = b.Close() }}, nil
+}

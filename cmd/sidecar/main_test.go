@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestHelpAndVersionExit0(t *testing.T) {
+	code, stdout, _ := runArgs(t, []string{"--help"})
+	if code != 0 || !strings.Contains(stdout, "--lease-duration") || !strings.Contains(stdout, "LEADER_SIDECAR_LEASE_DURATION") {
+		t.Fatalf("--help: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runArgs(t, []string{"--version"})
+	if code != 0 || !strings.HasPrefix(stdout, "sidecar ") {
+		t.Fatalf("--version: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestHelpListsTheSubcommands(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, stdout, stderr := runArgs(t, args)
+		if code != 0 || stderr != "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+		_, commands, found := strings.Cut(stdout, "\nCommands:\n")
+		if !found {
+			t.Fatalf("%v: no Commands section in %q", args, stdout)
+		}
+		commands, _, _ = strings.Cut(commands, "\n\n")
+		for _, name := range commandNames() {
+			if !strings.Contains(commands+"\n", "  sidecar "+name+" ") && !strings.Contains(commands+"\n", "  sidecar "+name+"\n") {
+				t.Fatalf("%v: %q is not listed under Commands:\n%s", args, name, commands)
+			}
+		}
+		if !strings.Contains(commands, "sidecar probe") {
+			t.Fatalf("%v: probe is not listed:\n%s", args, commands)
+		}
+	}
+}
+
+// A word that is no subcommand names the ones there are.
+func TestUnknownSubcommandNamesTheSubcommands(t *testing.T) {
+	code, _, stderr := runArgs(t, []string{"prob"})
+	if code != 2 || !strings.Contains(stderr, `unexpected argument "prob"`) || !strings.Contains(stderr, "probe") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if strings.Contains(stderr, "flags only") {
+		t.Fatalf("the message denies the subcommands: %q", stderr)
+	}
+}
+
+// TestBinaryLinksOnlyTheAPIGroupsItUses lists the packages the sidecar
+// binary is built from: of k8s.io/api only the three groups it sends, no
+// client-go clientset (which registers every group at start-up), and none
+// of the test and benchmark tools.
+func TestBinaryLinksOnlyTheAPIGroupsItUses(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	var apis []string
+	for _, pkg := range strings.Fields(string(out)) {
+		if group, ok := strings.CutPrefix(pkg, "k8s.io/api/"); ok {
+			apis = append(apis, group)
+		}
+		for _, banned := range []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/tools/events",
+			"sigs.k8s.io/controller-runtime", "gonum.org/", "github.com/leader-sidecar/leader-sidecar/internal/"} {
+			if strings.HasPrefix(pkg, banned) {
+				t.Errorf("the sidecar links %s", pkg)
+			}
+		}
+	}
+	slices.Sort(apis)
+	if want := []string{"coordination/v1", "core/v1", "events/v1"}; !slices.Equal(apis, want) {
+		t.Errorf("API groups linked: %v, want %v", apis, want)
+	}
+}
