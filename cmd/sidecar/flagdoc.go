@@ -60,7 +60,7 @@ func flagTable(fs *pflag.FlagSet) string {
 }
 
 // flagDocDefault is the default of f as the docs show it: its annotation,
-// else its own default in code font.
+// else its own default in code font (nothing for an empty one).
 func flagDocDefault(f *pflag.Flag) string {
 	if v, ok := f.Annotations[docDefaultKey]; ok {
 		return v[0]

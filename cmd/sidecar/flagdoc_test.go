@@ -11,8 +11,9 @@ import (
 
 var updateDocs = flag.Bool("update", false, "rewrite the generated parts of the docs instead of comparing them")
 
-// configurationDoc is the page whose table of flags and variables is
-// generated from the sidecar's flag set, between its two markers.
+// The page whose table of flags and variables is generated from the
+// sidecar's flag set, the markers around the table, and the command that
+// rewrites it.
 const (
 	configurationDoc    = "../../docs/configuration.md"
 	regenerateFlagTable = "go test ./cmd/sidecar -run TestConfigurationDocIsGenerated -update"
@@ -27,6 +28,9 @@ func TestConfigurationDocIsGenerated(t *testing.T) {
 	checkGenerated(t, configurationDoc, flagTableBegin, flagTableEnd, flagTable(newSidecarConfig().set), regenerateFlagTable)
 }
 
+// A row shows a flag's own default in code font and its --help text
+// without the variable, unless annotations say more; a "|" cannot end a
+// cell.
 func TestFlagTableRows(t *testing.T) {
 	fs := newFlagSet("example")
 	fs.String("plain", "value", "what it sets, see --other [env LEADER_SIDECAR_PLAIN]")
