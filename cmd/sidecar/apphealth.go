@@ -29,6 +29,8 @@ type appHealthConfig struct {
 
 func (c *appHealthConfig) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.url, "app-health-url", "", "the app's own health endpoint on loopback, e.g. http://127.0.0.1:8080/healthz: while it fails, this replica neither leads nor contends (default: no check)")
+	docDefault(fs, "app-health-url", "none")
+	docMeaning(fs, "app-health-url", "the app's own health endpoint on loopback, e.g. `http://127.0.0.1:8080/healthz`: while it fails, this replica neither leads nor contends (see [Leadership that follows the app](app-health.md))")
 	fs.DurationVar(&c.period, "app-health-period", apphealth.DefaultPeriod, "time between two checks of --app-health-url")
 	fs.IntVar(&c.failures, "app-health-failures", apphealth.DefaultThreshold, "checks in a row that must fail before the app counts as unhealthy, and succeed before it counts as healthy again")
 	fs.DurationVar(&c.timeout, "app-health-timeout", apphealth.DefaultTimeout, "timeout of one check of --app-health-url")

@@ -53,12 +53,21 @@ type electionConfig struct {
 // addElection defines the flags of the election and the candidate.
 func (c *electionConfig) addElection(fs *pflag.FlagSet) {
 	fs.StringVar(&c.backend, "backend", autoBackend, "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
+	docMeaning(fs, "backend", "`lease`, `sqlite`, or `auto`: `lease` inside a Kubernetes Pod (`KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT` set), `sqlite` elsewhere; the choice is logged")
 	fs.StringVar(&c.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
+	docMeaning(fs, "lease-name", "name of the election; candidates with the same name contend (a DNS subdomain name)")
 	fs.StringVar(&c.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
+	docDefault(fs, "identity", "`$POD_NAME`, else hostname, else `sidecar`")
+	docMeaning(fs, "identity", "identity prefix; `_<uuid>` is appended at every start")
 	fs.DurationVar(&c.leaseDuration, "lease-duration", election.DefaultLeaseDuration, "how long a standby waits after the record last changed before taking over (whole seconds)")
+	docMeaning(fs, "lease-duration", "how long a standby waits, after it last saw the record change, before taking it over; whole seconds")
 	fs.DurationVar(&c.renewDeadline, "renew-deadline", election.DefaultRenewDeadline, "the leader stops claiming this long after its last successful renewal")
+	docMeaning(fs, "renew-deadline", "the leader stops claiming this long after the start of its last successful renewal")
 	fs.DurationVar(&c.retryPeriod, "retry-period", election.DefaultRetryPeriod, "time from the start of a failed attempt (the leader's too) to the next, and between a standby's attempts")
+	docMeaning(fs, "retry-period", "time from the start of a failed attempt (the leader's renewals too) to the next, and between a standby's polls (plus up to 20% jitter)")
 	fs.DurationVar(&c.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
+	docDefault(fs, "renew-interval", "`--lease-duration` / 3, or less ([Timings](#timings))")
+	docMeaning(fs, "renew-interval", "the leader renews this long after the start of its last successful renewal (5s by default: 12 writes a minute); a failed renewal is retried a `--retry-period` after it started")
 	c.set = fs
 }
 
@@ -144,9 +153,13 @@ type sqliteConfig struct {
 
 func (c *sqliteConfig) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.path, "sqlite-path", "leader-sidecar.db", "SQLite database file shared by the candidates (local disk only)")
+	docMeaning(fs, "sqlite-path", "the SQLite file every candidate shares")
 	fs.DurationVar(&c.busyTimeout, "sqlite-busy-timeout", 5*time.Second, "how long a write waits for another process's SQLite lock")
+	docMeaning(fs, "sqlite-busy-timeout", "how long a write waits for another process's lock before failing")
 	fs.BoolVar(&c.allowNetworkFS, "sqlite-allow-network-fs", false, "allow --sqlite-path on a network filesystem, where SQLite locking is unsafe")
+	docMeaning(fs, "sqlite-allow-network-fs", "allow `--sqlite-path` on NFS, SMB, FUSE and the like (unsafe; logs a warning)")
 	fs.BoolVar(&c.sharedFile, "sqlite-shared-file", false, "allow --sqlite-path to be a database that holds other tables (shared on purpose): the sidecar adds its tables and switches it to WAL mode for good")
+	docMeaning(fs, "sqlite-shared-file", "allow `--sqlite-path` to be a database that already holds other tables (an application's own, shared on purpose). Without it such a file is refused, untouched: the sidecar would add its tables and triggers and switch the file to WAL mode for good")
 }
 
 func (c *sqliteConfig) check() error {
@@ -175,9 +188,15 @@ type kubeConfig struct {
 
 func (c *kubeConfig) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.namespace, "namespace", "", "namespace of the Lease (default $POD_NAMESPACE, else the service account's namespace)")
+	docDefault(fs, "namespace", "`$POD_NAMESPACE`, else the service account's")
+	docMeaning(fs, "namespace", "namespace of the Lease")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
+	docDefault(fs, "kubeconfig", "`$KUBECONFIG`, else in-cluster")
+	docMeaning(fs, "kubeconfig", "kubeconfig file for the `lease` backend outside a Pod. Without it the files listed in `$KUBECONFIG` are used (merged as kubectl merges them; missing ones skipped, but not all), else the Pod's service account. `~/.kube/config` is never read.")
 	fs.Float32Var(&c.qps, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	docMeaning(fs, "kube-api-qps", "rate limit of each of the sidecar's two Kubernetes clients (the election's, and the one the Pod publisher and Events share)")
 	fs.IntVar(&c.burst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+	docMeaning(fs, "kube-api-burst", "burst of each of those clients")
 }
 
 func (c *kubeConfig) check() error {

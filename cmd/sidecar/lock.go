@@ -136,7 +136,7 @@ func newLockConfig() *lockConfig {
 	fs.DurationVar(&c.timeout, "timeout", 0, "wait at most this long to lead; if it does not, exit 124 without running CMD (default: wait for ever)")
 	fs.BoolVarP(&c.nonblock, "nonblock", "n", false, "if another candidate holds the lock, exit 124 at once without running CMD, as flock -n does")
 	c.election.addStore(fs)
-	c.log.add(fs, "warn")
+	c.log.add(fs, lockLogLevel)
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "log what the lock does (--log-level info); by default it logs only warnings and errors")
 	documentEnv(fs)
 	return c

@@ -14,6 +14,13 @@ var (
 	logLevels  = []string{"debug", "info", "warn", "error"}
 )
 
+// The default --log-level of the sidecar, and of sidecar lock, which logs
+// only what goes wrong unless asked (--verbose).
+const (
+	sidecarLogLevel = "info"
+	lockLogLevel    = "warn"
+)
+
 // logConfig is how a command logs: the logging flags every long-running
 // command shares.
 type logConfig struct {
@@ -24,7 +31,10 @@ type logConfig struct {
 // add adds --log-format and --log-level, whose default is level.
 func (c *logConfig) add(fs *pflag.FlagSet, level string) {
 	fs.StringVar(&c.format, "log-format", "text", "log format: text or json")
+	docMeaning(fs, "log-format", "`text` or `json` (log/slog)")
 	fs.StringVar(&c.level, "log-level", level, "log level: debug, info, warn or error")
+	docDefault(fs, "log-level", "`"+sidecarLogLevel+"` (`"+lockLogLevel+"` for `sidecar lock`)")
+	docMeaning(fs, "log-level", "`debug`, `info`, `warn`, `error`; `debug` logs every store request (operation, duration, holder, token, error) and every decision of the election")
 }
 
 func (c *logConfig) check() error {
