@@ -274,6 +274,8 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 }
 
 // failed records a failed store request. A lost store ends the election.
+// A request cancelled by this candidate (it is stopping) says nothing of
+// the store: it is logged at debug level only.
 func (e *Elector) failed(op string, err error) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
@@ -290,6 +292,8 @@ func (e *Elector) failed(op string, err error) {
 			e.attemptFailed = false
 			return
 		}
+	case errors.Is(err, context.Canceled):
+		e.log.Debug("store request cancelled", "op", op, "err", err)
 	default:
 		e.failures.failed(e.log, now, op, err)
 	}
