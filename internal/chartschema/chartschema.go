@@ -53,7 +53,7 @@ type File struct {
 
 // Render reads the sources from repo, the repository's root, and returns
 // the values.schema.json of each of Charts, in that order. Its errors name
-// the source and the key at fault.
+// the source or chart, and the key, at fault.
 func Render(repo fs.FS, kinds Kinds) ([]File, error) {
 	library, err := readSource(repo, librarySource)
 	if err != nil {
