@@ -8,7 +8,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
-var update = flag.Bool("update", false, "rewrite the charts' values.schema.json from their sources")
 
 // regenerate is the command that rewrites the charts' schemas.
 const regenerate = "go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -update"

@@ -9,7 +9,6 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update", false, "rewrite the generated parts of the docs instead of comparing them")
 
 // The page whose table of flags and variables is generated from the
 // sidecar's flag set, the markers around the table, and the command that
@@ -64,7 +63,7 @@ func checkGenerated(t *testing.T, file, begin, end, generated, command string) {
 	if committed == generated {
 		return
 	}
-	if *updateDocs {
+	if *update {
 		if err := os.WriteFile(file, []byte(head+begin+generated+end+tail), 0o644); err != nil {
 			t.Fatal(err)
 		}

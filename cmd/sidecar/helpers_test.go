@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"testing"
 )
+
+// update makes the tests of generated files (the configuration page's flag
+// table, the charts' schemas) rewrite them instead of comparing.
+var update = flag.Bool("update", false, "rewrite the generated files instead of comparing them")
 
 // runArgs runs the command line args with environ, as main does but with
 // no signals and no input, its context already cancelled: a run that gets
