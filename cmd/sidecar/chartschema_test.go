@@ -17,7 +17,6 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
-
 // regenerate is the command that rewrites the charts' schemas.
 const regenerate = "go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -update"
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 )
-
 
 // The page whose table of flags and variables is generated from the
 // sidecar's flag set, the markers around the table, and the command that
