@@ -124,7 +124,7 @@ func checkImageIndex(t *testing.T, archive, repository, version, binary string) 
 // the version it was built with.
 func TestImageArchive(t *testing.T) {
 	sidecarArchive, workerArchive := buildImages(t)
-	images := checkImageIndex(t, sidecarArchive, sidecarImageRepository, imageTestVersion, "sidecar")
+	images := checkImageIndex(t, sidecarArchive, sidecartest.SidecarImageRepository, imageTestVersion, "sidecar")
 	for port := range map[string]bool{"4040/tcp": true, "8081/tcp": true} {
 		if _, ok := images["linux/amd64"].config.Config.ExposedPorts[port]; !ok {
 			t.Fatalf("the sidecar image does not expose %s (the Dockerfile does)", port)
@@ -142,7 +142,7 @@ func TestImageArchive(t *testing.T) {
 		t.Fatalf("the image's linux/%s binary, --version: %v %q, want \"sidecar %s\"", runtime.GOARCH, err, out, imageTestVersion)
 	}
 
-	workers := checkImageIndex(t, workerArchive, appImageRepository, imageTestVersion, "worker")
+	workers := checkImageIndex(t, workerArchive, sidecartest.AppImageRepository, imageTestVersion, "worker")
 	checkStaticELF(t, workers["linux/arm64"].file(t, "worker").data, elf.EM_AARCH64)
 }
 
@@ -222,5 +222,5 @@ func checkStaticELF(t *testing.T, data []byte, machine elf.Machine) {
 
 func fileSum(t *testing.T, path string) [sha256.Size]byte {
 	t.Helper()
-	return sha256.Sum256(mustRead(t, path))
+	return sha256.Sum256(sidecartest.MustRead(t, path))
 }
