@@ -3,9 +3,8 @@
 // binary, built once by TestMain, run as OS processes on a Lease (fail-over,
 // hand-off, Events, interop with a client-go candidate, the API server
 // stopped, the Lease deleted or edited by hand, least-privilege RBAC,
-// leadership shown on Pods, a bounded chaos schedule), and the charts sent
-// to the API server (server-side dry-run, Pod Security, their RBAC applied
-// for real, helm install and uninstall). A test that covers both backends
+// leadership shown on Pods, a bounded chaos schedule). The charts on the
+// API server are tested in e2e/chart. A test that covers both backends
 // and needs the API server for one of them (TestSplitBrain,
 // TestRecordDeletedOrEmptied, TestHealthWithDefaultTimings, TestChaos,
 // TestOperatorRaisesTheTokenAboveWhatResourcesAccepted) is here whole, its
@@ -13,9 +12,8 @@
 //
 // One API server is started the first time a test needs it and shared by
 // the package; each test works in a namespace of its own. Without the
-// envtest binaries the tests fail, never skip. Besides Go they need helm
-// (as e2e/process does) and, for TestSplitBrain, examples/worker, which
-// the harness builds.
+// envtest binaries the tests fail, never skip. Besides Go they need, for
+// TestSplitBrain, examples/worker, which the harness builds.
 //
 // Run them (the binaries are built once into ~/.cache, minutes when cold):
 //

@@ -1,23 +1,17 @@
 // Package process holds the end-to-end tests that need no API server: the
 // real sidecar binary, built once by TestMain, run as separate OS processes
 // that contend through one real SQLite file, driven with real signals
-// (SIGKILL, SIGTERM, SIGINT, SIGSTOP/SIGCONT) and abused with bad input;
-// the binary built as the Dockerfile builds it and run in an empty root;
-// and the Helm charts rendered and linted with a pinned helm.
-//
-// What they need besides Go:
-//
-//   - helm: $HELM, else the one hack/helm.sh builds from the Go module
-//     proxy into ~/.cache on first use (a minute, once);
-//   - root, for TestImageBinaryRunsInAnEmptyRootAsNonRoot (chroot and uid
-//     65532), which fails rather than skips without it.
+// (SIGKILL, SIGTERM, SIGINT, SIGSTOP/SIGCONT), abused with bad input, and
+// asked by the example clients of examples/clients. Besides Go they need
+// sh, curl, jq, sed and python3 (for those clients) and timeout.
 //
 // Run them:
 //
 //	go test -race -count=1 ./e2e/process/
 //	go test -race -count=1 -run 'TestSQLiteFileDeletedOrReplaced' ./e2e/process/
 //
-// Tests that need a kube-apiserver are in e2e/apiserver; the harness they
-// share (sidecar processes, /leader, the overlap sweeps, helm) is
+// Tests that need a kube-apiserver are in e2e/apiserver, the charts' tests
+// in e2e/chart, the image's and the release's in e2e/packaging; the
+// harness they share (sidecar processes, /leader, the overlap sweeps) is
 // internal/sidecartest.
 package process

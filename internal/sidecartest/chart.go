@@ -23,6 +23,40 @@ import (
 // ChartRelease is the release name the chart tests render and install.
 const ChartRelease = "demo"
 
+// The image repositories the charts default to and the release publishes:
+// the sidecar's, and the example worker's.
+const (
+	SidecarImageRepository = "ghcr.io/leader-sidecar/leader-sidecar"
+	AppImageRepository     = "ghcr.io/leader-sidecar/example-worker"
+)
+
+// ChartMeta is what the tests read of a Chart.yaml.
+type ChartMeta struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	AppVersion   string `json:"appVersion"`
+	KubeVersion  string `json:"kubeVersion"`
+	Dependencies []struct {
+		Name, Version, Repository string
+	} `json:"dependencies"`
+}
+
+// ReadChartMeta reads charts/<chart>/Chart.yaml of the repository.
+func ReadChartMeta(t testing.TB, chart string) ChartMeta {
+	t.Helper()
+	return ParseChartMeta(t, chart, MustRead(t, RepoPath(t, "charts", chart, "Chart.yaml")))
+}
+
+// ParseChartMeta decodes the Chart.yaml raw; what names it in the failure.
+func ParseChartMeta(t testing.TB, what string, raw []byte) ChartMeta {
+	t.Helper()
+	var m ChartMeta
+	if err := utilyaml.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: Chart.yaml: %v", what, err)
+	}
+	return m
+}
+
 // ChartCase is one combination of the example chart's values.
 type ChartCase struct {
 	Mode    string // readiness mode
@@ -198,22 +232,3 @@ func ContainerNamed(cs []corev1.Container, name string) *corev1.Container {
 	}
 	return nil
 }
-
-// PodSettings are the example chart's optional Pod settings of every kind,
-// as a values file: checked as rendered (e2e/process) and accepted by an
-// API server (e2e/apiserver).
-const PodSettings = `priorityClassName: leaders
-topologySpreadConstraints:
-  - maxSkew: 1
-    topologyKey: topology.kubernetes.io/zone
-    whenUnsatisfiable: ScheduleAnyway
-  - maxSkew: 1
-    topologyKey: kubernetes.io/hostname
-    whenUnsatisfiable: DoNotSchedule
-    labelSelector:
-      matchLabels:
-        tier: mine
-imagePullSecrets:
-  - mirror-credentials
-  - name: other
-`

@@ -1,7 +1,8 @@
 // Package sidecartest is the harness of the end-to-end tests (e2e/process,
-// e2e/apiserver) and of the benchmarks: the real sidecar binary run as OS
-// processes, and the tools that judge what those processes answer. It is
-// for tests and benchmarks only; nothing in the product imports it.
+// e2e/chart, e2e/apiserver) and of the benchmarks: the real sidecar binary
+// run as OS processes, and the tools that judge what those processes
+// answer. It is for tests and benchmarks only; nothing in the product
+// imports it.
 //
 // What it offers:
 //
@@ -10,7 +11,8 @@
 //     directory it removes at the end; [Build] builds another command of
 //     the repository once (examples/worker); [HookedBinary] builds the
 //     sidecar with its test hooks (-tags e2ehooks), for [SpawnBinary];
-//     [RepoPath] names a file of the repository from any test directory.
+//     [RepoPath] names a file of the repository from any test directory,
+//     and [MustRead] reads one.
 //   - Processes: [Start], [Launch], [Spawn] and [Track] run a sidecar with
 //     the short test timings ([LeaseDuration], [RenewDeadline],
 //     [RetryPeriod]), a free loopback port and JSON logs; a [Sidecar] is
@@ -40,13 +42,17 @@
 //   - Stores: [Kube] is a real kube-apiserver and etcd (envtest), started
 //     the first time a test needs it, shared by the package and stopped by
 //     [Main]; it fails the test, never skips it, when the binaries are
-//     missing. [HoldWriteLock] takes a SQLite file's write lock as a stuck
-//     writer would.
+//     missing. [KubeEnv.CreatePod] makes a Pod object for a sidecar to
+//     publish on, and [KubeEnv.AwaitMarked] waits until exactly one Pod
+//     shows leadership. [HoldWriteLock] takes a SQLite file's write lock as
+//     a stuck writer would.
 //   - Charts: [Helm] finds a pinned helm (hack/helm.sh, or $HELM), [Charts]
 //     copies charts/ and builds its dependencies, [RenderChart] and
 //     [DecodeManifests] decode helm template's output strictly into typed
 //     objects; [HelmCreateWithLibrary] makes a `helm create` chart that
-//     uses the library as its README says.
+//     uses the library as its README says; [ReadChartMeta] reads a chart's
+//     Chart.yaml, and [SidecarImageRepository] and [AppImageRepository]
+//     are the images the charts default to and a release publishes.
 //
 // Every helper that can fail takes the test (testing.TB) and fails it with
 // a message that names what went wrong; none skips.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -95,6 +97,63 @@ func (k *KubeEnv) LeaseShows(t testing.TB, ns, name, holder string, token int64)
 		spec.LeaseTransitions == nil || int64(*spec.LeaseTransitions) != token {
 		t.Fatalf("Lease spec holder=%v transitions=%v, want %q and %d",
 			Deref(spec.HolderIdentity), Deref(spec.LeaseTransitions), holder, token)
+	}
+}
+
+// CreatePod creates a Pod object (no kubelet runs it) for a sidecar to
+// publish on, and returns its UID.
+func (k *KubeEnv) CreatePod(t testing.TB, ns, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	pod, err := k.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pod.UID)
+}
+
+// MarkedPods lists the Pods of ns that show leadership in the readiness
+// mode (pod-condition or label).
+func (k *KubeEnv) MarkedPods(t testing.TB, ns, mode string) []string {
+	t.Helper()
+	pods, err := k.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked []string
+	for _, p := range pods.Items {
+		if mode == "label" && p.Labels["leader-sidecar.io/role"] == "leader" {
+			marked = append(marked, p.Name)
+		}
+		for _, c := range p.Status.Conditions {
+			if mode == "pod-condition" && c.Type == "leader-sidecar.io/leader" && c.Status == corev1.ConditionTrue {
+				marked = append(marked, p.Name)
+			}
+		}
+	}
+	return marked
+}
+
+// AwaitMarked waits until exactly the Pod want is marked, failing if two
+// Pods are ever marked at once.
+func (k *KubeEnv) AwaitMarked(t testing.TB, ns, mode, want string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * LeaseDuration)
+	for {
+		marked := k.MarkedPods(t, ns, mode)
+		if len(marked) > 1 {
+			t.Fatalf("%s: Pods %v all show leadership", mode, marked)
+		}
+		if len(marked) == 1 && marked[0] == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: marked Pods %v, want only %s", mode, marked, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -56,3 +56,14 @@ func RepoPath(t testing.TB, elem ...string) string {
 	}
 	return filepath.Join(append([]string{root}, elem...)...)
 }
+
+// MustRead is the content of the file at path; it fails t if it cannot be
+// read.
+func MustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}

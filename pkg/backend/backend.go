@@ -111,6 +111,7 @@ type Record struct {
 // A snapshot may lag the store, never lead it: it is a state the store held
 // at some point, delivered by the watch. Writes still go through Update
 // with an explicit version, so a stale snapshot can only cost a conflict.
+// Package backendtest checks this on every backend that implements it.
 type Snapshotter interface {
 	// Snapshot returns the record and version an active Watch saw last.
 	// ok is false when no Watch has seen the record (none running, not yet

@@ -11,8 +11,9 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
 )
 
-// counting counts a handle's store requests and, with snapshots set,
-// offers the store's current record as a snapshot, as a watch cache would.
+// counting counts a handle's store requests. It embeds the handle as a
+// backend.Backend alone, so it keeps no snapshots, as SQLite; snapshotting
+// gives it the memory backend's, as a Lease's watch keeps them.
 type counting struct {
 	backend.Backend
 	gets, creates, updates atomic.Int64
@@ -40,17 +41,21 @@ func (c *counting) Update(ctx context.Context, v backend.Version, r backend.Reco
 
 func (c *counting) requests() int64 { return c.gets.Load() + c.creates.Load() + c.updates.Load() }
 
+// snapshotting is a counted memory handle with the memory backend's
+// snapshots: reading one is no request.
 type snapshotting struct{ *counting }
 
 func (s snapshotting) Snapshot() (backend.Record, backend.Version, bool) {
-	rec, v, err := s.counting.Backend.Get(context.Background()) // not counted: no request
-	return rec, v, err == nil
+	return s.counting.Backend.(backend.Snapshotter).Snapshot()
 }
 
-// silent never signals: a watch that is broken without saying so.
-type silent struct{ snapshotting }
+// silent is a handle whose Watch never signals: a watch that is broken
+// without saying so. Its snapshots are the memory backend's, kept by a
+// Watch whose signals are dropped.
+type silent struct{ *memory.Backend }
 
-func (silent) Watch(ctx context.Context) <-chan struct{} {
+func (s silent) Watch(ctx context.Context) <-chan struct{} {
+	s.Backend.Watch(ctx)
 	ch := make(chan struct{})
 	context.AfterFunc(ctx, func() { close(ch) })
 	return ch
@@ -121,7 +126,7 @@ func TestStandbyWithSnapshotsTakesOverAtExpiry(t *testing.T) {
 		store := memory.NewStore()
 		a := start(t, store.Open("loop"), "a", false)
 		time.Sleep(time.Second)
-		b := start(t, snapshotting{&counting{Backend: store.Open("loop")}}, "b", false)
+		b := start(t, store.Open("loop"), "b", false)
 		time.Sleep(30 * time.Second)
 		crashAndExpectTakeoverAtExpiry(t, a, b)
 	})
@@ -132,7 +137,7 @@ func TestStandbyWhoseWatchIsSilentStillTakesOver(t *testing.T) {
 		store := memory.NewStore()
 		a := start(t, store.Open("loop"), "a", false)
 		time.Sleep(time.Second)
-		b := start(t, silent{snapshotting{&counting{Backend: store.Open("loop")}}}, "b", false)
+		b := start(t, silent{store.Open("loop")}, "b", false)
 		time.Sleep(30 * time.Second)
 		if b.Status().Leader {
 			t.Fatal("b leads beside a live leader")

@@ -7,7 +7,7 @@ install never crash-loops. Two kinds of check:
     the Lease object, native and waitForLeadership) or cannot check alone
     (its two listeners on one port pass its checks and clash at start);
   - mirrors of the sidecar's rules, each naming the Go function that is the
-    source. e2e/process/chart_agreement_test.go runs every rendering
+    source. e2e/chart/agreement_test.go runs every rendering
     through the binary's `sidecar check` and keeps the two equal.
 */}}
 {{- define "leader-sidecar-lib.validate" -}}

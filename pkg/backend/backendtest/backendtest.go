@@ -7,6 +7,10 @@
 // hand-off marker included (set, changed and cleared by later writes), and
 // ErrNeverCreated from Get of an election that never had a record (unless
 // the backend declares with CannotProveNeverCreated that it cannot tell).
+// On a backend that is a backend.Snapshotter it checks the snapshot too:
+// none before a Watch, then soon after every write, its own included, a
+// state the store held at a version Update accepts, never ahead of the
+// store and never going back.
 package backendtest
 
 import (
@@ -66,6 +70,12 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("RejectsMalformedHandoff", func(t *testing.T) { testRejectsMalformedHandoff(t, open) })
 	t.Run("RejectsTokenBeyondInt32", func(t *testing.T) { testRejectsTokenBeyondInt32(t, open) })
 	t.Run("ElectionsAreSeparate", func(t *testing.T) { testSeparate(t, open) })
+	if _, ok := open(t, "snapshot-probe").(backend.Snapshotter); ok {
+		t.Run("SnapshotNeedsAWatch", func(t *testing.T) { testSnapshotNeedsAWatch(t, open) })
+		t.Run("SnapshotFollowsOtherWriter", func(t *testing.T) { testSnapshotFollowsOtherWriter(t, open) })
+		t.Run("SnapshotOfOwnWrites", func(t *testing.T) { testSnapshotOfOwnWrites(t, open) })
+		t.Run("SnapshotNeverLeads", func(t *testing.T) { testSnapshotNeverLeads(t, open) })
+	}
 }
 
 func ctxFor(t *testing.T) context.Context {

@@ -1,11 +1,15 @@
 // Package memory is an in-process Backend: a map of records behind a mutex,
 // with the same compare-and-swap and change-signal semantics as the real
 // stores. It is the test double for package election and a reference for
-// what a backend must do.
+// what a backend must do, with every optional interface a store can offer
+// but LossNotifier: FirstCreator, as SQLite, and Snapshotter, as the Lease.
 //
 // A Store holds any number of elections; each Backend opened on it is one
 // writer's handle to one election, so several handles on one Store behave
 // like several processes sharing a database.
+//
+// To stand for a store without snapshots (SQLite), hide Snapshot behind a
+// type that embeds backend.Backend alone.
 package memory
 
 import (
@@ -77,13 +81,15 @@ func (s *Store) nextVersionLocked() backend.Version {
 
 // Backend is one handle to one election in a Store.
 type Backend struct {
-	store *Store
-	name  string
+	store    *Store
+	name     string
+	watching int // Watches of this handle running, under store.mu
 }
 
 var (
 	_ backend.Backend      = (*Backend)(nil)
 	_ backend.FirstCreator = (*Backend)(nil)
+	_ backend.Snapshotter  = (*Backend)(nil)
 )
 
 // Get implements backend.Backend.
@@ -185,6 +191,7 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 		s.watchers[b.name] = map[chan struct{}]struct{}{}
 	}
 	s.watchers[b.name][ch] = struct{}{}
+	b.watching++
 	s.mu.Unlock()
 
 	go func() {
@@ -192,9 +199,26 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.watchers[b.name], ch)
+		b.watching--
 		close(ch)
 	}()
 	return ch
+}
+
+// Snapshot implements backend.Snapshotter. A Watch sees every write the
+// moment it is made, so while a Watch of this handle runs the snapshot is
+// the record as the Store holds it, with its version, and no request is
+// counted by a wrapper around the handle. It is not ok while no Watch of
+// this handle runs, or while the election has no record.
+func (b *Backend) Snapshot() (backend.Record, backend.Version, bool) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.records[b.name]
+	if !ok || b.watching == 0 {
+		return backend.Record{}, "", false
+	}
+	return st.rec, st.version, true
 }
 
 // Describe implements backend.Backend.

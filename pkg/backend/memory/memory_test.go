@@ -34,3 +34,30 @@ func TestDeletedRecordWasCreated(t *testing.T) {
 		t.Fatalf("Get after Delete: %v, want ErrNotFound without ErrNeverCreated", err)
 	}
 }
+
+// TestSnapshotOfADeletedRecord: once the record is deleted, the snapshot
+// is not ok, as the Lease backend's is not after its watch saw the
+// deletion; a new record shows again.
+func TestSnapshotOfADeletedRecord(t *testing.T) {
+	store := memory.NewStore()
+	b := store.Open("deleted")
+	b.Watch(t.Context())
+	v, err := b.Create(t.Context(), backendtest.SampleRecord("a", 3))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, got, ok := b.Snapshot(); !ok || got != v {
+		t.Fatalf("snapshot at %q (ok %v), want %q", got, ok, v)
+	}
+	store.Delete("deleted")
+	if _, got, ok := b.Snapshot(); ok {
+		t.Fatalf("a snapshot at %q after the record was deleted", got)
+	}
+	v, err = b.Create(t.Context(), backendtest.SampleRecord("b", 4))
+	if err != nil {
+		t.Fatalf("Create after Delete: %v", err)
+	}
+	if rec, got, ok := b.Snapshot(); !ok || got != v || rec.Transitions != 4 {
+		t.Fatalf("snapshot at %q (ok %v, token %d), want %q with token 4", got, ok, rec.Transitions, v)
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -13,6 +16,51 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
+
+// The chaos run's fleet (see TestChaos): its sidecars, each behind a TCP
+// proxy of its own, with a sampler that keeps every /leader answer and a
+// writer that writes through a shared guard as the application would; and
+// the windows of answers each fault is judged on.
+
+// chaosMember is one sidecar of the chaos run and its own proxy.
+type chaosMember struct {
+	i      int
+	pod    string
+	s      *sidecartest.Sidecar
+	px     *tcpProxy
+	killed atomic.Bool // killed on purpose: its errors are expected
+	paused atomic.Bool // SIGSTOPped: its requests hang
+}
+
+// chaosWrite is one write the guard accepted.
+type chaosWrite struct {
+	who   int
+	token int64
+	at    time.Time
+}
+
+// chaos is the running fleet, its samplers and writers.
+type chaos struct {
+	t        *testing.T
+	k        *sidecartest.KubeEnv
+	ns, name string
+	upstream string // lease: the API server's host:port
+	tlsName  string
+	db       string // sqlite: the election's file
+	seed     uint64
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	members  []*chaosMember
+	answers  []sidecartest.Answer // every /leader answer, per member in sampling order
+	failed   []error              // a live, running sidecar that did not answer
+	samples  int
+	guard    fence.MemoryGuard
+	accepted []chaosWrite // in the order the guard accepted them
+	rejected int
+	writeErr []error // a write refused for another reason than a stale token
+}
 
 // kubeconfigVia writes a kubeconfig whose server is the proxy p; the
 // server name stays the API server's, so its certificate still verifies.

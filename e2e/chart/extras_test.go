@@ -1,7 +1,10 @@
-package process
+package chart
 
 import (
+	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +17,30 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// The optional objects of the library, off by default, as the example chart
-// exposes them and as a helm create chart with the library gets them:
-// PodDisruptionBudget, ServiceMonitor (with its metrics Service),
-// PodMonitor. The Pod settings are in e2e/apiserver/chart_podsettings_test.go.
+// The optional objects and Pod settings of the library, off by default, as
+// the example chart exposes them and as a helm create chart with the
+// library gets them: PodDisruptionBudget, ServiceMonitor (with its metrics
+// Service), PodMonitor; priorityClassName, topologySpreadConstraints,
+// imagePullSecrets. Rendered, and with every one on, accepted by a real
+// API server.
+
+// podSettings are the example chart's optional Pod settings of every kind,
+// as a values file.
+const podSettings = `priorityClassName: leaders
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector:
+      matchLabels:
+        tier: mine
+imagePullSecrets:
+  - mirror-credentials
+  - name: other
+`
 
 // TestChartExtrasOffByDefault: the example chart and a helm create chart
 // with the library render none of the optional objects or Pod settings.
@@ -202,5 +225,81 @@ func checkOpsPort(t *testing.T, dep *appsv1.Deployment, port int32) {
 	sc := sidecartest.ContainerNamed(dep.Spec.Template.Spec.InitContainers, "leader-sidecar")
 	if sc == nil || !slices.ContainsFunc(sc.Ports, func(p corev1.ContainerPort) bool { return p.Name == "ops" && p.ContainerPort == port }) {
 		t.Fatalf("the sidecar has no port ops on %d: %+v", port, sc)
+	}
+}
+
+// TestChartPodSettings: the Pod settings as the example chart and a helm
+// create chart render them.
+func TestChartPodSettings(t *testing.T) {
+	values := podSettings
+	check := func(t *testing.T, r *sidecartest.Rendered) {
+		t.Helper()
+		dep := sidecartest.One[*appsv1.Deployment](t, r)
+		pod := dep.Spec.Template.Spec
+		if pod.PriorityClassName != "leaders" {
+			t.Fatalf("priorityClassName %q", pod.PriorityClassName)
+		}
+		tsc := pod.TopologySpreadConstraints
+		if len(tsc) != 2 || tsc[0].TopologyKey != "topology.kubernetes.io/zone" || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Fatalf("topologySpreadConstraints %+v", tsc)
+		}
+		if tsc[0].LabelSelector == nil || !maps.Equal(tsc[0].LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			t.Fatalf("a constraint without a labelSelector selects %v, want the release's Pods %v", tsc[0].LabelSelector, dep.Spec.Selector.MatchLabels)
+		}
+		if !maps.Equal(tsc[1].LabelSelector.MatchLabels, map[string]string{"tier": "mine"}) {
+			t.Fatalf("a given labelSelector was changed: %v", tsc[1].LabelSelector)
+		}
+		var secrets []string
+		for _, s := range pod.ImagePullSecrets {
+			secrets = append(secrets, s.Name)
+		}
+		if !slices.Equal(secrets, []string{"mirror-credentials", "other"}) {
+			t.Fatalf("imagePullSecrets %q", secrets)
+		}
+	}
+	t.Run("example", func(t *testing.T) {
+		r, _ := sidecartest.ExampleExtras(t, sidecartest.Charts(t), values)
+		check(t, r)
+	})
+	t.Run("helm create", func(t *testing.T) {
+		chart := sidecartest.HelmCreateWithExtras(t)
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := sidecartest.RunHelm(t, "template", "shop", chart, "--namespace", "apps", "--values", file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, sidecartest.DecodeManifests(t, out))
+		if _, err := sidecartest.TemplateMyChart(t, chart, "imagePullSecrets[0].nothing=x"); err == nil || !strings.Contains(err.Error(), "each of imagePullSecrets must be a Secret name or {name: ...}") {
+			t.Fatalf("an imagePullSecret without a name: %v", err)
+		}
+	})
+}
+
+// The example chart with every optional Pod setting (podSettings, which
+// TestChartPodSettings checks as rendered), a PodDisruptionBudget and a
+// ServiceMonitor is accepted by a real API server: every object but the
+// ServiceMonitor, whose CRD envtest lacks, in a server-side dry run.
+func TestChartPodSettingsAcceptedByTheAPIServer(t *testing.T) {
+	values := podSettings
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	d := newDryRunner(t, k.Config)
+	ns := k.Namespace(t)
+	out, err := sidecartest.TemplateChart(t, dir, ns, values+"podDisruptionBudget:\n  enabled: true\nserviceMonitor:\n  enabled: true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, monitors := sidecartest.RenderWithMonitors(t, out)
+	if len(monitors) != 1 {
+		t.Fatalf("%d monitors", len(monitors))
+	}
+	// Every object but the ServiceMonitor, whose CRD envtest lacks.
+	for _, o := range r.Raw {
+		if err := d.create(context.Background(), o, ns, true); err != nil {
+			t.Fatalf("the API server refused %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package process
+package chart
 
 import (
 	"encoding/json"
@@ -10,6 +10,42 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
+
+// What the charts refuse at render time, naming the value: the example
+// chart's values.schema.json, the library's own checks (for a chart with no
+// schema for sidecar:), and the two charts' schemas kept equal. That they
+// refuse exactly what the sidecar refuses is agreement_test.go.
+
+// TestChartSchemaRejectsBadValues: helm refuses values that violate the
+// example chart's values.schema.json, naming the field.
+func TestChartSchemaRejectsBadValues(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	cases := []struct {
+		name, values, field string
+	}{
+		{"unknown readiness mode", "sidecar:\n  readiness:\n    mode: leader\n", "/sidecar/readiness/mode"},
+		{"unknown backend", "sidecar:\n  backend: etcd\n", "/sidecar/backend"},
+		{"native not a boolean", "sidecar:\n  native: \"yes\"\n", "/sidecar/native"},
+		{"duration without unit", "sidecar:\n  leaseDuration: 15\n", "/sidecar/leaseDuration"},
+		{"misspelt setting", "sidecar:\n  leaseDurration: 15s\n", "leaseDurration"},
+		{"claim without name", "sidecar:\n  backend: sqlite\n  sqlite:\n    volume:\n      type: persistentVolumeClaim\n", "/sidecar/sqlite/volume"},
+		{"port out of range", "sidecar:\n  opsPort: 70000\n", "/sidecar/opsPort"},
+		{"required image removed", "sidecar:\n  image:\n    repository: null\n", "repository"},
+		{"replicas negative", "replicaCount: -1\n", "/replicaCount"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := sidecartest.TemplateChart(t, dir, "apps", c.values)
+			if err == nil {
+				t.Fatalf("helm accepted values that violate values.schema.json:\n%s", c.values)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "values don't meet the specifications of the schema") || !strings.Contains(msg, c.field) {
+				t.Fatalf("the error does not name %s as a schema violation:\n%s", c.field, msg)
+			}
+		})
+	}
+}
 
 // The library checks at render time what the sidecar would refuse at start
 // (or die of, like two listeners on one port), with a message naming the

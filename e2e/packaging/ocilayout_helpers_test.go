@@ -1,4 +1,4 @@
-package process
+package packaging
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package process
+package packaging
 
 import (
 	"archive/tar"
@@ -56,7 +56,7 @@ func runReleaseIn(t *testing.T, root, dir, version string) (stdout, stderr strin
 // not the version the charts carry, exits 2 with a message that says so,
 // before anything is built.
 func TestReleaseRefusesOtherVersions(t *testing.T) {
-	current := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	current := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	for _, c := range []struct{ version, want string }{
 		{"", `VERSION "" is not of the form vX.Y.Z`},
 		{"0.1.0", `VERSION "0.1.0" is not of the form vX.Y.Z`},
@@ -82,7 +82,7 @@ func TestReleaseRefusesOtherVersions(t *testing.T) {
 // architecture with LICENSE and README, SHA256SUMS matching every file, the
 // charts packaged with the release's version and appVersion, and the images.
 func TestRelease(t *testing.T) {
-	version := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	version := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	chartVersion := strings.TrimPrefix(version, "v")
 	dir := t.TempDir()
 	repo := releaseRepo(t)
@@ -125,7 +125,7 @@ func TestRelease(t *testing.T) {
 	checkSums(t, dir, want)
 	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
 		files := untgz(t, filepath.Join(dir, chart+"-"+chartVersion+".tgz"))
-		m := parseChartMeta(t, chart, files[chart+"/Chart.yaml"])
+		m := sidecartest.ParseChartMeta(t, chart, files[chart+"/Chart.yaml"])
 		if m.Name != chart || m.Version != chartVersion || m.AppVersion != version {
 			t.Errorf("%s.tgz: Chart.yaml name %q version %q appVersion %q, want %s %s %s", chart, m.Name, m.Version, m.AppVersion, chart, chartVersion, version)
 		}
@@ -134,13 +134,13 @@ func TestRelease(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s.tgz does not bundle leader-sidecar-lib", chart)
 			}
-			if m := parseChartMeta(t, "bundled leader-sidecar-lib", lib); m.Version != chartVersion || m.AppVersion != version {
+			if m := sidecartest.ParseChartMeta(t, "bundled leader-sidecar-lib", lib); m.Version != chartVersion || m.AppVersion != version {
 				t.Errorf("%s.tgz bundles leader-sidecar-lib %s (appVersion %s), want %s", chart, m.Version, m.AppVersion, chartVersion)
 			}
 		}
 	}
-	checkImageIndex(t, filepath.Join(dir, "leader-sidecar-"+version+".oci.tar"), sidecarImageRepository, version, "sidecar")
-	checkImageIndex(t, filepath.Join(dir, "example-worker-"+version+".oci.tar"), appImageRepository, version, "worker")
+	checkImageIndex(t, filepath.Join(dir, "leader-sidecar-"+version+".oci.tar"), sidecartest.SidecarImageRepository, version, "sidecar")
+	checkImageIndex(t, filepath.Join(dir, "example-worker-"+version+".oci.tar"), sidecartest.AppImageRepository, version, "worker")
 }
 
 // releaseRepo is a repository of its own holding this working tree's files
@@ -209,7 +209,7 @@ func checkReleaseTags(t *testing.T, repo, version string) {
 // tag on another commit, exit 2 naming the cause before anything is
 // built or tagged.
 func TestReleaseRefusesWhatItCannotTag(t *testing.T) {
-	version := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	version := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	repo := releaseRepo(t)
 	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("changed\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func checkBinaryArchive(t *testing.T, path, version, osArch string) {
 		t.Fatalf("%s holds %q, want %q", filepath.Base(path), names, want)
 	}
 	for _, doc := range []string{"LICENSE", "README.md"} {
-		if !bytes.Equal(files[top+"/"+doc], mustRead(t, "../../"+doc)) {
+		if !bytes.Equal(files[top+"/"+doc], sidecartest.MustRead(t, "../../"+doc)) {
 			t.Errorf("%s: %s is not the repository's", filepath.Base(path), doc)
 		}
 	}
@@ -290,7 +290,7 @@ func checkMachO(t *testing.T, data []byte, cpu macho.Cpu) {
 func checkSums(t *testing.T, dir string, files []string) {
 	t.Helper()
 	sums := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(mustRead(t, filepath.Join(dir, "SHA256SUMS"))))
+	sc := bufio.NewScanner(bytes.NewReader(sidecartest.MustRead(t, filepath.Join(dir, "SHA256SUMS"))))
 	for sc.Scan() {
 		sum, name, ok := strings.Cut(sc.Text(), "  ")
 		if !ok || len(sum) != 64 {
@@ -302,7 +302,7 @@ func checkSums(t *testing.T, dir string, files []string) {
 		if f == "SHA256SUMS" {
 			continue
 		}
-		sum := sha256.Sum256(mustRead(t, filepath.Join(dir, f)))
+		sum := sha256.Sum256(sidecartest.MustRead(t, filepath.Join(dir, f)))
 		if sums[f] != hex.EncodeToString(sum[:]) {
 			t.Errorf("SHA256SUMS: %s has %q, the file hashes to %x", f, sums[f], sum)
 		}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	_ "modernc.org/sqlite"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
 // database is one kind of database the SQL guard is tested on.
@@ -129,5 +131,14 @@ func (f *fixture) mustWrite(t *testing.T, resource string, term fence.TermID, va
 func forEachDatabase(t *testing.T, test func(t *testing.T, d database)) {
 	for _, d := range databases {
 		t.Run(d.name, func(t *testing.T) { test(t, d) })
+	}
+}
+
+// checkGuardAnswer fails unless err is what a guard must answer a write of
+// term (see fencetest.CheckAnswer).
+func checkGuardAnswer(t *testing.T, err error, term fence.TermID, want error) {
+	t.Helper()
+	if err := fencetest.CheckAnswer(err, term, want); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package process
+package chart
 
 import (
 	"bytes"
@@ -17,6 +17,36 @@ import (
 // Helm 3 and on Helm 4, each making its own helm create chart, over the
 // settings that take the templates' every branch and with the optional
 // objects on.
+
+// TestChartLint lints both charts with the pinned helm, and the example
+// chart with every case of the matrix.
+func TestChartLint(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
+		t.Run(chart, func(t *testing.T) {
+			out, err := sidecartest.RunHelm(t, "lint", "--strict", filepath.Join(dir, chart))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+				t.Fatalf("helm lint --strict:\n%s", out)
+			}
+		})
+	}
+	// Lint with each readiness mode and backend, so every branch of the
+	// templates is linted.
+	for _, c := range sidecartest.ChartMatrix() {
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(c.Values()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := sidecartest.RunHelm(t, "lint", "--strict", filepath.Join(dir, "leader-sidecar-example"), "--values", file); err != nil {
+			t.Fatalf("%s: %v", c.Name(), err)
+		} else if strings.Contains(out, "[WARNING]") {
+			t.Fatalf("%s:\n%s", c.Name(), out)
+		}
+	}
+}
 
 // helmRunner runs one helm binary, with its own cache, config and data
 // directories, and returns stdout or stderr as the error.
@@ -63,7 +93,7 @@ func chartsWith(t *testing.T, h helmRunner) (dir, mychart string) {
 	if _, err := h.run("create", mychart); err != nil {
 		t.Fatal(err)
 	}
-	chartYAML := string(mustRead(t, filepath.Join(mychart, "Chart.yaml")))
+	chartYAML := string(sidecartest.MustRead(t, filepath.Join(mychart, "Chart.yaml")))
 	write := func(name, content string) {
 		if err := os.WriteFile(filepath.Join(mychart, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -72,7 +102,7 @@ func chartsWith(t *testing.T, h helmRunner) (dir, mychart string) {
 	write("Chart.yaml", chartYAML+"\n"+sidecartest.ReadmeBlock(t, "dependencies:", "leader-sidecar-lib"))
 	write("templates/rbac.yaml", sidecartest.ReadmeBlock(t, `include "leader-sidecar-lib.rbac"`))
 	write("templates/extras.yaml", sidecartest.ReadmeBlock(t, `include "leader-sidecar-lib.extras"`))
-	created := string(mustRead(t, filepath.Join(mychart, "templates", "deployment.yaml")))
+	created := string(sidecartest.MustRead(t, filepath.Join(mychart, "templates", "deployment.yaml")))
 	pod := sidecartest.ReadmeBlock(t, "serviceAccountName:", "leader-sidecar-lib.initContainers", "leader-sidecar-lib.strategy")
 	header, rest := sidecartest.MustCut(t, created, "  template:\n")
 	podMeta, _ := sidecartest.MustCut(t, rest, "    spec:\n")

@@ -1,8 +1,10 @@
-package apiserver
+package chart
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,9 +24,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
+
+// The charts on a real API server (envtest, started by the first test that
+// needs it): the renderings taken in a server-side dry-run and admitted
+// under Pod Security "restricted", their RBAC applied for real to a running
+// sidecar, and a helm install and uninstall that keeps the Lease.
 
 // dryRunner creates objects with server-side dry-run through a dynamic
 // client.
@@ -172,7 +180,7 @@ func TestChartRBACForReal(t *testing.T) {
 			// filled in for a Pod object of our own; the test's timings and
 			// loopback addresses given as flags (which win over variables).
 			podName := "demo-0"
-			uid := createPod(t, k, ns, podName)
+			uid := k.CreatePod(t, ns, podName)
 			var env []string
 			for _, e := range sc.Env {
 				value := e.Value
@@ -187,7 +195,7 @@ func TestChartRBACForReal(t *testing.T) {
 			_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 15*time.Second)
 			k.LeaseShows(t, ns, leaseName, sidecartest.IdentityOf(t, s), token)
 			if c.Mode == "pod-condition" || c.Mode == "label" {
-				awaitMarked(t, k, ns, c.Mode, podName)
+				k.AwaitMarked(t, ns, c.Mode, podName)
 			}
 			time.Sleep(2 * sidecartest.RenewDeadline) // renewals and events go through
 			if _, again := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, time.Second); again != token {
@@ -239,5 +247,54 @@ func TestChartRBACForReal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChartLeaseSurvivesUninstall installs the example chart with
+// sidecar.lease.create on the API server with a real helm, moves the Lease
+// on as a few terms would, uninstalls, and checks that the Lease and its
+// token are still there; then installs the same release again, which must
+// adopt the kept Lease rather than fail or reset it.
+func TestChartLeaseSurvivesUninstall(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	ctx := context.Background()
+	ns := k.Namespace(t)
+	kc := k.Kubeconfig(t, "")
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("sidecar:\n  lease:\n    create: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(dir, "leader-sidecar-example")
+	helmIn := func(args ...string) {
+		t.Helper()
+		if _, err := sidecartest.RunHelm(t, append(args, "--namespace", ns, "--kubeconfig", kc)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const name = sidecartest.ChartRelease + "-leader-sidecar-example"
+	const token = 7
+
+	helmIn("install", sidecartest.ChartRelease, chart, "--values", values)
+	leases := k.Client.CoordinationV1().Leases(ns)
+	l := k.Lease(t, ns, name)
+	l.Spec.HolderIdentity = ptr.To("demo-0_x")
+	l.Spec.LeaseDurationSeconds = ptr.To[int32](15)
+	l.Spec.LeaseTransitions = ptr.To[int32](token)
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	helmIn("uninstall", sidecartest.ChartRelease)
+	if _, err := k.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		t.Fatal("helm uninstall left the Deployment: the check below would prove nothing")
+	}
+	if l := k.Lease(t, ns, name); l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != token {
+		t.Fatalf("after helm uninstall the Lease's token is %v, want %d", l.Spec.LeaseTransitions, token)
+	}
+
+	helmIn("install", sidecartest.ChartRelease, chart, "--values", values)
+	if l := k.Lease(t, ns, name); l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != token {
+		t.Fatalf("after installing again the Lease's token is %v, want %d", l.Spec.LeaseTransitions, token)
 	}
 }

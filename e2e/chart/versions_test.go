@@ -1,4 +1,4 @@
-package process
+package chart
 
 import (
 	"errors"
@@ -22,53 +22,13 @@ import (
 // both charts' version and appVersion, the example's dependency on the
 // library, the library's default image tag and the example's image tags.
 
-const (
-	sidecarImageRepository = "ghcr.io/leader-sidecar/leader-sidecar"
-	appImageRepository     = "ghcr.io/leader-sidecar/example-worker"
-)
-
 var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
-
-// chartMeta is what the tests read of a Chart.yaml.
-type chartMeta struct {
-	Name         string `json:"name"`
-	Version      string `json:"version"`
-	AppVersion   string `json:"appVersion"`
-	KubeVersion  string `json:"kubeVersion"`
-	Dependencies []struct {
-		Name, Version, Repository string
-	} `json:"dependencies"`
-}
-
-// readChartMeta reads charts/<chart>/Chart.yaml of the repository.
-func readChartMeta(t *testing.T, chart string) chartMeta {
-	t.Helper()
-	return parseChartMeta(t, chart, mustRead(t, filepath.Join("..", "..", "charts", chart, "Chart.yaml")))
-}
-
-func parseChartMeta(t *testing.T, what string, raw []byte) chartMeta {
-	t.Helper()
-	var m chartMeta
-	if err := utilyaml.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("%s: Chart.yaml: %v", what, err)
-	}
-	return m
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
 
 // libraryDefaults decodes the settings block of the library's
 // leader-sidecar-lib.defaults template (plain YAML) from _config.tpl.
 func libraryDefaults(t *testing.T, root string) map[string]any {
 	t.Helper()
-	tpl := string(mustRead(t, filepath.Join(root, "charts", "leader-sidecar-lib", "templates", "_config.tpl")))
+	tpl := string(sidecartest.MustRead(t, filepath.Join(root, "charts", "leader-sidecar-lib", "templates", "_config.tpl")))
 	_, block, ok := strings.Cut(tpl, `{{- define "leader-sidecar-lib.defaults" -}}`)
 	block, _, ok2 := strings.Cut(block, "{{- end }}")
 	if !ok || !ok2 {
@@ -88,7 +48,7 @@ func exampleImages(t *testing.T, root string) (app, sidecar map[string]any) {
 		App     struct{ Image map[string]any } `json:"app"`
 		Sidecar struct{ Image map[string]any } `json:"sidecar"`
 	}
-	if err := utilyaml.Unmarshal(mustRead(t, filepath.Join(root, "charts", "leader-sidecar-example", "values.yaml")), &v); err != nil {
+	if err := utilyaml.Unmarshal(sidecartest.MustRead(t, filepath.Join(root, "charts", "leader-sidecar-example", "values.yaml")), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v.App.Image, v.Sidecar.Image
@@ -100,7 +60,7 @@ func checkVersionsAgree(t *testing.T, root, version string) {
 	t.Helper()
 	chart := strings.TrimPrefix(version, "v")
 	for _, name := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
-		m := parseChartMeta(t, name, mustRead(t, filepath.Join(root, "charts", name, "Chart.yaml")))
+		m := sidecartest.ParseChartMeta(t, name, sidecartest.MustRead(t, filepath.Join(root, "charts", name, "Chart.yaml")))
 		if m.Version != chart || m.AppVersion != version {
 			t.Errorf("%s: version %q appVersion %q, want %q and %q", name, m.Version, m.AppVersion, chart, version)
 		}
@@ -111,22 +71,22 @@ func checkVersionsAgree(t *testing.T, root, version string) {
 		}
 	}
 	libImage, _ := libraryDefaults(t, root)["image"].(map[string]any)
-	if libImage["repository"] != sidecarImageRepository || libImage["tag"] != version {
-		t.Errorf("the library's default image is %v:%v, want %s:%s", libImage["repository"], libImage["tag"], sidecarImageRepository, version)
+	if libImage["repository"] != sidecartest.SidecarImageRepository || libImage["tag"] != version {
+		t.Errorf("the library's default image is %v:%v, want %s:%s", libImage["repository"], libImage["tag"], sidecartest.SidecarImageRepository, version)
 	}
 	app, sidecar := exampleImages(t, root)
-	if sidecar["repository"] != sidecarImageRepository || sidecar["tag"] != version {
-		t.Errorf("the example's sidecar.image is %v:%v, want %s:%s", sidecar["repository"], sidecar["tag"], sidecarImageRepository, version)
+	if sidecar["repository"] != sidecartest.SidecarImageRepository || sidecar["tag"] != version {
+		t.Errorf("the example's sidecar.image is %v:%v, want %s:%s", sidecar["repository"], sidecar["tag"], sidecartest.SidecarImageRepository, version)
 	}
-	if app["repository"] != appImageRepository || app["tag"] != version {
-		t.Errorf("the example's app.image is %v:%v, want %s:%s", app["repository"], app["tag"], appImageRepository, version)
+	if app["repository"] != sidecartest.AppImageRepository || app["tag"] != version {
+		t.Errorf("the example's app.image is %v:%v, want %s:%s", app["repository"], app["tag"], sidecartest.AppImageRepository, version)
 	}
 }
 
 // TestChartVersionsAgree: the charts carry one version, vX.Y.Z, everywhere,
 // and hack/set-version.sh --check says so too.
 func TestChartVersionsAgree(t *testing.T) {
-	version := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	version := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	if !releaseVersion.MatchString(version) {
 		t.Fatalf("the library's appVersion %q is not vX.Y.Z", version)
 	}
@@ -142,8 +102,8 @@ func TestChartVersionsAgree(t *testing.T) {
 // (the references the one-node cluster's images are imported under) name
 // exactly those.
 func TestChartDefaultImages(t *testing.T) {
-	version := readChartMeta(t, "leader-sidecar-example").AppVersion
-	wantSidecar, wantApp := sidecarImageRepository+":"+version, appImageRepository+":"+version
+	version := sidecartest.ReadChartMeta(t, "leader-sidecar-example").AppVersion
+	wantSidecar, wantApp := sidecartest.SidecarImageRepository+":"+version, sidecartest.AppImageRepository+":"+version
 
 	pod := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, sidecartest.Charts(t), "apps", "{}\n")).Spec.Template.Spec
 	if got := imagesOf(pod); got["leader-sidecar"] != wantSidecar || got["app"] != wantApp {
@@ -195,10 +155,10 @@ func TestSetVersion(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(script, mustRead(t, "../../hack/set-version.sh"), 0o755); err != nil {
+	if err := os.WriteFile(script, sidecartest.MustRead(t, "../../hack/set-version.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old := readChartMeta(t, "leader-sidecar-lib").AppVersion
+	old := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	const next = "v9.8.7"
 	run := func(args ...string) (string, int) {
 		out, err := exec.Command(script, args...).CombinedOutput()
@@ -232,7 +192,7 @@ func TestSetVersion(t *testing.T) {
 		t.Fatalf("--check %s after setting %s: exit %d, want 2 naming all 8 places:\n%s", old, next, code, out)
 	}
 	for _, readme := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
-		text := string(mustRead(t, filepath.Join(root, "charts", readme, "README.md")))
+		text := string(sidecartest.MustRead(t, filepath.Join(root, "charts", readme, "README.md")))
 		if strings.Contains(text, strings.TrimPrefix(old, "v")) {
 			t.Errorf("%s/README.md still names %s after set-version.sh %s", readme, old, next)
 		}
@@ -243,7 +203,7 @@ func TestSetVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, "apps", "{}\n")).Spec.Template.Spec
-	if got := imagesOf(pod); got["leader-sidecar"] != sidecarImageRepository+":"+next || got["app"] != appImageRepository+":"+next {
+	if got := imagesOf(pod); got["leader-sidecar"] != sidecartest.SidecarImageRepository+":"+next || got["app"] != sidecartest.AppImageRepository+":"+next {
 		t.Fatalf("after set-version.sh %s the images are %v", next, got)
 	}
 }
