@@ -19,6 +19,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // electionConfig is the election a candidate joins, the sidecar's and
@@ -316,12 +317,12 @@ func openLease(_ context.Context, cfg electionConfig, kube *kubeClient, log *slo
 		return nil, err
 	}
 	getenv := func(k string) string {
-		if k == lease.NamespaceEnv {
+		if k == kubeclient.NamespaceEnv {
 			return cfg.pod.namespace
 		}
 		return ""
 	}
-	namespace, err := lease.ResolveNamespace(cfg.kube.namespace, getenv, "")
+	namespace, err := kubeclient.ResolveNamespace(cfg.kube.namespace, getenv, "")
 	if err != nil {
 		return nil, fmt.Errorf("--namespace: %w", err)
 	}
