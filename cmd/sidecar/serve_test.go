@@ -23,6 +23,7 @@ func TestPodReadinessModesNeedThePod(t *testing.T) {
 // Kubernetes API) exactly for the modes that PublishesOnPod.
 func TestReadinessModesAreThePublishersModes(t *testing.T) {
 	help := newSidecarConfig().set.Lookup("readiness-mode").Usage
+	// noAPI's clients cannot be made: its kubeconfig does not exist.
 	noAPI := kubeclient.NewClients(kubeclient.ResolveSource(filepath.Join(t.TempDir(), "missing"), nil), kubeclient.Options{})
 	for _, mode := range podreadiness.Modes {
 		if !strings.Contains(help, string(mode)) {
