@@ -19,6 +19,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // electionConfig is the election a candidate joins, the sidecar's and
@@ -123,7 +124,10 @@ func (c *electionConfig) check(environ []string) error {
 	c.pod = podFromEnv(environ)
 	c.backend = resolveBackend(c.backend, environ)
 	c.identity = election.NewIdentity(identityPrefix(c.identity, c.pod))
-	c.kube.source = resolveKubeconfig(c.kube.kubeconfig, environ)
+	c.kube.source = kubeclient.ResolveSource(c.kube.kubeconfig, func(k string) string {
+		v, _ := lookup(environ, k)
+		return v
+	})
 	return nil
 }
 
@@ -178,7 +182,7 @@ type kubeConfig struct {
 	// kubeconfig is --kubeconfig; check resolves it, with $KUBECONFIG,
 	// into source.
 	kubeconfig string
-	source     kubeconfigSource
+	source     kubeclient.Source
 	// namespace is --namespace; "" means $POD_NAMESPACE, else the service
 	// account's namespace, resolved when the Lease is opened.
 	namespace string
@@ -193,9 +197,9 @@ func (c *kubeConfig) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file for the lease backend (default: the files in $KUBECONFIG, else the in-cluster service account)")
 	docDefault(fs, "kubeconfig", "`$KUBECONFIG`, else in-cluster")
 	docMeaning(fs, "kubeconfig", "kubeconfig file for the `lease` backend outside a Pod. Without it the files listed in `$KUBECONFIG` are used (merged as kubectl merges them; missing ones skipped, but not all), else the Pod's service account. `~/.kube/config` is never read.")
-	fs.Float32Var(&c.qps, "kube-api-qps", 5, "queries per second the election's Kubernetes client may make")
+	fs.Float32Var(&c.qps, "kube-api-qps", kubeclient.DefaultQPS, "queries per second the election's Kubernetes client may make")
 	docMeaning(fs, "kube-api-qps", "rate limit of each of the sidecar's two Kubernetes clients (the election's, and the one the Pod publisher and Events share)")
-	fs.IntVar(&c.burst, "kube-api-burst", 10, "burst of the election's Kubernetes client")
+	fs.IntVar(&c.burst, "kube-api-burst", kubeclient.DefaultBurst, "burst of the election's Kubernetes client")
 	docMeaning(fs, "kube-api-burst", "burst of each of those clients")
 }
 
@@ -212,6 +216,18 @@ func (c *kubeConfig) check() error {
 		}
 	}
 	return nil
+}
+
+// kubeClients are the Kubernetes clients of a candidate of this election
+// (package kubeclient): the Lease's, and the Pod publisher's and Events'.
+// Every request is bounded by half the renew deadline.
+func (c *electionConfig) kubeClients() *kubeclient.Clients {
+	return kubeclient.NewClients(c.kube.source, kubeclient.Options{
+		Timeout:   c.renewDeadline / 2,
+		QPS:       c.kube.qps,
+		Burst:     c.kube.burst,
+		UserAgent: "leader-sidecar/" + currentVersion(),
+	})
 }
 
 // podInfo is what the Downward API tells a container about its Pod
@@ -286,7 +302,7 @@ type store struct {
 }
 
 // opener opens one kind of election store.
-type opener func(ctx context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error)
+type opener func(ctx context.Context, cfg electionConfig, kube *kubeclient.Clients, log *slog.Logger) (*store, error)
 
 // openers maps each kind of election store to its opener: the one list
 // of the kinds, which --backend takes (see backendKinds).
@@ -305,13 +321,13 @@ func backendKinds() []string {
 	return append([]string{autoBackend}, slices.Sorted(maps.Keys(openers))...)
 }
 
-// openStore opens the store cfg names. kube is the process's one
-// Kubernetes client, built only if the store needs it.
-func openStore(ctx context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error) {
+// openStore opens the store cfg names. Of kube, only the election's
+// client is used, and only if the store needs it.
+func openStore(ctx context.Context, cfg electionConfig, kube *kubeclient.Clients, log *slog.Logger) (*store, error) {
 	return openers[cfg.backend](ctx, cfg, kube, log)
 }
 
-func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeClient, log *slog.Logger) (*store, error) {
+func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeclient.Clients, log *slog.Logger) (*store, error) {
 	b, err := sqlite.Open(ctx, sqlite.Options{
 		Path:           cfg.sqlite.path,
 		Election:       cfg.leaseName,
@@ -329,18 +345,18 @@ func openSQLite(ctx context.Context, cfg electionConfig, _ *kubeClient, log *slo
 	return &store{backend: b, lease: cfg.leaseName, close: func() { _ = b.Close() }}, nil
 }
 
-func openLease(_ context.Context, cfg electionConfig, kube *kubeClient, log *slog.Logger) (*store, error) {
-	client, err := kube.forElection()
+func openLease(_ context.Context, cfg electionConfig, kube *kubeclient.Clients, log *slog.Logger) (*store, error) {
+	client, err := kube.Election()
 	if err != nil {
 		return nil, err
 	}
 	getenv := func(k string) string {
-		if k == lease.NamespaceEnv {
+		if k == kubeclient.NamespaceEnv {
 			return cfg.pod.namespace
 		}
 		return ""
 	}
-	namespace, err := lease.ResolveNamespace(cfg.kube.namespace, getenv, "")
+	namespace, err := kubeclient.ResolveNamespace(cfg.kube.namespace, getenv, "")
 	if err != nil {
 		return nil, fmt.Errorf("--namespace: %w", err)
 	}

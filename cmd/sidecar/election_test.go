@@ -85,6 +85,17 @@ func TestLeaseBackendStartErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// The sidecar started with $KUBECONFIG and no --kubeconfig uses the file:
+// it gets past loading the configuration and fails on the namespace
+// instead (POD_NAMESPACE is not a namespace name).
+func TestLeaseBackendReadsKUBECONFIG(t *testing.T) {
+	kc := kubeconfigFor(t, "https://127.0.0.1:1")
+	code, _, stderr := runArgs(t, []string{"--backend", "lease"}, "KUBECONFIG="+kc, "POD_NAMESPACE=Not_Valid")
+	if code != 1 || !strings.Contains(stderr, "from POD_NAMESPACE is not a valid namespace name") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
 // --backend takes auto and the kinds of openers, and names them all in its
 // help; auto resolves to a kind of openers wherever the process runs.
 func TestBackendKindsAreTheOpeners(t *testing.T) {

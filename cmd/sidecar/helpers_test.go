@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,4 +49,21 @@ func parseSidecarConfig(args, environ []string) (sidecarConfig, error) {
 		return sidecarConfig{}, err
 	}
 	return *c, nil
+}
+
+// kubeconfigFor writes a kubeconfig whose one context points at server.
+func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + server + `"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

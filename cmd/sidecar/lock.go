@@ -292,7 +292,7 @@ type locker struct {
 // release and hand-off go through the locker (see stepDown).
 func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logger) (*locker, error) {
 	el := cfg.election
-	st, err := openStore(ctx, el, newKubeClient(el), log)
+	st, err := openStore(ctx, el, el.kubeClients(), log)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeevents"
 	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
@@ -51,7 +52,7 @@ type sidecarParts struct {
 func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *sidecarParts, err error) {
 	el := cfg.election
 	m := metrics.New(metrics.Info{Lease: el.leaseName, Version: currentVersion(), Backend: el.backend})
-	kube := newKubeClient(el)
+	kube := el.kubeClients()
 	publisher, err := podPublisher(cfg, kube, log)
 	if err != nil {
 		return nil, err
@@ -177,12 +178,12 @@ func (p *sidecarParts) unmarkThenRelease(waitPublisher func()) {
 
 // podPublisher returns the publisher of a --readiness-mode that
 // PublishesOnPod (pod-condition, label), or nil in the other modes.
-func podPublisher(cfg sidecarConfig, kube *kubeClient, log *slog.Logger) (*podreadiness.Publisher, error) {
+func podPublisher(cfg sidecarConfig, kube *kubeclient.Clients, log *slog.Logger) (*podreadiness.Publisher, error) {
 	mode := cfg.readiness
 	if !mode.PublishesOnPod() {
 		return nil, nil
 	}
-	client, err := kube.forOthers()
+	client, err := kube.Others()
 	if err != nil {
 		return nil, fmt.Errorf("--readiness-mode %s needs the Kubernetes API: %w", mode, err)
 	}
@@ -226,7 +227,7 @@ func runPublisher(p *podreadiness.Publisher, electionDone <-chan struct{}) (wait
 // eventRecorder returns the recorder of Kubernetes Events for the Lease
 // st, or nil when there is none to record: another backend, --events=false,
 // no POD_NAME, or a recorder that cannot be made (logged). stop stops it.
-func eventRecorder(cfg sidecarConfig, st *store, kube *kubeClient, log *slog.Logger) (obs election.Observer, stop func()) {
+func eventRecorder(cfg sidecarConfig, st *store, kube *kubeclient.Clients, log *slog.Logger) (obs election.Observer, stop func()) {
 	if cfg.election.backend != "lease" {
 		return nil, func() {}
 	}
@@ -239,7 +240,7 @@ func eventRecorder(cfg sidecarConfig, st *store, kube *kubeClient, log *slog.Log
 		log.Info("not recording Kubernetes Events", "reason", reason)
 		return nil, func() {}
 	}
-	client, err := kube.forOthers()
+	client, err := kube.Others()
 	if err == nil {
 		var rec *kubeevents.Recorder
 		if rec, err = kubeevents.New(kubeevents.Config{Client: client, Pod: pod, LeaseNamespace: st.namespace,

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,7 +23,8 @@ func TestPodReadinessModesNeedThePod(t *testing.T) {
 // Kubernetes API) exactly for the modes that PublishesOnPod.
 func TestReadinessModesAreThePublishersModes(t *testing.T) {
 	help := newSidecarConfig().set.Lookup("readiness-mode").Usage
-	noAPI := &kubeClient{forOthers: func() (*kubeclient.Client, error) { return nil, errors.New("no API here") }}
+	// noAPI's clients cannot be made: its kubeconfig does not exist.
+	noAPI := kubeclient.NewClients(kubeclient.ResolveSource(filepath.Join(t.TempDir(), "missing"), nil), kubeclient.Options{})
 	for _, mode := range podreadiness.Modes {
 		if !strings.Contains(help, string(mode)) {
 			t.Errorf("the help of --readiness-mode does not name %q: %q", mode, help)

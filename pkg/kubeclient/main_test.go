@@ -2,6 +2,8 @@ package kubeclient
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,4 +50,21 @@ func newNamespace(t *testing.T) string {
 		t.Fatalf("creating a namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// kubeconfigFor writes a kubeconfig whose one context points at server.
+func kubeconfigFor(t *testing.T, server string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + server + `"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,6 +1,8 @@
 // Package lease is a backend.Backend on a coordination.k8s.io/v1 Lease: the
 // record of one election is the spec of one Lease on the Kubernetes API
-// server, and so lives in etcd.
+// server, and so lives in etcd. The Backend is handed its client
+// (Options.Client, from package kubeclient, which also finds the server
+// and the namespace); it makes no connection of its own.
 //
 // # Guarantees
 //

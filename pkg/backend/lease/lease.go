@@ -20,7 +20,8 @@ import (
 
 // Options configures a Backend. Every field but Logger is required.
 type Options struct {
-	// Client talks to the API server; see NewClient.
+	// Client talks to the API server; the sidecar makes it with
+	// kubeclient.NewClient.
 	Client *kubeclient.Client
 	// Namespace is the namespace of the Lease.
 	Namespace string

@@ -146,11 +146,11 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-// newClient returns a client made by NewClient for the test API server,
+// newClient returns a client made by kubeclient.NewClient for the test API server,
 // fast enough not to throttle racing tests.
 func newClient(t *testing.T) *kubeclient.Client {
 	t.Helper()
-	c, err := NewClient(testCfg, ClientOptions{Timeout: 10 * time.Second, QPS: 1000, Burst: 2000, UserAgent: "lease-test"})
+	c, err := kubeclient.NewClient(testCfg, kubeclient.Options{Timeout: 10 * time.Second, QPS: 1000, Burst: 2000, UserAgent: "lease-test"})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}

@@ -16,12 +16,12 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-// impersonating returns a client acting as user, through NewClient.
+// impersonating returns a client acting as user, through kubeclient.NewClient.
 func impersonating(t *testing.T, user string) *kubeclient.Client {
 	t.Helper()
 	cfg := rest.CopyConfig(testCfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := NewClient(cfg, ClientOptions{Timeout: 10 * time.Second, QPS: 100, Burst: 100})
+	c, err := kubeclient.NewClient(cfg, kubeclient.Options{Timeout: 10 * time.Second, QPS: 100, Burst: 100})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}

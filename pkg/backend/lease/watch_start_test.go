@@ -30,12 +30,15 @@ func listCounting(t *testing.T, lists *atomic.Int64) *kubeclient.Client {
 			return rt.RoundTrip(r)
 		})
 	})
-	c, err := NewClient(cfg, ClientOptions{Timeout: 10 * time.Second, QPS: 100, Burst: 100})
+	c, err := kubeclient.NewClient(cfg, kubeclient.Options{Timeout: 10 * time.Second, QPS: 100, Burst: 100})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
 	return c
 }
+
+// isWatch reports whether r asks for a watch (client-go sends watch=true).
+func isWatch(r *http.Request) bool { return r.URL.Query().Get("watch") == "true" }
 
 // snapshotIs fails t unless b's snapshot shows rec at version v.
 func snapshotIs(t *testing.T, b *Backend, rec backend.Record, v backend.Version) {

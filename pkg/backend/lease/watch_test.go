@@ -16,6 +16,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/backendtest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // expectSignal fails t unless ch signals within d.
@@ -188,7 +189,7 @@ func TestWatchIdleSendsNoRequests(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) { requests.Add(1); return rt.RoundTrip(r) })
 	})
-	client, err := NewClient(cfg, ClientOptions{Timeout: 300 * time.Millisecond, QPS: 100, Burst: 100})
+	client, err := kubeclient.NewClient(cfg, kubeclient.Options{Timeout: 300 * time.Millisecond, QPS: 100, Burst: 100})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}

@@ -1,4 +1,4 @@
-package lease
+package kubeclient
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,7 @@ func (c *connCounter) config() *rest.Config {
 // request cancelled for another reason leaves the connection open.
 func TestATimedOutRequestMakesTheNextOneDialAnew(t *testing.T) {
 	srv := newConnCounter(t)
-	client, err := NewClient(srv.config(), ClientOptions{Timeout: 300 * time.Millisecond})
+	client, err := NewClient(srv.config(), Options{Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}
@@ -117,5 +118,24 @@ func TestATimedOutRequestMakesTheNextOneDialAnew(t *testing.T) {
 	defer srv.mu.Unlock()
 	if !srv.protos["HTTP/2.0"] || len(srv.protos) != 1 {
 		t.Fatalf("requests came over %v, want HTTP/2.0 only", srv.protos)
+	}
+}
+
+func TestIsWatch(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"/apis/coordination.k8s.io/v1/namespaces/ns/leases?watch=true&fieldSelector=x":      true,
+		"/apis/coordination.k8s.io/v1/namespaces/ns/leases?watch=1":                         true,
+		"/apis/coordination.k8s.io/v1/watch/namespaces/ns/leases":                           true,
+		"/apis/coordination.k8s.io/v1/namespaces/ns/leases?fieldSelector=metadata.name%3Dx": false,
+		"/apis/coordination.k8s.io/v1/namespaces/ns/leases/watch":                           false,
+		"/apis/coordination.k8s.io/v1/namespaces/ns/leases/x?watch=false":                   false,
+	} {
+		u, err := url.Parse("https://h" + raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isWatch(&http.Request{URL: u}); got != want {
+			t.Errorf("isWatch(%s) = %v, want %v", raw, got, want)
+		}
 	}
 }

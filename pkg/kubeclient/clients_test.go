@@ -1,4 +1,4 @@
-package main
+package kubeclient
 
 import (
 	"context"
@@ -32,14 +32,12 @@ func TestATimedOutPodRequestDoesNotAbortTheElectionsRequest(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cfg := electionConfig{renewDeadline: 10 * time.Second,
-		kube: kubeConfig{source: resolveKubeconfig(kubeconfigFor(t, srv.URL), nil)}}
-	kube := newKubeClient(cfg)
-	election, err := kube.forElection()
+	clients := NewClients(ResolveSource(kubeconfigFor(t, srv.URL), nil), Options{Timeout: 5 * time.Second})
+	election, err := clients.Election()
 	if err != nil {
 		t.Fatal(err)
 	}
-	others, err := kube.forOthers()
+	others, err := clients.Others()
 	if err != nil {
 		t.Fatal(err)
 	}
