@@ -117,10 +117,10 @@ type Options struct {
 // minutes).
 func NewClient(cfg *rest.Config, o Options) (*Client, error) {
 	if cfg == nil {
-		return nil, errors.New("lease: no REST config")
+		return nil, errors.New("kubeclient: no REST config")
 	}
 	if o.Timeout < 0 || o.QPS < 0 || o.Burst < 0 {
-		return nil, fmt.Errorf("lease: negative client option (timeout %v, QPS %v, burst %d)", o.Timeout, o.QPS, o.Burst)
+		return nil, fmt.Errorf("kubeclient: negative client option (timeout %v, QPS %v, burst %d)", o.Timeout, o.QPS, o.Burst)
 	}
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = o.QPS, o.Burst
@@ -150,7 +150,7 @@ func NewClient(cfg *rest.Config, o Options) (*Client, error) {
 	}
 	client, err := New(c)
 	if err != nil {
-		return nil, fmt.Errorf("lease: Kubernetes client: %w", err)
+		return nil, fmt.Errorf("kubeclient: Kubernetes client: %w", err)
 	}
 	return client, nil
 }
