@@ -76,7 +76,8 @@ func TestWatchFallsBackToPollingWithoutADirectoryWatch(t *testing.T) {
 	waitSignal(t, changes, 10*time.Second, "a write seen by polling alone")
 }
 
-// countingGets counts a candidate's reads.
+// countingGets counts a candidate's reads once they are answered, so that a
+// count seen by the test is of reads whose answer the candidate has.
 type countingGets struct {
 	backend.Backend
 	gets atomic.Int64
@@ -90,7 +91,7 @@ func (c *countingGets) Update(ctx context.Context, v backend.Version, r backend.
 }
 
 func (c *countingGets) Get(ctx context.Context) (backend.Record, backend.Version, error) {
-	c.gets.Add(1)
+	defer c.gets.Add(1)
 	return c.Backend.Get(ctx)
 }
 
