@@ -1,0 +1,47 @@
+package inject
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Failure containment: a broken parameter (the image key removed from a
+// namespace's own ConfigMap) refuses only the Pods that opt in, with the
+// ValidatingAdmissionPolicy's message; the other Pods of that namespace
+// are admitted as they are.
+func TestInjectBrokenParameterRefusesOnlyOptedIn(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	data := paramData(t)
+	delete(data, "image")
+	useNamespaceParam(t, k, ns, data)
+	const want = `has no key "image"`
+	_ = awaitDryRun(t, k, ns, labelledPod("orders-0"), func(_ *corev1.Pod, err error) bool {
+		return err != nil && strings.Contains(err.Error(), want)
+	})
+	_, err := dryRun(t.Context(), k, ns, labelledPod("orders-0"))
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'leader-sidecar-injector'") ||
+		!strings.Contains(err.Error(), ns+"/leader-sidecar-injector") {
+		t.Fatalf("refusal %v, want the ValidatingAdmissionPolicy's, naming ConfigMap %s/leader-sidecar-injector", err, ns)
+	}
+	pod := labelledPod("other")
+	delete(pod.Labels, injectLabel)
+	if got := mustDryRun(t, k, ns, pod); len(got.Spec.InitContainers) != 0 {
+		t.Fatalf("an unlabelled Pod was injected: %v", initNames(got))
+	}
+}
+
+// TestInjectNoLeaseRefused: an opted-in Pod that names no Lease is not
+// injected and is refused, saying so.
+func TestInjectNoLeaseRefused(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	pod := plainPod("orders-0")
+	pod.Labels = map[string]string{injectLabel: "true"}
+	_, err := dryRun(t.Context(), k, ns, pod)
+	if err == nil || !strings.Contains(err.Error(), "nothing names its Lease") {
+		t.Fatalf("an opted-in Pod with no Lease: %v, want refused by the ValidatingAdmissionPolicy", err)
+	}
+}
