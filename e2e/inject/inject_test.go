@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -130,7 +131,7 @@ func TestInjectAlreadyInjectedUnchanged(t *testing.T) {
 	if a, b := specJSON(t, first), specJSON(t, second); a != b {
 		t.Fatalf("an injected Pod changed when sent again:\n%s\n%s", a, b)
 	}
-	if !maps(first.Annotations, second.Annotations) {
+	if !maps.Equal(first.Annotations, second.Annotations) {
 		t.Fatalf("annotations changed: %v, then %v", first.Annotations, second.Annotations)
 	}
 	// A Pod with the sidecar but no marker (the library chart's) is left
@@ -139,18 +140,6 @@ func TestInjectAlreadyInjectedUnchanged(t *testing.T) {
 	if third := mustDryRun(t, k, ns, again); specJSON(t, third) != specJSON(t, first) {
 		t.Fatalf("a Pod that has the sidecar got another: %v", initNames(third))
 	}
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInjectUnlabelledUnchanged: a Pod without the label (even with the
@@ -167,7 +156,7 @@ func TestInjectUnlabelledUnchanged(t *testing.T) {
 	if a, b := specJSON(t, reference), specJSON(t, got); a != b || len(got.Spec.InitContainers) != 0 {
 		t.Fatalf("an unlabelled Pod changed:\n%s\n%s", a, b)
 	}
-	if !maps(got.Annotations, pod.Annotations) {
+	if !maps.Equal(got.Annotations, pod.Annotations) {
 		t.Fatalf("annotations %v, want %v", got.Annotations, pod.Annotations)
 	}
 	for _, excluded := range []string{"kube-system", injectorNamespace} {
