@@ -212,3 +212,6 @@ func awaitDryRun(t *testing.T, k *sidecartest.KubeEnv, ns string, pod *corev1.Po
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// stringify is v as fmt prints it, for loose checks of rendered objects.
+func stringify(v any) string { return fmt.Sprint(v) }
