@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Failure containment: a broken parameter (the image key removed from a
@@ -44,4 +45,29 @@ func TestInjectNoLeaseRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing names its Lease") {
 		t.Fatalf("an opted-in Pod with no Lease: %v, want refused by the ValidatingAdmissionPolicy", err)
 	}
+}
+
+// TestInjectNamespaceWithoutItsParameter: a namespace labelled for its own
+// parameter that has none refuses its opted-in Pods and admits the
+// others.
+func TestInjectNamespaceWithoutItsParameter(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	nsObj, err := k.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["leader-sidecar.io/settings"] = "namespace"
+	if _, err := k.Client.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's own message, naming the binding of such namespaces.
+	_, err = dryRun(t.Context(), k, ns, labelledPod("orders-0"))
+	if err == nil || !strings.Contains(err.Error(), "leader-sidecar-injector-namespace") ||
+		!strings.Contains(err.Error(), "no params found") {
+		t.Fatalf("an opted-in Pod in a namespace labelled for a parameter it does not have: %v", err)
+	}
+	pod := labelledPod("other")
+	delete(pod.Labels, injectLabel)
+	mustDryRun(t, k, ns, pod)
 }
