@@ -71,3 +71,23 @@ func TestInjectNamespaceWithoutItsParameter(t *testing.T) {
 	delete(pod.Labels, injectLabel)
 	mustDryRun(t, k, ns, pod)
 }
+
+// TestInjectBadAnnotationRefused: an annotation that picks a backend or
+// readiness mode that does not exist refuses the Pod, naming it, rather
+// than injecting a sidecar that would exit at its start.
+func TestInjectBadAnnotationRefused(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	for annotation, value := range map[string]string{
+		"leader-sidecar.io/backend":             "etcd",
+		"leader-sidecar.io/readiness":           "leader",
+		"leader-sidecar.io/wait-for-leadership": "yes",
+	} {
+		pod := labelledPod("orders-0")
+		pod.Annotations[annotation] = value
+		_, err := dryRun(t.Context(), k, ns, pod)
+		if err == nil || !strings.Contains(err.Error(), "the annotation "+annotation+" is "+value+", not one of") {
+			t.Errorf("%s=%s: %v, want refused naming the annotation", annotation, value, err)
+		}
+	}
+}

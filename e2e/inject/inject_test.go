@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
@@ -180,5 +181,37 @@ func TestInjectNamespaceSettings(t *testing.T) {
 	})
 	if names := initNames(got); !slices.Equal(names, []string{sidecarName}) {
 		t.Fatalf("init containers %v", names)
+	}
+}
+
+// TestInjectPodSecurityRestricted: an injected Pod passes Pod Security
+// "restricted" (which admission checks after the mutation), its app
+// container being restricted too.
+func TestInjectPodSecurityRestricted(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	nsObj, err := k.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	nsObj.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
+	if _, err := k.Client.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := labelledPod("orders-0")
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if got := mustDryRun(t, k, ns, pod); sidecartest.ContainerNamed(got.Spec.InitContainers, sidecarName) == nil {
+		t.Fatalf("not injected: %v", initNames(got))
+	}
+	// The check is on: the app container alone, unrestricted, is refused.
+	pod.Spec.Containers[0].SecurityContext = nil
+	if _, err := dryRun(t.Context(), k, ns, pod); err == nil || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("an unrestricted app container passed Pod Security restricted: %v", err)
 	}
 }
