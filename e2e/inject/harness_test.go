@@ -39,7 +39,6 @@ var (
 
 // injector installs the injector chart on the shared API server (once)
 // and waits until its mutating policy injects a dry-run Pod.
-
 func injector(t *testing.T) *sidecartest.KubeEnv {
 	t.Helper()
 	k := sidecartest.Kube(t)
@@ -50,6 +49,9 @@ func injector(t *testing.T) *sidecartest.KubeEnv {
 	return k
 }
 
+// install checks that the API server serves the v1 policy API, creates
+// the chart's objects, and polls a dry run until a Pod is injected,
+// printing how long the policy took to become active.
 func install(t *testing.T, k *sidecartest.KubeEnv) error {
 	ctx := context.Background()
 	dc, err := discovery.NewDiscoveryClientForConfig(k.Config)
