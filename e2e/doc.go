@@ -14,6 +14,11 @@
 //	                checked against the sidecar binary, and on a real
 //	                kube-apiserver (envtest). Needs helm (hack/helm.sh) and,
 //	                for the API server cases only, KUBEBUILDER_ASSETS.
+//	e2e/inject/     the injector chart (sidecar injection by
+//	                MutatingAdmissionPolicy) on a real kube-apiserver
+//	                (envtest), by server-side dry run; its container
+//	                compared with the library chart's. Runs no sidecar.
+//	                Needs helm and KUBEBUILDER_ASSETS.
 //	e2e/apiserver/  a real kube-apiserver and etcd (envtest): the Lease
 //	                backend, interop with client-go, RBAC, Pod readiness,
 //	                chaos; and the tests that cover both backends with the
@@ -33,7 +38,8 @@
 // in e2e/chart, of the image or the release in e2e/packaging, whatever
 // they need), in a file named after what it tests. The
 // harness they share, building the sidecar once per package (TestMain
-// calls sidecartest.Main), starting sidecars, reading /leader, the overlap
+// calls sidecartest.Main, or sidecartest.KubeMain where no sidecar
+// runs), starting sidecars, reading /leader, the overlap
 // sweeps, the shared API server, helm and the chart helpers, is
 // internal/sidecartest.
 package e2e

@@ -52,6 +52,15 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// KubeMain runs the tests of m and stops the API server if a test started
+// one ([Kube]), building nothing: for packages that only send objects to
+// the API server. It returns the exit code for os.Exit.
+func KubeMain(m *testing.M) int {
+	code := m.Run()
+	stopKube()
+	return code
+}
+
 // Binary is the sidecar binary Main built.
 func Binary(t testing.TB) string {
 	t.Helper()

@@ -1,0 +1,93 @@
+package inject
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Failure containment: a broken parameter (the image key removed from a
+// namespace's own ConfigMap) refuses only the Pods that opt in, with the
+// ValidatingAdmissionPolicy's message; the other Pods of that namespace
+// are admitted as they are.
+func TestInjectBrokenParameterRefusesOnlyOptedIn(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	data := paramData(t)
+	delete(data, "image")
+	useNamespaceParam(t, k, ns, data)
+	const want = `has no key "image"`
+	_ = awaitDryRun(t, k, ns, labelledPod("orders-0"), func(_ *corev1.Pod, err error) bool {
+		return err != nil && strings.Contains(err.Error(), want)
+	})
+	_, err := dryRun(t.Context(), k, ns, labelledPod("orders-0"))
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'leader-sidecar-injector'") ||
+		!strings.Contains(err.Error(), ns+"/leader-sidecar-injector") {
+		t.Fatalf("refusal %v, want the ValidatingAdmissionPolicy's, naming ConfigMap %s/leader-sidecar-injector", err, ns)
+	}
+	pod := labelledPod("other")
+	delete(pod.Labels, injectLabel)
+	if got := mustDryRun(t, k, ns, pod); len(got.Spec.InitContainers) != 0 {
+		t.Fatalf("an unlabelled Pod was injected: %v", initNames(got))
+	}
+}
+
+// TestInjectNoLeaseRefused: an opted-in Pod that names no Lease is not
+// injected and is refused, saying so.
+func TestInjectNoLeaseRefused(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	pod := plainPod("orders-0")
+	pod.Labels = map[string]string{injectLabel: "true"}
+	_, err := dryRun(t.Context(), k, ns, pod)
+	if err == nil || !strings.Contains(err.Error(), "nothing names its Lease") {
+		t.Fatalf("an opted-in Pod with no Lease: %v, want refused by the ValidatingAdmissionPolicy", err)
+	}
+}
+
+// TestInjectNamespaceWithoutItsParameter: a namespace labelled for its own
+// parameter that has none refuses its opted-in Pods and admits the
+// others.
+func TestInjectNamespaceWithoutItsParameter(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	nsObj, err := k.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["leader-sidecar.io/settings"] = "namespace"
+	if _, err := k.Client.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's own message, naming the binding of such namespaces.
+	_, err = dryRun(t.Context(), k, ns, labelledPod("orders-0"))
+	if err == nil || !strings.Contains(err.Error(), "leader-sidecar-injector-namespace") ||
+		!strings.Contains(err.Error(), "no params found") {
+		t.Fatalf("an opted-in Pod in a namespace labelled for a parameter it does not have: %v", err)
+	}
+	pod := labelledPod("other")
+	delete(pod.Labels, injectLabel)
+	mustDryRun(t, k, ns, pod)
+}
+
+// TestInjectBadAnnotationRefused: an annotation that picks a backend or
+// readiness mode that does not exist refuses the Pod, naming it, rather
+// than injecting a sidecar that would exit at its start.
+func TestInjectBadAnnotationRefused(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	for annotation, value := range map[string]string{
+		"leader-sidecar.io/backend":             "etcd",
+		"leader-sidecar.io/readiness":           "leader",
+		"leader-sidecar.io/wait-for-leadership": "yes",
+	} {
+		pod := labelledPod("orders-0")
+		pod.Annotations[annotation] = value
+		_, err := dryRun(t.Context(), k, ns, pod)
+		if err == nil || !strings.Contains(err.Error(), "the annotation "+annotation+" is "+value+", not one of") {
+			t.Errorf("%s=%s: %v, want refused naming the annotation", annotation, value, err)
+		}
+	}
+}
