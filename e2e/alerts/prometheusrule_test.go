@@ -159,7 +159,7 @@ func TestChartPrometheusRuleRefusesUnknownTuning(t *testing.T) {
 		"alerts: {LeaderSidecarNoLeader: {threshold: 1}}":  "has no threshold to tune",
 		"alerts: {LeaderSidecarNoLeader: {for: \"soon\"}}": "for",
 	} {
-		_, err := sidecartest.TemplateChart(t, dir, "apps", "prometheusRule: {enabled: true, "+strings.TrimPrefix(values, "{")+"}")
+		_, err := sidecartest.TemplateChart(t, dir, "apps", "prometheusRule: {enabled: true, "+values+"}")
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("prometheusRule %s: %v, want an error with %q", values, err, want)
 		}

@@ -22,7 +22,7 @@ prometheusRule:
       enabled: true # false leaves the alert out
       for: 0m       # a Prometheus duration
       severity: warning
-      threshold: 4  # only where the expression ends in one comparison:
+      threshold: 4  # the number after the expression's one ">", only in
                     # LeaderSidecarFlapping (terms per hour),
                     # LeaderSidecarRenewFailing (failures per 5m),
                     # LeaderSidecarLeaseStale (seconds since the renewal)
