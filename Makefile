@@ -11,8 +11,9 @@
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
-#               those on PostgreSQL (installed from Debian's packages if
-#               missing; see hack/test-deps.sh), then a short run of the
+#               those on PostgreSQL and the alert tests on promtool (both
+#               installed from Debian's packages if missing; see
+#               hack/test-deps.sh), then a short run of the
 #               election's simulator (make sim)
 
 GO      ?= go

@@ -14,6 +14,11 @@
 //	                checked against the sidecar binary, and on a real
 //	                kube-apiserver (envtest). Needs helm (hack/helm.sh) and,
 //	                for the API server cases only, KUBEBUILDER_ASSETS.
+//	e2e/alerts/     the Prometheus alerts: promtool check rules and
+//	                promtool test rules (every alert firing and not), the
+//	                charts' PrometheusRule compared with the rule file.
+//	                Runs no sidecar. Needs promtool (Debian: prometheus)
+//	                and helm.
 //	e2e/inject/     the injector chart (sidecar injection by
 //	                MutatingAdmissionPolicy) on a real kube-apiserver
 //	                (envtest), by server-side dry run; its container

@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite needs beyond Go: the
 # PostgreSQL server binaries (the tests start their own throwaway server),
-# the envtest binaries (built by hack/envtest-binaries.sh) and Helm 3 and 4
-# (hack/helm.sh). Installs
-# PostgreSQL from Debian's packages when missing and running as root;
-# otherwise says what to install.
+# promtool (the alert tests, e2e/alerts), the envtest binaries (built by
+# hack/envtest-binaries.sh) and Helm 3 and 4 (hack/helm.sh). Installs
+# PostgreSQL and promtool from Debian's packages when missing and running
+# as root; otherwise says what to install.
 set -euo pipefail
 
-if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null; then
+# install_package <what is missing> <Debian package>: apt-get install, as
+# root; else say what to install and fail.
+install_package() {
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    echo "test-deps: installing PostgreSQL's server binaries (apt-get install postgresql)" >&2
+    echo "test-deps: installing $1 (apt-get install $2)" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
+    apt-get update -qq && apt-get install -y -qq "$2" >/dev/null
   else
-    echo "test-deps: PostgreSQL's server binaries are missing: install them (Debian: apt-get install postgresql)" >&2
+    echo "test-deps: $1 is missing: install it (Debian: apt-get install $2)" >&2
     exit 1
   fi
+}
+
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null; then
+  install_package "PostgreSQL's server binaries" postgresql
+fi
+
+# Debian's prometheus package ships promtool.
+if ! command -v promtool >/dev/null; then
+  install_package promtool prometheus
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null

@@ -124,12 +124,13 @@ spec:
 
 {{/*
 The optional objects as one multi-document stream: the PodDisruptionBudget,
-the metrics Service and ServiceMonitor, the PodMonitor; each only when its
+the metrics Service and ServiceMonitor, the PodMonitor, the PrometheusRule
+(_prometheusrule.tpl); each only when its
 values enable it. Put `{{ include "leader-sidecar-lib.extras" . }}` alone in
 a template file.
 */}}
 {{- define "leader-sidecar-lib.extras" -}}
-{{- range $t := list "podDisruptionBudget" "serviceMonitor" "podMonitor" }}
+{{- range $t := list "podDisruptionBudget" "serviceMonitor" "podMonitor" "prometheusRule" }}
 {{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
 ---
 {{ . }}
