@@ -187,7 +187,7 @@ func (p tablePrinter) cells(r electionRow) []string {
 		renewed = shortDuration(secondsDuration(*r.SinceRenewalSeconds)) + " ago"
 	}
 	c := []string{r.Name, holder, strconv.FormatInt(r.Token, 10), term, renewed,
-		shortDuration(time.Duration(r.LeaseDurationSeconds) * time.Second), handoffCell(r.Handoff, p.wide), r.State}
+		strconv.Itoa(int(r.LeaseDurationSeconds)) + "s", handoffCell(r.Handoff, p.wide), r.State}
 	if p.namespaces {
 		c = append([]string{r.Namespace}, c...)
 	}
