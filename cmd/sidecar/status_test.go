@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +25,35 @@ const (
 
 func TestStatusDocIsGenerated(t *testing.T) {
 	checkGenerated(t, operationsDoc, statusTableBegin, flagTableEnd, flagTable(newStatusConfig("sidecar status").set), regenerateStatusTable)
+}
+
+// The example on the page is the table status prints: its header, and
+// rows rendered from such elections line for line.
+func TestStatusDocExample(t *testing.T) {
+	page, err := os.ReadFile(operationsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, found := strings.Cut(string(page), "$ kubectl leader status -n shop\n")
+	example, _, _ = strings.Cut(example, "\nstale: ")
+	if !found {
+		t.Fatalf("%s: no example of kubectl leader status", operationsDoc)
+	}
+	billing := heldAt("billing", "billing-7d9f8c6b5-x2x7q_0b1e2d3c-4f5a-6b7c-8d9e-0f1a2b3c4d5e", 12, 3*time.Minute+12*time.Second, 2*time.Second)
+	orders := heldAt("orders", "orders-5c4b7d9f8-k8m2p_9a8b7c6d-5e4f-4a2b-9c0d-9e8f7a6b5c4d", 7, 41*time.Minute+3*time.Second, 1200*time.Millisecond)
+	orders.rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: orders.rec.HolderIdentity, Token: 7}
+	reports := heldAt("reports", "reports-6f7a8b9c0-q4r5s_1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", 3, 2*time.Hour+5*time.Minute, 64*time.Second)
+	var rows []electionRow
+	for _, e := range []storedElection{billing, orders, reports} {
+		rows = append(rows, rowOf(e, observed))
+	}
+	var b bytes.Buffer
+	if err := (tablePrinter{}).print(&b, rows, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSuffix(b.String(), "\n"); got != example {
+		t.Fatalf("%s shows:\n%s\nstatus prints:\n%s", operationsDoc, example, got)
+	}
 }
 
 // Bad usage: one line naming the flag, exit status 2, before any store is
