@@ -83,6 +83,7 @@ func newStatusConfig(name string) *statusConfig {
 	docMeaning(fs, "kubeconfig", "kubeconfig file, found as kubectl finds it (unlike the sidecar, which never reads `~/.kube/config`)")
 	fs.StringVar(&c.context, "context", "", "kubeconfig context to use (default: the current context)")
 	docDefault(fs, "context", "the current context")
+	docMeaning(fs, "context", "kubeconfig context to use, as `kubectl --context`")
 	fs.StringVarP(&c.selector, "selector", "l", "", "show only Leases with these labels (a label selector, e.g. app=web)")
 	fs.BoolVar(&c.allLeases, "all-leases", false, "show every Lease, not only those that hold a leader-election record")
 	docMeaning(fs, "all-leases", "show every Lease, the heartbeat Leases of nodes and API servers too, not only those holding a leader-election record (`spec.leaseTransitions` or `spec.acquireTime` set)")
