@@ -207,3 +207,68 @@ func TestBackendsPageTokenRaise(t *testing.T) {
 	}
 	sidecartest.AwaitToken(t, all, want+1, 10*sidecartest.LeaseDuration)
 }
+
+// Every file or folder of the repository that the README, docs/, the
+// charts and the package docs name exists, and every Go function a chart
+// template names as the source of a rule it mirrors ("As Type.method
+// (cmd/sidecar/file.go)") is defined in the file named: a renamed or moved
+// file cannot leave a page pointing at nothing.
+func TestCitedFilesExist(t *testing.T) {
+	root := sidecartest.RepoPath(t)
+	var texts []string
+	for _, top := range []string{"README.md", "docs", "charts", "cmd", "pkg", "e2e", "internal", "examples"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			switch ext := filepath.Ext(path); {
+			case ext == ".md", ext == ".tpl", ext == ".yaml" && strings.Contains(path, "/charts/"), filepath.Base(path) == "doc.go":
+				texts = append(texts, path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	repoPath := regexp.MustCompile(`(?:^|[\s(\x60"'])((?:cmd|pkg|e2e|internal|hack|charts|docs|examples)/[\w./*-]*[\w*-])`)
+	link := regexp.MustCompile(`\]\((\.\.?/[^)#\s]+)`)
+	mirror := regexp.MustCompile(`As (\w+)\.(\w+) \((cmd/[\w/]+\.go)\)`)
+	exists := func(p string) bool { // a path, or a pattern that matches one
+		matches, err := filepath.Glob(p)
+		return err == nil && len(matches) > 0
+	}
+	cited := 0
+	for _, file := range texts {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, file)
+		for _, m := range repoPath.FindAllStringSubmatch(string(raw), -1) {
+			p := strings.TrimSuffix(m[1], ".")
+			if strings.Contains(p, "vX.Y.Z") { // a release tag's form, not a path
+				continue
+			}
+			cited++
+			if !exists(filepath.Join(root, p)) {
+				t.Errorf("%s names %s, which the repository does not have", rel, p)
+			}
+		}
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			cited++
+			if !exists(filepath.Join(filepath.Dir(file), m[1])) {
+				t.Errorf("%s links to %s, which the repository does not have", rel, m[1])
+			}
+		}
+		for _, m := range mirror.FindAllStringSubmatch(string(raw), -1) {
+			cited++
+			src, err := os.ReadFile(filepath.Join(root, m[3]))
+			def := regexp.MustCompile(`func \(\w+ \*?` + m[1] + `\) ` + m[2] + `\(`)
+			if err != nil || !def.Match(src) {
+				t.Errorf("%s mirrors %s.%s of %s, which is not defined there", rel, m[1], m[2], m[3])
+			}
+		}
+	}
+	t.Logf("%d files, %d citations", len(texts), cited)
+}
