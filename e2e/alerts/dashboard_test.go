@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -176,5 +177,14 @@ func TestChartDashboardConfigMap(t *testing.T) {
 		if strings.TrimSuffix(string(readDashboard(t)), "\n") != cm.Data["leader-sidecar.json"] {
 			t.Errorf("%s: the ConfigMap's dashboard is not files/dashboard.json", values)
 		}
+	}
+	// helm lint --strict finds nothing with the dashboard and the rules on.
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte("grafanaDashboard: {enabled: true}\nprometheusRule: {enabled: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sidecartest.RunHelm(t, "lint", "--strict", filepath.Join(dir, "leader-sidecar-example"), "--values", file)
+	if err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
 	}
 }
