@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite needs beyond Go: the
 # PostgreSQL server binaries (the tests start their own throwaway server),
-# promtool (the alert tests, e2e/alerts), the envtest binaries (built by
-# hack/envtest-binaries.sh) and Helm 3 and 4 (hack/helm.sh). Installs
-# PostgreSQL and promtool from Debian's packages when missing and running
+# promtool and the Prometheus server (the alert tests, e2e/alerts), the
+# envtest binaries (built by hack/envtest-binaries.sh) and Helm 3 and 4
+# (hack/helm.sh). Installs
+# PostgreSQL and Prometheus from Debian's packages when missing and running
 # as root; otherwise says what to install.
 set -euo pipefail
 
@@ -24,9 +25,10 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
   install_package "PostgreSQL's server binaries" postgresql
 fi
 
-# Debian's prometheus package ships promtool.
-if ! command -v promtool >/dev/null; then
-  install_package promtool prometheus
+# Debian's prometheus package ships promtool and the server (the live
+# alert test starts one).
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  install_package "promtool and prometheus" prometheus
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null
