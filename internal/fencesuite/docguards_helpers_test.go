@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -121,7 +122,11 @@ type sqlGuard struct {
 	check   string // the page's guard statement on this test's table
 	fence   string // this test's guard table
 	data    string // this test's application table
+	retried atomic.Int64
 }
+
+// retries counts the writes retried as the page says (MariaDB deadlocks).
+func (g *sqlGuard) retries() int64 { return g.retried.Load() }
 
 func (d sqlDialect) openGuard(t *testing.T) docGuard {
 	t.Helper()
@@ -144,6 +149,7 @@ func (g *sqlGuard) write(ctx context.Context, resource string, term fence.TermID
 		if err == nil || attempt == 20 || !g.dialect.retry(err) {
 			return err
 		}
+		g.retried.Add(1)
 	}
 }
 

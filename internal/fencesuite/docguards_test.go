@@ -128,6 +128,9 @@ func TestDocumentedGuardsOneTokenManyHolders(t *testing.T) {
 				if winner < 0 {
 					t.Fatal("no writer wrote")
 				}
+				if r, ok := g.(interface{ retries() int64 }); ok && r.retries() > 0 {
+					t.Logf("%d writes retried after a deadlock, as the page says", r.retries())
+				}
 				want := fence.TermID{Token: 5, Holder: fmt.Sprintf("app-%d_1", winner)}
 				if value, accepted := g.state(t, "billing"); value != written(want) || accepted != want {
 					t.Fatalf("value %q, accepted %v; want the write of %v", value, accepted, want)
@@ -228,6 +231,9 @@ func TestDocumentedGuardsConcurrentWriters(t *testing.T) {
 			t.Errorf("the resource keeps %q, %v; want the write of the highest accepted term, %v", value, term, highest)
 		}
 		t.Logf("%d writes landed, %d refused", len(accepted), len(refusedWrites))
+		if r, ok := g.(interface{ retries() int64 }); ok && r.retries() > 0 {
+			t.Logf("%d writes retried after a deadlock, as the page says", r.retries())
+		}
 	})
 }
 
