@@ -10,6 +10,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // The guard tests run on throwaway servers (PostgreSQL, MariaDB, Redis,
@@ -77,11 +79,12 @@ func openPostgres(t *testing.T) *sql.DB {
 	return db
 }
 
-// withServers runs the tests, then stops every server that was started.
+// withServers builds the sidecar binary (sidecartest.Main), runs the
+// tests, then stops every server that was started.
 type withServers struct{ m *testing.M }
 
 func (w withServers) Run() int {
-	code := w.m.Run()
+	code := sidecartest.Main(w.m)
 	for _, s := range testServers {
 		if s.running == nil {
 			continue
