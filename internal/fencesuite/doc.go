@@ -6,6 +6,7 @@
 // runs every guard docs/fencing.md documents, as the page writes it, on a
 // real server the tests start: SQLite, PostgreSQL, MariaDB
 // (go-sql-driver/mysql), Redis (the Lua script, over RESP) and etcd (the
-// transaction, on its JSON gateway). The fence module's own tests
-// (cd pkg/fence && go test ./...) need nothing else.
+// transaction, on its JSON gateway), including a split brain between two
+// real sidecars (the binary, one frozen with SIGSTOP). The fence module's
+// own tests (cd pkg/fence && go test ./...) need nothing else.
 package fencesuite
