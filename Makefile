@@ -8,12 +8,13 @@
 #               (hack/release.sh; hack/set-version.sh sets the charts' version)
 #   make unit   vet, then the unit tests of pkg/ and cmd/ with the race
 #               detector and -short (the long race tests run fewer rounds):
-#               no kube-apiserver, no PostgreSQL, no Helm
+#               no kube-apiserver, no database servers, no Helm
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
-#               those on PostgreSQL and the alert tests on promtool (both
-#               installed from Debian's packages if missing; see
+#               those on PostgreSQL, MariaDB, Redis and etcd and the alert
+#               tests on promtool (installed from Debian's packages if
+#               missing, etcd with the envtest binaries; see
 #               hack/test-deps.sh), then a short run of the
 #               election's simulator (make sim)
 
