@@ -12,10 +12,10 @@ import (
 // of the FNV test suite; all were computed apart from Go's hash/fnv).
 func TestHashIsFNV1a64(t *testing.T) {
 	for key, want := range map[string]uint64{
-		"":       0xcbf29ce484222325,
-		"a":      0xaf63dc4c8601ec8c,
-		"foobar": 0x85944171f73967e8,
-		"b":      0xaf63df4c8601f1a5,
+		"":                                     0xcbf29ce484222325,
+		"a":                                    0xaf63dc4c8601ec8c,
+		"foobar":                               0x85944171f73967e8,
+		"b":                                    0xaf63df4c8601f1a5,
 		"0e4b3c6a-5d2f-4e1b-9a7c-8f3e2d1c0b9a": 0x4691d0367cd0885c,
 	} {
 		if got := Hash(key); got != want {
