@@ -178,3 +178,19 @@ func describe(rec backend.Record, present bool) string {
 	}
 	return s
 }
+
+// contest is one record and the invariants of the candidates that contend
+// for it: the one election of a schedule, or one shard of a group.
+type contest struct {
+	shard int
+	store store
+	check checker
+}
+
+// suffix names the contest's shard in the trace; "" for a lone election.
+func (el *contest) suffix() string {
+	if el.shard < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [shard %d]", el.shard)
+}
