@@ -426,7 +426,12 @@ func (g *group) settled(w *world) (bool, string) {
 	return true, ""
 }
 
+// afterEvent keeps lastUnsettled; before faults stop it need not look.
 func (g *group) afterEvent(w *world) {
+	if w.now < w.quietFrom {
+		g.lastUnsettled = w.now
+		return
+	}
 	if ok, _ := g.settled(w); !ok {
 		g.lastUnsettled = w.now
 	}

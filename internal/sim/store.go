@@ -185,6 +185,8 @@ type contest struct {
 	shard int
 	store store
 	check checker
+	// cands are the candidates ever started for it, in order.
+	cands []*candidate
 }
 
 // suffix names the contest's shard in the trace; "" for a lone election.

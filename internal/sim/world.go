@@ -172,6 +172,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 	}
 	c.e, c.d = e, e.Driver()
 	w.candidates = append(w.candidates, c)
+	el.cands = append(el.cands, c)
 	w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
 	if w.group == nil {
 		c.wake()
@@ -182,8 +183,8 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 // liveOf returns the live candidates contending for el's record.
 func (w *world) liveOf(el *contest) []*candidate {
 	var out []*candidate
-	for _, c := range w.candidates {
-		if !c.crashed && c.el == el {
+	for _, c := range el.cands {
+		if !c.crashed {
 			out = append(out, c)
 		}
 	}
