@@ -1,10 +1,10 @@
 package shard
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // This file is the assignment: which member each shard belongs to,
@@ -75,15 +75,21 @@ func Assign(n int, members []string) (Table, error) {
 	floor, extra := n/len(set), n%len(set)
 	load := make(map[string]int, len(set))
 	atCeil := 0
-	ranked := make([]string, len(set))
+	ranked := make([]scored, len(set))
+	prefixes := make([]uint64, len(set))
+	for j, m := range set {
+		prefixes[j] = memberPrefix(m)
+	}
 	for i := range n {
-		copy(ranked, set)
-		rank(ranked, i)
-		for _, m := range ranked {
-			l := load[m]
+		for j, m := range set {
+			ranked[j] = scored{m, score(prefixes[j], i)}
+		}
+		rank(ranked)
+		for _, c := range ranked {
+			l := load[c.member]
 			if l < floor || l == floor && atCeil < extra {
-				t[i] = m
-				load[m]++
+				t[i] = c.member
+				load[c.member]++
 				if l == floor {
 					atCeil++
 				}
@@ -97,43 +103,57 @@ func Assign(n int, members []string) (Table, error) {
 	return t, nil
 }
 
-// rank orders members for shard i: highest score first, ties (which need
-// a 64-bit collision) by identity.
-func rank(members []string, i int) {
-	type scored struct {
-		member string
-		score  uint64
-	}
-	s := make([]scored, len(members))
-	for j, m := range members {
-		s[j] = scored{m, score(m, i)}
-	}
+// scored is a member and its score for one shard.
+type scored struct {
+	member string
+	score  uint64
+}
+
+// rank orders members for one shard: highest score first, ties (which
+// need a 64-bit collision) by identity.
+func rank(s []scored) {
 	slices.SortFunc(s, func(a, b scored) int {
 		switch {
 		case a.score > b.score:
 			return -1
 		case a.score < b.score:
 			return 1
-		case a.member < b.member:
-			return -1
-		case a.member > b.member:
-			return 1
 		}
-		return 0
+		return strings.Compare(a.member, b.member)
 	})
-	for j := range s {
-		members[j] = s[j].member
-	}
 }
 
-// score is the rendezvous weight of member for shard i: FNV-1a 64 of the
-// member's identity and the shard's number, then mixed (the finalizer of
-// SplitMix64) so that identities that differ in one character rank
+// FNV-1a 64's parameters.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// memberPrefix is the FNV-1a 64 state after the member's identity and a
+// zero byte: the part of every score of that member that does not depend
+// on the shard.
+func memberPrefix(member string) uint64 {
+	h := uint64(fnvOffset)
+	for k := 0; k < len(member); k++ {
+		h ^= uint64(member[k])
+		h *= fnvPrime
+	}
+	h ^= 0
+	h *= fnvPrime
+	return h
+}
+
+// score is the rendezvous weight of a member for shard i: FNV-1a 64 of
+// the member's identity, a zero byte and the shard's number as 8 bytes,
+// big-endian (continued from memberPrefix), then mixed by SplitMix64's
+// finalizer so that identities that differ in one character rank
 // independently.
-func score(member string, i int) uint64 {
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], uint64(i))
-	h := Hash(member + "\x00" + string(buf[:]))
+func score(prefix uint64, i int) uint64 {
+	h := prefix
+	for k := 56; k >= 0; k -= 8 {
+		h ^= uint64(i) >> k & 0xff
+		h *= fnvPrime
+	}
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -167,5 +168,26 @@ func TestAssignWithoutMembersOrWithBadInput(t *testing.T) {
 	}
 	if got := FairShare(8, 0); got != 0 {
 		t.Errorf("FairShare(8, 0) = %d, want 0", got)
+	}
+}
+
+// A score is FNV-1a 64 of the member, a zero byte and the shard's number
+// as 8 big-endian bytes, then mixed: computed here the long way.
+func TestScoreIsTheHashOfMemberAndShard(t *testing.T) {
+	mix := func(h uint64) uint64 {
+		h ^= h >> 30
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 27
+		h *= 0x94d049bb133111eb
+		return h ^ h>>31
+	}
+	for _, m := range []string{"a", "app-0_x", "pod-7f9c_1b2e"} {
+		for _, i := range []int{0, 1, 7, 255, 256} {
+			var be [8]byte
+			binary.BigEndian.PutUint64(be[:], uint64(i))
+			if got, want := score(memberPrefix(m), i), mix(Hash(m+"\x00"+string(be[:]))); got != want {
+				t.Fatalf("score(%q, %d) = %#x, want %#x", m, i, got, want)
+			}
+		}
 	}
 }

@@ -167,7 +167,7 @@ func randomView(rng *rand.Rand) View {
 func TestDecideNeverTakesALiveShardFromAnotherHolder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	counts := map[ActionKind]int{}
-	const views = 20000
+	const views = 10000
 	for range views {
 		v := randomView(rng)
 		as, err := Decide(v, policy)
