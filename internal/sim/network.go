@@ -90,8 +90,11 @@ func (w *world) send(c *candidate, req *call) {
 // when it changed the record.
 func (w *world) apply(c *candidate, req *call) result {
 	el := c.el
-	before := el.store.version
+	before, prev, present := el.store.version, el.store.rec, el.store.present
 	r := el.store.apply(req)
+	if r.err == nil && req.op != opGet {
+		el.checkTokenStep(w, c, prev, present, req.rec)
+	}
 	w.logf("store%s: %s %s by %s: %v", el.suffix(), req.op, describeRequest(req), c.id, r)
 	if el.store.version != before {
 		w.changed(el)
