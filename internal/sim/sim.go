@@ -17,7 +17,14 @@
 // tokens: see docs/backends.md); each process's own tokens only rise; a guard fed
 // every leader's writes, some of them late, never accepts a write from a
 // term older than one it accepted and never refuses the current leader;
-// and once faults stop, a leader is back within Options.livenessBound.
+// on a record nobody deleted or edited by hand, every write keeps the
+// token or starts a term one above it; and once faults stop, a leader is
+// back within Options.livenessBound.
+//
+// With Options.Shards it plays a shard group instead: replicas over N
+// shards, each shard an election of its own run by the same code, which
+// elections a replica takes part in decided by package shard from the
+// replica's own view of the members (group.go says what is checked).
 //
 // A seed replays exactly: one goroutine runs at a time, and every random
 // choice, the elector's jitter included, comes from the seed.
