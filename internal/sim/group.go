@@ -325,7 +325,7 @@ func (r *replica) act(w *world) {
 			}
 			delete(r.draining, a.Shard)
 			delete(r.drained, a.Shard)
-			c.start(func() { _, _ = c.e.SitOut(background, "moved") }, func() {})
+			c.sitOut("moved")
 		}
 	}
 	for i, c := range r.cands {
@@ -333,7 +333,7 @@ func (r *replica) act(w *world) {
 			continue
 		}
 		w.logf("%s sits out", c.id)
-		c.start(func() { _, _ = c.e.SitOut(background, "not its shard") }, func() {})
+		c.sitOut("not its shard")
 	}
 	if r.leaving {
 		r.finishLeaving(w, v)
@@ -541,4 +541,16 @@ func scheduleGroupFaults(w *world) {
 			}
 		}
 	}
+}
+
+// sitOut runs SitOut as the candidate's activity. Run's loop goes on
+// meanwhile and attempts once SitOut lets go of the record: so here, if
+// the loop's timer fired or the candidate rejoined during the activity,
+// it attempts as soon as the activity ends.
+func (c *candidate) sitOut(reason string) {
+	c.start(func() { _, _ = c.e.SitOut(background, reason) }, func() {
+		if c.wokeBusy || !c.e.SittingOut() {
+			c.attempt()
+		}
+	})
 }

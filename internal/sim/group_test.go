@@ -34,6 +34,10 @@ func TestGroupSchedulesKeepTheInvariantsAndSettle(t *testing.T) {
 	for seed := int64(1); seed <= 2; seed++ {
 		runs = append(runs, Options{Seed: seed, Shards: 16, Candidates: 5})
 	}
+	// A release whose answer was lost, retried while the loop's timer
+	// fired: the candidate must attempt again once the release ends, or
+	// the shard it is the target of stays free.
+	runs = append(runs, Options{Seed: 159, Shards: 8, Candidates: 3, Drift: 0.2})
 	for _, o := range runs {
 		r, err := Run(o)
 		if err != nil {
@@ -54,7 +58,7 @@ func TestGroupSchedulesKeepTheInvariantsAndSettle(t *testing.T) {
 // Clocks far beyond the bound (rates in [0.2, 1.8]) make two replicas
 // hold one shard, and the checker says so: it can fail.
 func TestGroupClocksDriftingFarBeyondTheBoundOverlap(t *testing.T) {
-	for _, seed := range []int64{1, 3} {
+	for _, seed := range []int64{1, 9} {
 		r, err := Run(Options{Seed: seed, Shards: 8, Drift: 0.8})
 		if err != nil {
 			t.Fatal(err)
