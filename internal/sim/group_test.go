@@ -23,17 +23,13 @@ func TestAGroupScheduleReplaysExactly(t *testing.T) {
 // one holder, tokens rising, the guard never accepting a stale term), and
 // once faults stop the table settles: every shard held by the member the
 // table over the running replicas gives it, within the bound, until the
-// end. hack/sim runs many more (docs/shards.md has the figures).
+// end. A group schedule costs about ten of a lone election's under the
+// race detector, so this runs a few; hack/sim runs many more
+// (docs/shards.md has the figures).
 func TestGroupSchedulesKeepTheInvariantsAndSettle(t *testing.T) {
 	var moves, terms int
 	var settled time.Duration
-	runs := []Options{}
-	for seed := int64(1); seed <= 6; seed++ {
-		runs = append(runs, Options{Seed: seed, Shards: 8, Candidates: 3})
-	}
-	for seed := int64(1); seed <= 2; seed++ {
-		runs = append(runs, Options{Seed: seed, Shards: 16, Candidates: 5})
-	}
+	runs := []Options{{Seed: 1, Shards: 8, Candidates: 3}, {Seed: 2, Shards: 8, Candidates: 3}}
 	// A release whose answer was lost, retried while the loop's timer
 	// fired: the candidate must attempt again once the release ends, or
 	// the shard it is the target of stays free.
@@ -49,7 +45,7 @@ func TestGroupSchedulesKeepTheInvariantsAndSettle(t *testing.T) {
 		moves, terms, settled = moves+r.Moves, terms+r.Terms, max(settled, r.SettledAfter)
 	}
 	// The schedules do move shards and start terms amid the faults.
-	if moves < 30 || terms < 150 {
+	if moves < 10 || terms < 50 {
 		t.Fatalf("%d schedules: %d shards moved, %d terms: too few to test moves", len(runs), moves, terms)
 	}
 	t.Logf("%d schedules: %d shards moved, %d terms; settled within %v of faults stopping", len(runs), moves, terms, settled)
