@@ -186,6 +186,22 @@ func (e *Elector) Status() Status {
 	return s
 }
 
+// HolderExpired reports whether the record this candidate last saw names a
+// holder whose claim has ended by the expiry rule: this candidate has seen
+// that version unchanged for the record's lease duration (never less than
+// its own), on its own clock. A candidate that takes part in the election
+// may then take the record over; a shard group treats such a shard as
+// free to acquire (package shard). It is false while the record names no
+// holder, is missing, or has not been seen, and while this candidate
+// claims it. Like Status, it never touches the store.
+func (e *Elector) HolderExpired() bool {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o := e.observationLocked(now)
+	return o.view.known && o.view.present && o.view.rec.HolderIdentity != "" && !o.claiming && !now.Before(o.expiry())
+}
+
 // claimingLocked applies the self-demotion rule: both the monotonic and the
 // wall-clock time since the last renewal must be below RenewDeadline.
 func (e *Elector) claimingLocked(now time.Time) bool {
