@@ -7,12 +7,14 @@
 #               binaries, images, charts and SHA256SUMS in dist/
 #               (hack/release.sh; hack/set-version.sh sets the charts' version)
 #   make unit   vet, then the unit tests of pkg/ and cmd/ with the race
-#               detector: no kube-apiserver, no PostgreSQL, no Helm
+#               detector and -short (the long race tests run fewer rounds):
+#               no kube-apiserver, no database servers, no Helm
 #   make test   vet, then every test with the race detector, including the
 #               end-to-end tests, those on a real kube-apiserver (envtest
 #               binaries are built once into ~/.cache, minutes when cold) and
-#               those on PostgreSQL and the alert tests on promtool (both
-#               installed from Debian's packages if missing; see
+#               those on PostgreSQL, MariaDB, Redis and etcd and the alert
+#               tests on promtool (installed from Debian's packages if
+#               missing, etcd with the envtest binaries; see
 #               hack/test-deps.sh), then a short run of the
 #               election's simulator (make sim)
 
@@ -65,8 +67,8 @@ UNIT_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{j
 	grep -v -e '/internal/kubetest' -e 'controller-runtime/pkg/envtest' | cut -d' ' -f1)
 
 unit: vet
-	cd $(FENCE) && $(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+	cd $(FENCE) && $(GO) test -race -short -count=1 ./...
+	$(GO) test -race -short -count=1 $(UNIT_PKGS)
 
 test: vet deps
 	cd $(FENCE) && $(GO) test -race -count=1 ./...

@@ -1,32 +1,43 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite needs beyond Go: the
-# PostgreSQL server binaries (the tests start their own throwaway server),
-# promtool (the alert tests, e2e/alerts), the envtest binaries (built by
-# hack/envtest-binaries.sh) and Helm 3 and 4 (hack/helm.sh). Installs
-# PostgreSQL and promtool from Debian's packages when missing and running
-# as root; otherwise says what to install.
+# servers the fencing guards are tested on (PostgreSQL, MariaDB, Redis: the
+# tests start their own throwaway servers; etcd comes with the envtest
+# binaries), promtool and the Prometheus server (the alert tests,
+# e2e/alerts), the envtest binaries (built by hack/envtest-binaries.sh)
+# and Helm 3 and 4 (hack/helm.sh). Installs the missing Debian packages
+# in one apt-get run when root; otherwise says what to install.
 set -euo pipefail
 
-# install_package <what is missing> <Debian package>: apt-get install, as
-# root; else say what to install and fail.
-install_package() {
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    echo "test-deps: installing $1 (apt-get install $2)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq "$2" >/dev/null
-  else
-    echo "test-deps: $1 is missing: install it (Debian: apt-get install $2)" >&2
-    exit 1
-  fi
-}
+# The Debian packages of what is missing, with what each is for.
+missing=() why=()
+need() { missing+=("$2"); why+=("$1"); }
 
 if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null; then
-  install_package "PostgreSQL's server binaries" postgresql
+  need "PostgreSQL's server binaries" postgresql
+fi
+# mariadb-server-core: the server binaries alone (mariadb-server adds a
+# system service the tests do not use).
+if ! [[ -x /usr/sbin/mariadbd || -x /usr/sbin/mysqld ]] && ! command -v mariadbd >/dev/null; then
+  need "MariaDB's server" mariadb-server-core
+fi
+if ! command -v redis-server >/dev/null; then
+  need redis-server redis-server
+fi
+# Debian's prometheus package ships promtool and the server (the live
+# alert test starts one).
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  need "promtool and prometheus" prometheus
 fi
 
-# Debian's prometheus package ships promtool.
-if ! command -v promtool >/dev/null; then
-  install_package promtool prometheus
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "test-deps: installing ${why[*]} (apt-get install ${missing[*]})" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "test-deps: missing: ${why[*]}: install them (Debian: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
 fi
 
 "$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null

@@ -51,7 +51,7 @@ type sidecarParts struct {
 // port conflict stops it early. On error nothing is left open.
 func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *sidecarParts, err error) {
 	el := cfg.election
-	m := metrics.New(metrics.Info{Lease: el.leaseName, Version: currentVersion(), Backend: el.backend})
+	m := metrics.New(metrics.Info{Lease: el.leaseName, Version: currentVersion(), Backend: el.backend, Identity: el.identity})
 	kube := el.kubeClients()
 	publisher, err := podPublisher(cfg, kube, log)
 	if err != nil {

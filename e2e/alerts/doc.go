@@ -8,9 +8,19 @@
 // pinned helm, holds the file's groups unchanged, and changed only as its
 // values tune them.
 //
-// What they need besides Go: promtool (Debian: apt-get install prometheus;
-// hack/test-deps.sh installs it when missing), and helm ($HELM, else what
-// hack/helm.sh builds). Without promtool the tests fail, never skip.
+// Live: a Prometheus server of the test's own (loopback, a free port, 1s
+// scrape and evaluation intervals, a temporary storage directory) scrapes
+// three sidecar processes of one election on one SQLite file, with the
+// chart's rules rendered with short for: durations through the chart's
+// tuning values; the alerts go pending, fire and resolve as every app turns
+// unhealthy and healthy again, and every query of the Grafana dashboard
+// (files/dashboard.json, also rendered as the charts' ConfigMap) returns
+// data. promtool check metrics passes on a real sidecar's /metrics.
+//
+// What they need besides Go: promtool and prometheus (Debian: apt-get
+// install prometheus; hack/test-deps.sh installs it when missing), and
+// helm ($HELM, else what hack/helm.sh builds). Without either binary the
+// tests fail, never skip.
 //
 //	go test -count=1 ./e2e/alerts/
 package alerts

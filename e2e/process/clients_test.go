@@ -29,20 +29,22 @@ type appClient struct {
 }
 
 // clients are the shell client with jq, the shell client with sed (jq
-// made unfindable), and the Python client. Each tool they need must be
-// installed: a missing one fails the test, naming it.
+// made unfindable), the Python client and the Node.js client. Each tool
+// they need must be installed: a missing one fails the test, naming it.
 func clients(t *testing.T) []appClient {
 	t.Helper()
-	for _, tool := range []string{"sh", "curl", "jq", "sed", "python3"} {
+	for _, tool := range []string{"sh", "curl", "jq", "sed", "python3", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the client tests need %s on PATH (Debian: apt-get install -y curl jq python3): %v", tool, err)
+			t.Fatalf("the client tests need %s on PATH (Debian: apt-get install -y curl jq python3; Node.js 20 or later): %v", tool, err)
 		}
 	}
-	sh, py := filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.sh"), filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.py")
+	dir := sidecartest.RepoPath(t, "examples", "clients")
+	sh, py, mjs := filepath.Join(dir, "leader.sh"), filepath.Join(dir, "leader.py"), filepath.Join(dir, "leader.mjs")
 	return []appClient{
 		{"sh with jq", []string{"sh", sh}, nil},
 		{"sh with sed", []string{"sh", sh}, []string{"JQ=/nonexistent/jq"}},
 		{"python", []string{"python3", py}, nil},
+		{"node", []string{"node", mjs}, nil},
 	}
 }
 
@@ -146,53 +148,80 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 	}
 }
 
-// leader.py --wait blocks on a standby until it leads, then prints its new
-// term; imported, current_term() gives a term whose deadline is running.
-func TestPythonClientWaitsForLeadership(t *testing.T) {
+// leader.py --wait and leader.mjs --wait block on a standby until it
+// leads, then print its new term; imported, their current term has a
+// deadline that is running.
+func TestWaitingClientsWaitForLeadership(t *testing.T) {
 	clients(t)
-	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
-	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
-	standby := sidecartest.Without(all, leader)[0]
+	dir := sidecartest.RepoPath(t, "examples", "clients")
+	ms := strconv.FormatInt(sidecartest.RenewDeadline.Milliseconds(), 10)
+	cases := []struct {
+		name string
+		wait []string
+		// imported prints "<token> <identity> <valid> <0 < ms left <= max>"
+		// from the client used as a library, against the sidecar at url.
+		imported func(url string) *exec.Cmd
+	}{
+		{"python", []string{"python3", filepath.Join(dir, "leader.py"), "--wait"}, func(url string) *exec.Cmd {
+			script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
+				"t = leader.current_term(sys.argv[2])\n" +
+				"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
+			cmd := exec.Command("python3", "-c", script, dir, url, ms)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
+			return cmd
+		}},
+		{"node", []string{"node", filepath.Join(dir, "leader.mjs"), "--wait"}, func(url string) *exec.Cmd {
+			script := "const [, module, url, max] = process.argv;\n" +
+				"const { currentTerm } = await import(module);\n" +
+				"const t = await currentTerm(url);\n" +
+				"const ms = t.validForMs();\n" +
+				"console.log(t.token, t.identity, t.valid() ? 'True' : 'False', 0 < ms && ms <= Number(max) ? 'True' : 'False');\n"
+			cmd := exec.Command("node", "--input-type=module", "-e", script, "--", "file://"+filepath.Join(dir, "leader.mjs"), url, ms)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			return cmd
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
+			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+			sidecartest.AwaitSettled(t, all, leader)
+			standby := sidecartest.Without(all, leader)[0]
 
-	wait := exec.Command("python3", filepath.Join(sidecartest.RepoPath(t, "examples", "clients"), "leader.py"), "--wait")
-	wait.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}
-	var stdout, stderr bytes.Buffer
-	wait.Stdout, wait.Stderr = &stdout, &stderr
-	if err := wait.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	done := make(chan struct{})
-	go func() { waitErr = wait.Wait(); close(done) }()
-	t.Cleanup(func() { _ = wait.Process.Kill(); <-done })
+			wait := exec.Command(c.wait[0], c.wait[1:]...)
+			wait.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}
+			var stdout, stderr bytes.Buffer
+			wait.Stdout, wait.Stderr = &stdout, &stderr
+			if err := wait.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var waitErr error
+			done := make(chan struct{})
+			go func() { waitErr = wait.Wait(); close(done) }()
+			t.Cleanup(func() { _ = wait.Process.Kill(); <-done })
 
-	select {
-	case <-done:
-		t.Fatalf("leader.py --wait on a standby returned at once: %v, %q, %q", waitErr, stdout.String(), stderr.String())
-	case <-time.After(time.Second):
-	}
-	if code, st := release(t, leader); code != http.StatusOK {
-		t.Fatalf("releasing the leader: %d %+v", code, st)
-	}
-	select {
-	case <-done:
-		if waitErr != nil {
-			t.Fatalf("leader.py --wait: %v, stderr %q", waitErr, stderr.String())
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("leader.py --wait still waiting 5s after the leader released; stderr %q", stderr.String())
-	}
-	checkTerm(t, "leader.py --wait", stdout.String(), token+1, sidecartest.IdentityOf(t, standby))
+			select {
+			case <-done:
+				t.Fatalf("%s on a standby returned at once: %v, %q, %q", c.wait, waitErr, stdout.String(), stderr.String())
+			case <-time.After(time.Second):
+			}
+			if code, st := release(t, leader); code != http.StatusOK {
+				t.Fatalf("releasing the leader: %d %+v", code, st)
+			}
+			select {
+			case <-done:
+				if waitErr != nil {
+					t.Fatalf("%s: %v, stderr %q", c.wait, waitErr, stderr.String())
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s still waiting 5s after the leader released; stderr %q", c.wait, stderr.String())
+			}
+			checkTerm(t, c.name+" --wait", stdout.String(), token+1, sidecartest.IdentityOf(t, standby))
 
-	script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
-		"t = leader.current_term(sys.argv[2])\n" +
-		"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
-	imported := exec.Command("python3", "-c", script, sidecartest.RepoPath(t, "examples", "clients"), "http://"+standby.Addr(),
-		strconv.FormatInt(sidecartest.RenewDeadline.Milliseconds(), 10))
-	imported.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
-	out, err := imported.CombinedOutput()
-	if want := fmt.Sprintf("%d %s True True\n", token+1, sidecartest.IdentityOf(t, standby)); err != nil || string(out) != want {
-		t.Fatalf("imported: %q, %v; want %q", out, err, want)
+			out, err := c.imported("http://" + standby.Addr()).CombinedOutput()
+			if want := fmt.Sprintf("%d %s True True\n", token+1, sidecartest.IdentityOf(t, standby)); err != nil || string(out) != want {
+				t.Fatalf("imported: %q, %v; want %q", out, err, want)
+			}
+		})
 	}
 }

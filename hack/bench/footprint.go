@@ -2,39 +2,58 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
-// footprint is the resident memory of an idle leader and standby.
+// footprint is the resident memory of an idle leader and standby: all of
+// it (RSS), and the part no other process shares (private: anonymous
+// memory and the binary's pages only this process maps). The binary's
+// text and read-only data, most of the RSS, are file pages that every
+// process of the same binary on a node shares.
 type footprint struct {
-	Prof                  string
-	Idle                  time.Duration
-	LeaderRSS, StandbyRSS int64 // KiB
+	Prof                          string
+	Idle                          time.Duration
+	LeaderRSS, StandbyRSS         int64 // KiB
+	LeaderPrivate, StandbyPrivate int64 // KiB
 }
 
-// measureFootprint runs a leader and a standby of each system on a Lease
-// with the default timings, lets them idle, and reads their VmRSS.
+// footprintKey is where Footprint keeps a system's figures on a backend.
+func footprintKey(sys, backend string) string {
+	if backend == "lease" {
+		return sys
+	}
+	return sys + "/" + backend
+}
+
+// measureFootprint runs a leader and a standby of each system on a Lease,
+// and of the sidecar on SQLite, with the default timings, lets them idle,
+// and reads their memory.
 func measureFootprint(b *bench, res *results) error {
-	for _, sys := range []string{sysSidecar, sysClientGo} {
-		ns, err := b.namespace("footprint-" + sys)
+	for _, run := range []struct{ sys, backend string }{{sysSidecar, "lease"}, {sysClientGo, "lease"}, {sysSidecar, "sqlite"}} {
+		sys, key := run.sys, footprintKey(run.sys, run.backend)
+		ns, err := b.namespace("footprint-" + strings.ReplaceAll(key, "/", "-"))
 		if err != nil {
 			return err
 		}
-		g, err := b.newPair(sys, profDefault, "lease", ns, "bench")
+		g, err := b.newPair(sys, profDefault, run.backend, ns, "bench")
 		if err != nil {
-			return fmt.Errorf("%s: %w", sys, err)
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		err = settled(g.standbys[0], profDefault)
 		if err == nil {
 			time.Sleep(b.cfg.Idle)
+			leader, standby := g.leader.cmd.Process.Pid, g.standbys[0].cmd.Process.Pid
 			f := footprint{Prof: profDefault.Name, Idle: b.cfg.Idle,
-				LeaderRSS: rssKiB(g.leader.cmd.Process.Pid), StandbyRSS: rssKiB(g.standbys[0].cmd.Process.Pid)}
-			res.Footprint[sys] = f
-			b.logf("  %s idle RSS: leader %s, standby %s", sys, mib(f.LeaderRSS), mib(f.StandbyRSS))
+				LeaderRSS: rssKiB(leader), StandbyRSS: rssKiB(standby),
+				LeaderPrivate: privateKiB(leader), StandbyPrivate: privateKiB(standby)}
+			res.Footprint[key] = f
+			b.logf("  %s idle RSS: leader %s, standby %s; private: leader %s, standby %s",
+				key, mib(f.LeaderRSS), mib(f.StandbyRSS), mib(f.LeaderPrivate), mib(f.StandbyPrivate))
 		}
 		g.stop()
 		if err != nil {
-			return fmt.Errorf("%s: %w", sys, err)
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return nil
@@ -52,6 +71,14 @@ func renderFootprint(w *page, r *results) {
 	if s.Prof != "" {
 		w.p("| RSS, idle leader (%s timings, Lease, 1 standby, after %s) | %s | %s | %s |\n", s.Prof, s.Idle, mib(s.LeaderRSS), mib(g.LeaderRSS), ratio(float64(g.LeaderRSS), float64(s.LeaderRSS)))
 		w.p("| RSS, idle standby | %s | %s | %s |\n", mib(s.StandbyRSS), mib(g.StandbyRSS), ratio(float64(g.StandbyRSS), float64(s.StandbyRSS)))
+		if s.LeaderPrivate > 0 {
+			w.p("| private memory (not shared with other processes of the binary), idle leader / standby | %s / %s | %s / %s | %s |\n",
+				mib(s.LeaderPrivate), mib(s.StandbyPrivate), mib(g.LeaderPrivate), mib(g.StandbyPrivate), ratio(float64(g.StandbyPrivate), float64(s.StandbyPrivate)))
+		}
+		if q := r.Footprint[footprintKey(sysSidecar, "sqlite")]; q.Prof != "" {
+			w.p("| RSS on SQLite, idle leader / standby (private) | %s / %s (%s / %s) | (no SQLite) | |\n",
+				mib(q.LeaderRSS), mib(q.StandbyRSS), mib(q.LeaderPrivate), mib(q.StandbyPrivate))
+		}
 	}
 	w.p("| binary size (`-trimpath -ldflags='-s -w'`, CGO off) | %s | %s | %s |\n", mib(r.BinSize[sysSidecar]/1024), mib(r.BinSize[sysClientGo]/1024), ratio(float64(r.BinSize[sysClientGo]), float64(r.BinSize[sysSidecar])))
 	if st := r.Startup[sysSidecar]; st.Lead > 0 {

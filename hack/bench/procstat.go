@@ -26,6 +26,29 @@ func rssKiB(pid int) int64 {
 	return -1
 }
 
+// privateKiB is the memory only pid maps (Private_Clean + Private_Dirty of
+// /proc/<pid>/smaps_rollup): what one more process of the same binary adds
+// on a machine that already runs one. -1 if it cannot be read.
+func privateKiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return -1
+	}
+	var sum int64
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, field := range []string{"Private_Clean:", "Private_Dirty:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				if err != nil {
+					return -1
+				}
+				sum += n
+			}
+		}
+	}
+	return sum
+}
+
 // clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
 // 100 on every Linux architecture Go supports).
 const clockTicks = 100

@@ -4,6 +4,7 @@
 //
 //	go run ./hack/sim -seeds 100000 -seed-start 1
 //	go run ./hack/sim -seed-start 4242 -seeds 1 -v   # replay one schedule
+//	go run ./hack/sim -shards 8 -candidates 3        # a shard group
 //
 // It prints "N schedules, V violations" and exits 1 if V > 0.
 package main
@@ -34,6 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "schedules run in parallel")
 	verbose := fs.Bool("v", false, "print every schedule's trace, not only those that break an invariant")
 	report := fs.Int("report", 3, "print the traces of at most this many broken schedules")
+	shards := fs.Int("shards", 0, "play a shard group: -candidates replicas over this many shards (default duration 5m, the last 200s free of faults)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,8 +43,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sim: -seeds and -workers must be at least 1")
 		return 2
 	}
-	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval}
-	if *duration <= 100*time.Second {
+	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards}
+	durationSet := false
+	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
+	switch {
+	case *shards > 0 && !durationSet:
+		opts.Duration = 0 // the group's defaults
+	case *duration <= 100*time.Second:
 		opts.Quiet = *duration / 2
 	}
 
@@ -81,12 +88,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var broken, reported int64
 	var virtual time.Duration
-	var events, terms, handoffs, handedOff, stoppedTargets int
+	var events, terms, handoffs, handedOff, stoppedTargets, moves int
+	var settledMax time.Duration
 	for r := range results {
 		virtual += r.Virtual
 		events += r.Events
 		terms += r.Terms
 		handoffs, handedOff, stoppedTargets = handoffs+r.Handoffs, handedOff+r.HandedOff, stoppedTargets+r.StoppedTargets
+		moves, settledMax = moves+r.Moves, max(settledMax, r.SettledAfter)
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -103,7 +112,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "virtual time %v, %d events, %d terms, wall time %v\n",
 		virtual.Round(time.Second), events, terms, time.Since(began).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting\n", handoffs, handedOff, stoppedTargets)
+	if *shards > 0 {
+		fmt.Fprintf(stdout, "%d shards moved; once faults stopped, every table held as assigned within %v\n", moves, settledMax.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting\n", handoffs, handedOff, stoppedTargets)
+	}
 	fmt.Fprintf(stdout, "%d schedules, %d violations\n", *seeds, broken)
 	if broken > 0 {
 		return 1

@@ -14,29 +14,33 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence/fencetest"
 )
 
-// fencingDoc is the page whose SQL these tests run as it is written.
+// fencingDoc is the page whose guards these tests run as it is written.
 const fencingDoc = "../../docs/fencing.md"
 
-// docBlock matches a marker comment and the fenced block after it:
-// <!-- fence:KIND DATABASES --> then ```sql ... ```.
-var docBlock = regexp.MustCompile("(?s)<!-- fence:(\\w+) ([\\w ]+) -->\\s*```sql\\n(.*?)```")
+// docBlockPattern matches a marker comment and the fenced block after it:
+// <!-- fence:KIND STORES --> then ```LANGUAGE ... ```.
+var docBlockPattern = regexp.MustCompile("(?s)<!-- fence:(\\w+) ([\\w ]+) -->\\s*```(\\w+)\\n(.*?)```")
 
-// docSQL returns the documented statement of kind ("ddl", "guard") for the
-// database named db, failing unless the page has exactly one.
-func docSQL(t *testing.T, kind, db string) string {
+// docBlock returns the documented block of kind ("ddl", "guard") for the
+// store named store, failing unless the page has exactly one, written in
+// language lang.
+func docBlock(t *testing.T, kind, store, lang string) string {
 	t.Helper()
 	page, err := os.ReadFile(fencingDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var found []string
-	for _, m := range docBlock.FindAllStringSubmatch(string(page), -1) {
-		if m[1] == kind && slices.Contains(strings.Fields(m[2]), db) {
-			found = append(found, strings.TrimSpace(m[3]))
+	for _, m := range docBlockPattern.FindAllStringSubmatch(string(page), -1) {
+		if m[1] == kind && slices.Contains(strings.Fields(m[2]), store) {
+			if m[3] != lang {
+				t.Fatalf("%s: the %q block for %s is %s, want %s", fencingDoc, kind, store, m[3], lang)
+			}
+			found = append(found, strings.TrimSpace(m[4]))
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%s has %d %q blocks for %s, want 1", fencingDoc, len(found), kind, db)
+		t.Fatalf("%s has %d %q blocks for %s, want 1", fencingDoc, len(found), kind, store)
 	}
 	return found[0]
 }
@@ -51,12 +55,14 @@ func ownTable(t *testing.T, stmt, table string) string {
 	return strings.ReplaceAll(stmt, "fence_tokens", table)
 }
 
-func TestFencingDocHasEveryStatement(t *testing.T) {
-	for _, db := range []string{"postgres", "sqlite", "mysql"} {
+func TestFencingDocHasEveryGuard(t *testing.T) {
+	for _, db := range []string{"postgres", "sqlite", "mariadb"} {
 		for _, kind := range []string{"ddl", "guard"} {
-			docSQL(t, kind, db)
+			docBlock(t, kind, db, "sql")
 		}
 	}
+	docBlock(t, "guard", "redis", "lua")
+	docBlock(t, "guard", "etcd", "json")
 }
 
 // The documented table and guard statement, run as written, answer every
@@ -68,7 +74,7 @@ func TestFencingDocSQLIsWhatSQLGuardDoes(t *testing.T) {
 		db := d.open(t)
 		n := tables.Add(1)
 		docTable, libTable := fmt.Sprintf("fence_tokens_doc_%d", n), fmt.Sprintf("fence_tokens_lib_%d", n)
-		if _, err := db.ExecContext(ctx, ownTable(t, docSQL(t, "ddl", d.name), docTable)); err != nil {
+		if _, err := db.ExecContext(ctx, ownTable(t, docBlock(t, "ddl", d.name, "sql"), docTable)); err != nil {
 			t.Fatalf("the documented CREATE TABLE: %v", err)
 		}
 		guard, err := fence.NewSQLGuard(libTable)
@@ -81,7 +87,7 @@ func TestFencingDocSQLIsWhatSQLGuardDoes(t *testing.T) {
 		if doc, lib := columns(t, db, d.name, docTable), columns(t, db, d.name, libTable); !slices.Equal(doc, lib) {
 			t.Fatalf("the documented table has columns\n%q\nfence.SQLGuard's\n%q", doc, lib)
 		}
-		check := ownTable(t, docSQL(t, "guard", d.name), docTable)
+		check := ownTable(t, docBlock(t, "guard", d.name, "sql"), docTable)
 
 		for _, s := range fencetest.GuardSteps() {
 			if s.Want == fence.ErrInvalidToken {
@@ -108,10 +114,10 @@ func TestFencingDocTableRefusesNegativeTokens(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
 		db := d.open(t)
 		table := fmt.Sprintf("fence_tokens_doc_%d", tables.Add(1))
-		if _, err := db.ExecContext(t.Context(), ownTable(t, docSQL(t, "ddl", d.name), table)); err != nil {
+		if _, err := db.ExecContext(t.Context(), ownTable(t, docBlock(t, "ddl", d.name, "sql"), table)); err != nil {
 			t.Fatal(err)
 		}
-		check := ownTable(t, docSQL(t, "guard", d.name), table)
+		check := ownTable(t, docBlock(t, "guard", d.name, "sql"), table)
 		if _, err := db.ExecContext(t.Context(), check, "billing", -1, "app-1_1"); err == nil {
 			t.Fatal("the documented table accepted token -1")
 		}

@@ -2,7 +2,6 @@ package fencesuite_test
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -11,45 +10,65 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// The SQL tests run on SQLite and on a throwaway PostgreSQL server that the
-// first test needing it starts, and that TestMain stops after the last test.
-// Missing PostgreSQL binaries fail those tests; they are never skipped.
+// The guard tests run on throwaway servers (PostgreSQL, MariaDB, Redis,
+// etcd) that the first test needing each starts, and that TestMain stops
+// after the last test. A missing server binary fails those tests; they are
+// never skipped.
 
-// pgServer is a running PostgreSQL server of the tests.
-type pgServer struct {
-	dsn  string
+// testServer is one kind of throwaway server of the tests, started at most
+// once per test binary.
+type testServer struct {
+	name string
+	// start starts the server; the platform files set it.
+	start   func() (*runningServer, error)
+	once    sync.Once
+	running *runningServer
+	err     error
+}
+
+// runningServer is a started server: how to reach it, and how to stop it.
+type runningServer struct {
+	addr string
 	stop func() error
 }
 
-// startPostgres starts a server; the platform file sets it.
-var startPostgres = func() (*pgServer, error) {
-	return nil, errors.New("the PostgreSQL tests start their server on Linux only")
+func notOnThisPlatform(name string) func() (*runningServer, error) {
+	return func() (*runningServer, error) {
+		return nil, fmt.Errorf("the %s tests start their server on Linux only", name)
+	}
 }
 
-var pg struct {
-	once   sync.Once
-	server *pgServer
-	err    error
-}
+var (
+	postgresServer = &testServer{name: "PostgreSQL", start: notOnThisPlatform("PostgreSQL")}
+	mariadbServer  = &testServer{name: "MariaDB", start: notOnThisPlatform("MariaDB")}
+	redisServer    = &testServer{name: "Redis", start: notOnThisPlatform("Redis")}
+	etcdServer     = &testServer{name: "etcd", start: notOnThisPlatform("etcd")}
+	testServers    = []*testServer{postgresServer, mariadbServer, redisServer, etcdServer}
+)
 
-// postgresDSN starts the tests' server if it is not running yet, and
-// returns how to reach it; the test fails if it cannot be started.
-func postgresDSN(t *testing.T) string {
+// address starts the server if it is not running yet, and returns how to
+// reach it; the test fails if it cannot be started.
+func (s *testServer) address(t *testing.T) string {
 	t.Helper()
-	pg.once.Do(func() {
-		start := time.Now()
-		pg.server, pg.err = startPostgres()
-		if pg.err == nil && testing.Verbose() {
-			fmt.Fprintf(os.Stderr, "PostgreSQL up in %v\n", time.Since(start).Round(time.Millisecond))
+	s.once.Do(func() {
+		began := time.Now()
+		s.running, s.err = s.start()
+		if s.err == nil && testing.Verbose() {
+			fmt.Fprintf(os.Stderr, "%s up in %v\n", s.name, time.Since(began).Round(time.Millisecond))
 		}
 	})
-	if pg.err != nil {
-		t.Fatalf("PostgreSQL for the tests: %v", pg.err)
+	if s.err != nil {
+		t.Fatalf("%s for the tests: %v", s.name, s.err)
 	}
-	return pg.server.dsn
+	return s.running.addr
 }
+
+// postgresDSN returns how to reach the tests' PostgreSQL server.
+func postgresDSN(t *testing.T) string { return postgresServer.address(t) }
 
 func openPostgres(t *testing.T) *sql.DB {
 	db, err := sql.Open("pgx", postgresDSN(t))
@@ -60,14 +79,18 @@ func openPostgres(t *testing.T) *sql.DB {
 	return db
 }
 
-// withPostgres runs the tests, then stops the server if one was started.
-type withPostgres struct{ m *testing.M }
+// withServers builds the sidecar binary (sidecartest.Main), runs the
+// tests, then stops every server that was started.
+type withServers struct{ m *testing.M }
 
-func (w withPostgres) Run() int {
-	code := w.m.Run()
-	if pg.server != nil {
-		if err := pg.server.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
+func (w withServers) Run() int {
+	code := sidecartest.Main(w.m)
+	for _, s := range testServers {
+		if s.running == nil {
+			continue
+		}
+		if err := s.running.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping %s: %v\n", s.name, err)
 			code = 1
 		}
 	}
@@ -75,5 +98,5 @@ func (w withPostgres) Run() int {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(withPostgres{m})
+	goleak.VerifyTestMain(withServers{m})
 }

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-func init() { startPostgres = startPostgresLinux }
+func init() { postgresServer.start = startPostgresLinux }
 
 const installHint = "install the Debian package: apt-get update && apt-get install -y postgresql"
 
@@ -28,7 +28,7 @@ const installHint = "install the Debian package: apt-get update && apt-get insta
 // collide with). As root, both run as the postgres user, since PostgreSQL
 // refuses root. The server is a child of the test binary that the kernel
 // kills if the binary dies before stopping it (a panic or -timeout).
-func startPostgresLinux() (*pgServer, error) {
+func startPostgresLinux() (*runningServer, error) {
 	bin, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func startPostgresLinux() (*pgServer, error) {
 		_ = stop()
 		return nil, fmt.Errorf("%w\npostgres log:\n%s", err, log)
 	}
-	return &pgServer{dsn: dsn, stop: stop}, nil
+	return &runningServer{addr: dsn, stop: stop}, nil
 }
 
 // waitReady polls until the server accepts a connection.

@@ -14,11 +14,15 @@ var errCrashed = errors.New("the process crashed")
 // candidate is one sidecar process: an election.Elector driven through
 // its election.Driver, with a clock of its own.
 type candidate struct {
-	w     *world
-	id    string
-	clock *driftingClock
-	e     *election.Elector
-	d     election.Driver
+	w  *world
+	el *contest // the record it contends for
+	// id names it in the trace; identity is its elector's identity, the
+	// same as id but in a shard group, where every shard's candidate of
+	// one replica has the replica's identity.
+	id, identity string
+	clock        *driftingClock
+	e            *election.Elector
+	d            election.Driver
 
 	// The running activity, if any: its goroutine sends each store request
 	// on calls and waits for the answer; finished says it returned.

@@ -8,12 +8,11 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
-// checker holds the invariants, checked after every event. The set of
-// candidates that claim leadership can only grow at an event (between
-// events claims only lapse), so checking after each event checks every
-// instant.
+// checker holds the invariants of one election, checked after every
+// event. The set of candidates that claim leadership can only grow at an
+// event (between events claims only lapse), so checking after each event
+// checks every instant.
 type checker struct {
-	violations []Violation
 	// epoch counts faults after which tokens may rightly start lower: the
 	// record deleted, or its token lowered by hand (see "When tokens go
 	// back" in docs/backends.md). Token order is checked within an epoch; each
@@ -41,11 +40,12 @@ type Violation struct {
 	What string
 }
 
-func (c *checker) stopped() bool { return len(c.violations) > 0 }
-
-func (c *checker) violate(w *world, what string) {
-	w.logf("VIOLATION: %s", what)
-	c.violations = append(c.violations, Violation{At: w.now, What: what})
+// violate reports a broken invariant of el's record.
+func (c *checker) violate(w *world, el *contest, what string) {
+	if w.group != nil {
+		what = fmt.Sprintf("shard %d: %s", el.shard, what)
+	}
+	w.violate(what)
 }
 
 func (c *checker) newEpoch() {
@@ -53,13 +53,13 @@ func (c *checker) newEpoch() {
 	c.owner, c.highest = map[int64]string{}, 0
 }
 
-func (c *checker) afterEvent(w *world) {
+func (c *checker) afterEvent(w *world, el *contest) {
 	if c.owner == nil {
 		c.newEpoch()
 		c.order, c.lastToken, c.guard = map[fence.TermID]int{}, map[string]int64{}, fence.NewMemoryGuard()
 	}
 	var leaders []string
-	for _, cand := range w.live() {
+	for _, cand := range w.liveOf(el) {
 		s := cand.e.Status()
 		if !s.Leader {
 			continue
@@ -67,22 +67,22 @@ func (c *checker) afterEvent(w *world) {
 		leaders = append(leaders, fmt.Sprintf("%s (token %d, until %v)", cand.id, s.Token, s.ValidUntil.Sub(epoch)))
 	}
 	if len(leaders) > 1 {
-		c.violate(w, "two leaders at once: "+strings.Join(leaders, ", "))
+		c.violate(w, el, "two leaders at once: "+strings.Join(leaders, ", "))
 		return
 	}
-	for _, cand := range w.live() {
+	for _, cand := range w.liveOf(el) {
 		if s := cand.e.Status(); s.Leader {
-			c.claimed(w, cand, fence.TermID{Token: s.Token, Holder: cand.id})
+			c.claimed(w, el, cand, fence.TermID{Token: s.Token, Holder: cand.id})
 		}
 	}
 	if len(leaders) > 0 {
 		c.lastLeader = w.now
 	}
-	c.checkLiveness(w)
+	c.checkLiveness(w, el)
 }
 
 // claimed checks one leader's term and writes through the guard.
-func (c *checker) claimed(w *world, cand *candidate, term fence.TermID) {
+func (c *checker) claimed(w *world, el *contest, cand *candidate, term fence.TermID) {
 	if _, seen := c.order[term]; !seen {
 		c.terms++
 		// Until the first reset, tokens are unique and rise globally.
@@ -90,50 +90,51 @@ func (c *checker) claimed(w *world, cand *candidate, term fence.TermID) {
 		// reuse them ("When tokens go back" in docs/backends.md), but no candidate
 		// ever starts a term at or below a token it has seen.
 		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && c.epoch == 1 {
-			c.violate(w, fmt.Sprintf("token %d claimed by %s and by %s", term.Token, owner, term.Holder))
+			c.violate(w, el, fmt.Sprintf("token %d claimed by %s and by %s", term.Token, owner, term.Holder))
 		}
 		if term.Token <= c.highest && c.epoch == 1 {
-			c.violate(w, fmt.Sprintf("%s leads with token %d, not above %d claimed before", term.Holder, term.Token, c.highest))
+			c.violate(w, el, fmt.Sprintf("%s leads with token %d, not above %d claimed before", term.Holder, term.Token, c.highest))
 		}
 		if before, ok := cand.seenBeforeWrite[term.Token]; ok && term.Token <= before {
-			c.violate(w, fmt.Sprintf("%s started a term with token %d after it had seen token %d", cand.id, term.Token, before))
+			c.violate(w, el, fmt.Sprintf("%s started a term with token %d after it had seen token %d", cand.id, term.Token, before))
 		}
 		if last := c.lastToken[cand.id]; term.Token <= last {
-			c.violate(w, fmt.Sprintf("%s's token went from %d to %d", cand.id, last, term.Token))
+			c.violate(w, el, fmt.Sprintf("%s's token went from %d to %d", cand.id, last, term.Token))
 		}
 		c.owner[term.Token], c.highest, c.lastToken[cand.id] = term.Holder, term.Token, term.Token
 		c.order[term] = len(c.order) + 1
 		// The application checked /leader now and writes later.
-		w.after(w.between(0, 2*w.opts.RenewDeadline), func() { c.write(w, term, "a late write") })
+		w.after(w.between(0, 2*w.opts.RenewDeadline), func() { c.write(w, el, term, "a late write") })
 	}
-	c.write(w, term, "the leader's write")
+	c.write(w, el, term, "the leader's write")
 }
 
-func (c *checker) write(w *world, term fence.TermID, what string) {
+func (c *checker) write(w *world, el *contest, term fence.TermID, what string) {
 	err := c.guard.Do("resource", term, func() error { return nil })
 	switch {
 	case err == nil && c.order[term] < c.newestWriter:
-		c.violate(w, fmt.Sprintf("the guard accepted %s from %v after a newer term wrote", what, term))
+		c.violate(w, el, fmt.Sprintf("the guard accepted %s from %v after a newer term wrote", what, term))
 	case err == nil:
 		c.newestWriter = c.order[term]
 	case what == "the leader's write" && c.epoch == 1:
-		c.violate(w, fmt.Sprintf("the guard refused the leader's write from %v: %v", term, err))
+		c.violate(w, el, fmt.Sprintf("the guard refused the leader's write from %v: %v", term, err))
 	}
 }
 
 // checkLiveness: once faults have stopped, a leader is back within the
-// bound docs/development.md states (Testing).
-func (c *checker) checkLiveness(w *world) {
-	if w.now < w.quietFrom {
+// bound docs/development.md states (Testing). A shard group has a bound
+// of its own (group.atEnd): a shard is held only once its target sees it.
+func (c *checker) checkLiveness(w *world, el *contest) {
+	if w.now < w.quietFrom || w.group != nil {
 		return
 	}
 	if since := w.now - max(c.lastLeader, w.quietFrom); since > w.opts.livenessBound() {
-		c.violate(w, fmt.Sprintf("no leader for %v after faults stopped (bound %v)", since, w.opts.livenessBound()))
+		c.violate(w, el, fmt.Sprintf("no leader for %v after faults stopped (bound %v)", since, w.opts.livenessBound()))
 	}
 }
 
-func (c *checker) atEnd(w *world) {
-	if !c.stopped() {
-		c.checkLiveness(w)
+func (c *checker) atEnd(w *world, el *contest) {
+	if !w.stopped() {
+		c.checkLiveness(w, el)
 	}
 }

@@ -62,48 +62,56 @@ var faults = []fault{
 		}
 		return ""
 	}},
-	{1, func(w *world) string { // kubectl delete lease
-		if !w.store.present {
-			return ""
-		}
-		w.store.present = false
-		w.store.version++
-		w.check.newEpoch()
-		w.changed()
-		return "delete the record"
-	}},
-	{4, func(w *world) string { // kubectl edit lease
-		if !w.store.present {
-			return ""
-		}
-		rec := w.store.rec
-		var what string
-		switch w.rng.IntN(5) {
-		case 0:
-			rec.HolderIdentity, what = "", "empty the holder"
-		case 1:
-			rec.HolderIdentity, what = fmt.Sprintf("ghost-%d", w.rng.IntN(100)), "name a holder that does not exist"
-		case 2:
-			rec.Transitions += 1 + w.rng.Int64N(5)
-			what = "raise the token"
-		case 3:
-			rec.Transitions, what = 0, "set the token to 0"
-			w.check.newEpoch()
-		default:
-			// From 2s: an empty holder with a 1s lease and equal times is
-			// the release shape, which is taken at once by design (docs/backends.md).
-			rec.LeaseDurationSeconds = 2 + w.rng.Int32N(int32(longestEdit/time.Second)-1)
-			what = "change the lease duration"
-		}
-		rec.Transitions = min(rec.Transitions, backend.MaxTransitions)
-		w.store.write(rec)
-		w.changed()
-		return what + fmt.Sprintf(" (%s)", describe(rec, true))
-	}},
+	{1, func(w *world) string { return deleteRecord(w, w.elections[0]) }},
+	{4, func(w *world) string { return editRecord(w, w.elections[0]) }},
 	{1, func(w *world) string { // the store refuses or drops every request
 		w.profile.outageUntil = w.now + w.upToQuiet(w.between(0, 3*w.opts.RenewDeadline/2))
 		return fmt.Sprintf("store outage until %v", w.profile.outageUntil)
 	}},
+}
+
+// deleteRecord is kubectl delete lease on el's record.
+func deleteRecord(w *world, el *contest) string {
+	if !el.store.present {
+		return ""
+	}
+	el.store.present = false
+	el.store.version++
+	el.edited = true
+	el.check.newEpoch()
+	w.changed(el)
+	return "delete the record" + el.suffix()
+}
+
+// editRecord is kubectl edit lease on el's record.
+func editRecord(w *world, el *contest) string {
+	if !el.store.present {
+		return ""
+	}
+	rec := el.store.rec
+	var what string
+	switch w.rng.IntN(5) {
+	case 0:
+		rec.HolderIdentity, what = "", "empty the holder"
+	case 1:
+		rec.HolderIdentity, what = fmt.Sprintf("ghost-%d", w.rng.IntN(100)), "name a holder that does not exist"
+	case 2:
+		rec.Transitions += 1 + w.rng.Int64N(5)
+		what = "raise the token"
+	case 3:
+		rec.Transitions, what = 0, "set the token to 0"
+		el.check.newEpoch()
+	default:
+		// From 2s: an empty holder with a 1s lease and equal times is
+		// the release shape, which is taken at once by design (docs/backends.md).
+		rec.LeaseDurationSeconds = 2 + w.rng.Int32N(int32(longestEdit/time.Second)-1)
+		what = "change the lease duration"
+	}
+	rec.Transitions = min(rec.Transitions, backend.MaxTransitions)
+	el.store.write(rec)
+	el.edited = true
+	w.changed(el)
+	return what + el.suffix() + fmt.Sprintf(" (%s)", describe(rec, true))
 }
 
 // scheduleFaults spreads faults over the schedule up to its quiet tail.

@@ -89,11 +89,15 @@ func (w *world) send(c *candidate, req *call) {
 // apply carries a request out at the store now, and signals the watches
 // when it changed the record.
 func (w *world) apply(c *candidate, req *call) result {
-	before := w.store.version
-	r := w.store.apply(req)
-	w.logf("store: %s %s by %s: %v", req.op, describeRequest(req), c.id, r)
-	if w.store.version != before {
-		w.changed()
+	el := c.el
+	before, prev, present := el.store.version, el.store.rec, el.store.present
+	r := el.store.apply(req)
+	if r.err == nil && req.op != opGet {
+		el.checkTokenStep(w, c, prev, present, req.rec)
+	}
+	w.logf("store%s: %s %s by %s: %v", el.suffix(), req.op, describeRequest(req), c.id, r)
+	if el.store.version != before {
+		w.changed(el)
 	}
 	if r.err == nil && req.op == opUpdate && req.rec.Handoff.Phase == backend.HandoffAccept && !c.crashed {
 		w.afterAccept(c)
@@ -101,12 +105,13 @@ func (w *world) apply(c *candidate, req *call) result {
 	return r
 }
 
-// changed sends every live candidate a change signal, each delayed (and
-// possibly dropped) on its own, carrying the state for its snapshot.
-func (w *world) changed() {
+// changed sends every live candidate of el's record a change signal, each
+// delayed (and possibly dropped) on its own, carrying the state for its
+// snapshot.
+func (w *world) changed(el *contest) {
 	p := w.currentProfile()
-	state := w.store
-	for _, c := range w.live() {
+	state := el.store
+	for _, c := range w.liveOf(el) {
 		if w.chance(p.dropChance) {
 			continue
 		}

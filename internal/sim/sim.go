@@ -17,7 +17,14 @@
 // tokens: see docs/backends.md); each process's own tokens only rise; a guard fed
 // every leader's writes, some of them late, never accepts a write from a
 // term older than one it accepted and never refuses the current leader;
-// and once faults stop, a leader is back within Options.livenessBound.
+// on a record nobody deleted or edited by hand, every write keeps the
+// token or starts a term one above it; and once faults stop, a leader is
+// back within Options.livenessBound.
+//
+// With Options.Shards it plays a shard group instead: replicas over N
+// shards, each shard an election of its own run by the same code, which
+// elections a replica takes part in decided by package shard from the
+// replica's own view of the members (group.go says what is checked).
 //
 // A seed replays exactly: one goroutine runs at a time, and every random
 // choice, the elector's jitter included, comes from the seed.
@@ -29,6 +36,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
 )
 
 // Options shape the schedules.
@@ -52,6 +60,9 @@ type Options struct {
 	// then replays as its seed did before they existed (see
 	// scheduleHandoffs: otherwise half the schedules have them).
 	NoHandoffs bool
+	// Shards, if not zero, plays a shard group instead of one election:
+	// Candidates replicas over Shards shards (see group.go).
+	Shards int
 }
 
 func (o Options) withDefaults() Options {
@@ -60,9 +71,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Duration == 0 {
 		o.Duration = 3 * time.Minute
+		if o.Shards > 0 {
+			o.Duration = groupDuration
+		}
 	}
 	if o.Quiet == 0 {
 		o.Quiet = 100 * time.Second
+		if o.Shards > 0 {
+			o.Quiet = groupQuiet
+		}
 	}
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod =
@@ -80,6 +97,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("candidates must be at least 1, got %d", o.Candidates)
 	case o.Drift < 0 || o.Drift >= 1:
 		return fmt.Errorf("drift must be in [0, 1), got %v", o.Drift)
+	case o.Shards < 0 || o.Shards > shard.MaxShards:
+		return fmt.Errorf("shards must be in [0, %d], got %d", shard.MaxShards, o.Shards)
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	}
@@ -158,6 +177,11 @@ type Result struct {
 	// that returned with the record transferred, and StoppedTargets the
 	// accepting candidates paused or crashed right after their accept.
 	Handoffs, HandedOff, StoppedTargets int
+	// In a shard group: Moves counts the shards released to move, and
+	// SettledAfter is how long after faults stopped every shard was last
+	// not held by the member the table gives it.
+	Moves        int
+	SettledAfter time.Duration
 }
 
 // Run plays the schedule of opts.Seed.
@@ -178,28 +202,41 @@ func Run(opts Options) (Result, error) {
 	}
 	w.snapshots = w.chance(0.5)
 	w.profile = drawProfile(w)
+	if opts.Shards > 0 {
+		return runGroup(w)
+	}
+	w.elections = []*contest{{shard: -1}}
 	// Odd seeds' stores prove a record never created: drawn from the
 	// seed, not the random stream, so earlier seeds replay as before.
-	w.store.provesNeverCreated = opts.Seed%2 != 0
+	w.elections[0].store.provesNeverCreated = opts.Seed%2 != 0
 	w.logf("schedule %d: %d candidates, renew interval %v, snapshots %v, store %+v, proves a record never created %v",
-		opts.Seed, opts.Candidates, w.renewInterval, w.snapshots, w.profile, w.store.provesNeverCreated)
+		opts.Seed, opts.Candidates, w.renewInterval, w.snapshots, w.profile, w.elections[0].store.provesNeverCreated)
 	for range opts.Candidates {
 		w.at(w.between(0, 5*time.Second), func() { w.startCandidate() })
 	}
 	scheduleFaults(w)
 	scheduleHandoffs(w)
 	w.run()
+	return w.result(), nil
+}
+
+// result is what the schedule found, once run.
+func (w *world) result() Result {
+	terms := 0
+	for _, el := range w.elections {
+		terms += el.check.terms
+	}
 	return Result{
-		Seed:          opts.Seed,
+		Seed:          w.opts.Seed,
 		RenewInterval: w.renewInterval,
-		Violations:    w.check.violations,
+		Violations:    w.violations,
 		Trace:         w.trace.lines(),
 		Virtual:       w.now,
 		Events:        w.eventCount,
-		Terms:         w.check.terms,
+		Terms:         terms,
 
 		Handoffs:       w.handoffCount.asked,
 		HandedOff:      w.handoffCount.done,
 		StoppedTargets: w.handoffCount.stopped,
-	}, nil
+	}
 }

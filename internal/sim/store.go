@@ -178,3 +178,42 @@ func describe(rec backend.Record, present bool) string {
 	}
 	return s
 }
+
+// contest is one record and the invariants of the candidates that contend
+// for it: the one election of a schedule, or one shard of a group.
+type contest struct {
+	shard int
+	store store
+	check checker
+	// cands are the candidates ever started for it, in order.
+	cands []*candidate
+	// edited is set once the record was deleted or edited by hand; until
+	// then every new holder's token is exactly one above the last.
+	edited bool
+}
+
+// suffix names the contest's shard in the trace; "" for a lone election.
+func (el *contest) suffix() string {
+	if el.shard < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [shard %d]", el.shard)
+}
+
+// checkTokenStep checks a candidate's write of rec over prev (present or
+// not) on a record never deleted or edited by hand: a write that names a
+// new holder carries the token one above the record it replaced (1 for
+// the first); any other write keeps the token, or raises it by one (a new
+// term of the same holder, after its claim lapsed).
+func (el *contest) checkTokenStep(w *world, c *candidate, prev backend.Record, present bool, rec backend.Record) {
+	if el.edited {
+		return
+	}
+	newHolder := rec.HolderIdentity != "" && (!present || rec.HolderIdentity != prev.HolderIdentity)
+	switch t := rec.Transitions; {
+	case newHolder && t == prev.Transitions+1:
+	case !newHolder && (t == prev.Transitions || t == prev.Transitions+1 && rec.HolderIdentity != ""):
+	default:
+		el.check.violate(w, el, fmt.Sprintf("%s wrote token %d over %s", c.id, t, describe(prev, present)))
+	}
+}

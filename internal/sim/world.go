@@ -26,7 +26,9 @@ type world struct {
 	queue events
 	seq   int
 
-	store         store
+	// elections are the records candidates contend for: one, or one per
+	// shard of a group (Options.Shards).
+	elections     []*contest
 	renewInterval time.Duration // every candidate's
 	snapshots     bool          // candidates' backends are Snapshotters (the Lease backend's kind)
 	handoffs      bool          // the schedule has planned hand-offs
@@ -35,7 +37,8 @@ type world struct {
 
 	candidates []*candidate
 	started    int // candidates ever started, for identities
-	check      checker
+	violations []Violation
+	group      *group // the shard group, in shard mode
 	trace      trace
 	quietFrom  time.Duration // no fault starts or lasts beyond this
 	eventCount int
@@ -86,7 +89,7 @@ func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
 
 // run plays the schedule to its end.
 func (w *world) run() {
-	for w.queue.Len() > 0 && !w.check.stopped() {
+	for w.queue.Len() > 0 && !w.stopped() {
 		e := heap.Pop(&w.queue).(event)
 		if e.at > w.opts.Duration {
 			break
@@ -94,10 +97,20 @@ func (w *world) run() {
 		w.now = e.at
 		e.fn()
 		w.eventCount++
-		w.check.afterEvent(w)
+		for _, el := range w.elections {
+			el.check.afterEvent(w, el)
+		}
+		if w.group != nil && !w.stopped() {
+			w.group.afterEvent(w)
+		}
 	}
 	w.now = max(w.now, w.opts.Duration)
-	w.check.atEnd(w)
+	for _, el := range w.elections {
+		el.check.atEnd(w, el)
+	}
+	if w.group != nil && !w.stopped() {
+		w.group.atEnd(w)
+	}
 	for _, c := range w.candidates {
 		c.crash() // ends every parked goroutine
 	}
@@ -107,9 +120,20 @@ func (w *world) run() {
 // attempt is due at once.
 func (w *world) startCandidate() *candidate {
 	w.started++
+	id := fmt.Sprintf("c%d", w.started)
+	rate := 1 + w.opts.Drift*(2*w.rng.Float64()-1)
+	return w.newCandidate(w.elections[0], id, id, rate)
+}
+
+// newCandidate adds a candidate for el's record with the given identity,
+// named name in the trace, whose clock runs at rate; its first attempt is
+// due at once.
+func (w *world) newCandidate(el *contest, identity, name string, rate float64) *candidate {
 	c := &candidate{
 		w:        w,
-		id:       fmt.Sprintf("c%d", w.started),
+		el:       el,
+		id:       name,
+		identity: identity,
 		calls:    make(chan *call),
 		finished: make(chan struct{}),
 		sleeps:   make(chan sleep),
@@ -117,9 +141,9 @@ func (w *world) startCandidate() *candidate {
 		seenBeforeWrite: map[int64]int64{},
 	}
 	c.ctx, c.cancel = context.WithCancel(background)
-	c.clock = &driftingClock{w: w, rate: 1 + w.opts.Drift*(2*w.rng.Float64()-1), started: w.now, sleeps: c.sleeps}
+	c.clock = &driftingClock{w: w, rate: rate, started: w.now, sleeps: c.sleeps}
 	var b backend.Backend
-	switch first := w.store.provesNeverCreated; {
+	switch first := el.store.provesNeverCreated; {
 	case w.snapshots && first:
 		b = firstSnapshotHandle{snapshotHandle{handle{c}}}
 	case w.snapshots:
@@ -131,7 +155,7 @@ func (w *world) startCandidate() *candidate {
 	}
 	e, err := election.New(election.Config{
 		Backend:         b,
-		Identity:        c.id,
+		Identity:        c.identity,
 		LeaseDuration:   w.opts.LeaseDuration,
 		RenewDeadline:   w.opts.RenewDeadline,
 		RetryPeriod:     w.opts.RetryPeriod,
@@ -143,14 +167,35 @@ func (w *world) startCandidate() *candidate {
 		Jitter:          w.rng.Float64,
 	})
 	if err != nil { // Options.validate rules this out; report it all the same
-		w.check.violate(w, fmt.Sprintf("%s cannot start: %v", c.id, err))
+		w.violate(fmt.Sprintf("%s cannot start: %v", c.id, err))
 		return c
 	}
 	c.e, c.d = e, e.Driver()
 	w.candidates = append(w.candidates, c)
+	el.cands = append(el.cands, c)
 	w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
-	c.wake()
+	if w.group == nil {
+		c.wake()
+	}
 	return c
+}
+
+// liveOf returns the live candidates contending for el's record.
+func (w *world) liveOf(el *contest) []*candidate {
+	var out []*candidate
+	for _, c := range el.cands {
+		if !c.crashed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *world) stopped() bool { return len(w.violations) > 0 }
+
+func (w *world) violate(what string) {
+	w.logf("VIOLATION: %s", what)
+	w.violations = append(w.violations, Violation{At: w.now, What: what})
 }
 
 func (w *world) live() []*candidate {

@@ -172,7 +172,11 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 	e.log.Debug("decided", "action", a.kind.String(), "token", a.token, "until", a.until,
 		"stepDown", a.stepDown, "holder", e.view.holder(), "seenToken", e.view.rec.Transitions)
 	if a.stepDown != "" {
-		e.stepDownLocked(a.stepDown)
+		why := TermLost
+		if e.holdingOffLocked(seen) {
+			why = TermReleased
+		}
+		e.stepDownLocked(why, a.stepDown)
 	}
 	if a.exhausted && !e.exhaustedSince.Equal(e.view.since) {
 		e.exhaustedSince = e.view.since
@@ -239,6 +243,7 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 	e.mu.Lock()
 	defer e.unlockAndNotify()
 	e.reachedStore = true
+	e.deferredGap = gapStart{since: e.view.since, known: e.view.sawRecord}
 	e.observeLocked(true, rec, version, now)
 	e.deferredVersion, e.writtenVersion = version, version
 	e.log.Info("created the missing record; claiming it once any holder of an earlier record must have stopped claiming",
@@ -253,6 +258,7 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
+	gap := e.gapStartLocked(e.view)
 	e.observeLocked(true, rec, version, now)
 	e.writtenVersion = version
 	e.readAgainUsed = false
@@ -266,9 +272,19 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 	newTerm := !e.leading || e.token != rec.Transitions
 	e.leading, e.renewedAt, e.token = true, start, rec.Transitions
 	if newTerm {
+		e.termStarted = start
 		e.accepted = acceptedOffer{}
 		e.log.Info("became leader", "token", rec.Transitions)
-		e.tellLocked(func(o Observer) { o.LeadershipChanged(true, rec.Transitions) })
+		t := TermStart{Token: rec.Transitions, Started: start}
+		if gap.known {
+			t.Gap, t.HasGap = max(0, now.Sub(gap.since)), true
+		}
+		e.tellLocked(func(o Observer) {
+			o.LeadershipChanged(true, t.Token)
+			if o, ok := o.(TermObserver); ok {
+				o.TermStarted(t)
+			}
+		})
 	}
 	e.notifyLocked()
 }
@@ -309,21 +325,27 @@ func (e *Elector) loseLocked(err error) {
 		return
 	}
 	e.log.Error("the store was deleted or replaced: stopping at once", "err", err)
-	e.stepDownLocked("the store was lost")
+	e.stepDownLocked(TermLost, "the store was lost")
 	e.lost = true
 	close(e.lostCh)
 	e.notifyLocked()
 }
 
-// stepDownLocked ends this candidate's term.
-func (e *Elector) stepDownLocked(reason string) {
+// stepDownLocked ends this candidate's term, for why (explained in the
+// log by reason).
+func (e *Elector) stepDownLocked(why TermEndReason, reason string) {
 	if !e.leading {
 		return
 	}
 	e.leading = false
 	e.log.Info("stopped leading", "token", e.token, "reason", reason)
-	token := e.token
-	e.tellLocked(func(o Observer) { o.LeadershipChanged(false, token) })
+	t := TermEnd{Token: e.token, Reason: why}
+	e.tellLocked(func(o Observer) {
+		o.LeadershipChanged(false, t.Token)
+		if o, ok := o.(TermObserver); ok {
+			o.TermEnded(t)
+		}
+	})
 	e.notifyLocked()
 }
 

@@ -92,6 +92,71 @@ const (
 	TokenExhausted TokenAnomaly = "token-exhausted"
 )
 
+// TermObserver is an Observer that is also told how each of this
+// candidate's terms began and why it ended. When Config.Observer
+// implements it, TermStarted follows every LeadershipChanged(true, ...)
+// and TermEnded every LeadershipChanged(false, ...), in the same order and
+// under the same rules.
+type TermObserver interface {
+	Observer
+	TermStarted(TermStart)
+	TermEnded(TermEnd)
+}
+
+// TermStart describes a term of this candidate that has just begun.
+type TermStart struct {
+	// Token is the term's fencing token.
+	Token int64
+	// Started is when the attempt that won the term began: the claim
+	// counts from then, as from every renewal.
+	Started time.Time
+	// Gap is the time between terms as this candidate saw it: from the
+	// moment an answer first showed it the record version it took over
+	// (the previous term's last renewal, its release, its hand-off
+	// transfer, or the record missing; for a record it recreated and
+	// claimed a lease later, the absence it replaced) to the moment its
+	// own write succeeded, on its own monotonic clock. It over-states the time
+	// nobody led by how long the previous holder kept claiming after that
+	// version (up to its renew deadline, when it stopped without
+	// releasing), and never under-states it by more than the delay of the
+	// change signal or poll that showed the version. HasGap is false, and
+	// Gap zero, when this candidate had seen no record before (the first
+	// term of an election, or its first after it started on a missing
+	// record).
+	Gap    time.Duration
+	HasGap bool
+}
+
+// TermEnd describes a term of this candidate that has just ended.
+type TermEnd struct {
+	// Token is the term's fencing token.
+	Token int64
+	// Reason is why it ended.
+	Reason TermEndReason
+}
+
+// TermEndReason says why a term ended.
+type TermEndReason string
+
+const (
+	// TermLost: the candidate could not renew within its renew deadline,
+	// found another holder (or no record, or an emptied one) in the
+	// store, or lost the store itself.
+	TermLost TermEndReason = "lost"
+	// TermReleased: the candidate released the record, on request
+	// (Release), to sit out (SitOut), or on shutdown with ReleaseOnCancel.
+	TermReleased TermEndReason = "released"
+	// TermHandedOff: the candidate handed leadership to another one
+	// (Handoff).
+	TermHandedOff TermEndReason = "handed_off"
+	// TermStopped: Run ended without ReleaseOnCancel; the record is left
+	// to expire.
+	TermStopped TermEndReason = "stopped"
+)
+
+// TermEndReasons lists every TermEndReason.
+var TermEndReasons = []TermEndReason{TermLost, TermReleased, TermHandedOff, TermStopped}
+
 type noObserver struct{}
 
 func (noObserver) LeadershipChanged(bool, int64)           {}
@@ -169,6 +234,22 @@ func (o observers) LeadershipChanged(leading bool, token int64) {
 func (o observers) RenewFailed(err error) {
 	for _, x := range o {
 		x.RenewFailed(err)
+	}
+}
+
+func (o observers) TermStarted(t TermStart) {
+	for _, x := range o {
+		if x, ok := x.(TermObserver); ok {
+			x.TermStarted(t)
+		}
+	}
+}
+
+func (o observers) TermEnded(t TermEnd) {
+	for _, x := range o {
+		if x, ok := x.(TermObserver); ok {
+			x.TermEnded(t)
+		}
 	}
 }
 

@@ -198,4 +198,14 @@
 // longer than RenewDeadline plus two retry periods. Waiting is not wedged:
 // a standby that learns every change from snapshots may go a whole lease
 // without an attempt and stays healthy.
+//
+// # Reporting
+//
+// An Observer hears every term of this candidate begin and end, renew
+// failures and token anomalies, in order and never under the elector's
+// lock. A TermObserver hears also why each term ended (TermEndReason) and
+// the gap before each term as the new leader saw it (TermStart.Gap: from
+// the first sight of the record version it took over to its own write,
+// on its monotonic clock). Status reports when the current or last term
+// began and when the last renewal began, as pkg/metrics exports them.
 package election

@@ -32,6 +32,8 @@ type Elector struct {
 	leading   bool
 	renewedAt time.Time
 	token     int64
+	// termStarted is when this candidate's current or last term began.
+	termStarted time.Time
 	// holdOffUntil keeps the candidate out of the election after Release.
 	holdOffUntil time.Time
 	// sittingOut keeps it out between SitOut and Rejoin; wake then asks
@@ -54,6 +56,10 @@ type Elector struct {
 	// deferredVersion is the version of a record this candidate recreated
 	// without claiming it (decide's deferClaim).
 	deferredVersion backend.Version
+	// deferredGap is where the gap of a term begun on that record counts
+	// from: the first sight of the absence it replaced (TermStart.Gap),
+	// if a record had been seen before it.
+	deferredGap gapStart
 	// writtenVersion is the version of this candidate's last write that it
 	// knows succeeded.
 	writtenVersion backend.Version
@@ -90,6 +96,22 @@ type Elector struct {
 	deliverMu sync.Mutex
 }
 
+// gapStart is where the gap before a term counts from (TermStart.Gap).
+type gapStart struct {
+	since time.Time
+	known bool
+}
+
+// gapStartLocked is where the gap before a term begun now, over the record
+// version v, counts from: the first sight of v, or for a record this
+// candidate recreated without claiming it, of the absence it replaced.
+func (e *Elector) gapStartLocked(v view) gapStart {
+	if v.present && v.version == e.deferredVersion {
+		return e.deferredGap
+	}
+	return gapStart{since: v.since, known: v.sawRecord}
+}
+
 // regressedTerm names a term by its holder and token.
 type regressedTerm struct {
 	holder string
@@ -113,6 +135,14 @@ type Status struct {
 	ValidUntil time.Time
 	// ReachedStore is true once any store operation has succeeded.
 	ReachedStore bool
+	// TermStarted is when this candidate's current or last term began
+	// (see TermStart.Started); zero before its first. It is kept after
+	// the term ends.
+	TermStarted time.Time
+	// LastRenewal is when the last successful write of this candidate's
+	// claim began (an acquisition or a renewal; its claim counts from
+	// then); zero before its first. It is kept after the term ends.
+	LastRenewal time.Time
 }
 
 // New checks cfg, applies defaults, and returns an Elector that is not yet
@@ -145,6 +175,8 @@ func (e *Elector) Status() Status {
 		Identity:     e.cfg.Identity,
 		Holder:       e.view.holder(),
 		ReachedStore: e.reachedStore,
+		TermStarted:  e.termStarted,
+		LastRenewal:  e.renewedAt,
 	}
 	if e.claimingLocked(now) {
 		s.Leader = true
@@ -152,6 +184,22 @@ func (e *Elector) Status() Status {
 		s.ValidUntil = e.renewedAt.Add(e.cfg.RenewDeadline)
 	}
 	return s
+}
+
+// HolderExpired reports whether the record this candidate last saw names a
+// holder whose claim has ended by the expiry rule: this candidate has seen
+// that version unchanged for the record's lease duration (never less than
+// its own), on its own clock. A candidate that takes part in the election
+// may then take the record over; a shard group treats such a shard as
+// free to acquire (package shard). It is false while the record names no
+// holder, is missing, or has not been seen, and while this candidate
+// claims it. Like Status, it never touches the store.
+func (e *Elector) HolderExpired() bool {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o := e.observationLocked(now)
+	return o.view.known && o.view.present && o.view.rec.HolderIdentity != "" && !o.claiming && !now.Before(o.expiry())
 }
 
 // claimingLocked applies the self-demotion rule: both the monotonic and the

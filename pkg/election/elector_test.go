@@ -238,3 +238,30 @@ func TestStandbyLogsTheLeaderItFindsAtStart(t *testing.T) {
 		s(h)
 	}
 }
+
+// HolderExpired follows the expiry rule: a holder's record seen unchanged
+// for a lease, not a released one, not one this candidate claims, and a
+// change restarts the wait.
+func TestHolderExpiredFollowsTheExpiryRule(t *testing.T) {
+	expired := func(id string, want bool) step {
+		return func(h *harness) {
+			h.t.Helper()
+			if got := h.candidate(id).HolderExpired(); got != want {
+				h.t.Fatalf("%s at +%v: HolderExpired %v, want %v", id, h.clock.Since(epoch), got, want)
+			}
+		}
+	}
+	h := newHarness(t)
+	for _, s := range []step{
+		expired("b", false), // nothing seen yet
+		try("a", true), try("b", false), expired("b", false), expired("a", false),
+		advance(15*time.Second - time.Nanosecond), expired("b", false),
+		// a stopped claiming at +10s: its own record has expired too.
+		advance(time.Nanosecond), expired("b", true), expired("a", true),
+		try("a", true), expired("a", false), expired("b", true), // b has not read the renewal yet
+		try("b", false), expired("b", false), // a change restarts the wait
+		release("a"), try("b", true), expired("a", false), expired("b", false),
+	} {
+		s(h)
+	}
+}

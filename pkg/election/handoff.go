@@ -297,7 +297,7 @@ func (h *handoff) transfer(ctx context.Context, version backend.Version, target 
 		return e.Status(), fmt.Errorf("%w: no token is left for the next term (token %d was seen; %d is the largest a store keeps); this replica still leads with token %d",
 			ErrNoTaker, e.highestToken, backend.MaxTransitions, h.token)
 	}
-	e.stepDownLocked("handing leadership off to " + target)
+	e.stepDownLocked(TermHandedOff, "handing leadership off to "+target)
 	e.unlockAndNotify()
 
 	rec := backend.Record{

@@ -55,6 +55,8 @@ func TestHandoffToANamedCandidate(t *testing.T) {
 		follows("a", "b_1")(h)
 		observed("a", "leading=false token=1")(h)
 		observed("b_1", "leading=true token=2")(h)
+		observed("a", "term ended token=1 reason=handed_off")(h)
+		observed("b_1", "term started token=2 gap=0s")(h) // the transfer was read and renewed at one instant
 	})
 }
 

@@ -244,6 +244,16 @@ func (o *recordingObserver) LeadershipChanged(leading bool, token int64) {
 	o.add("leading=%v token=%d", leading, token)
 }
 func (o *recordingObserver) RenewFailed(error) { o.add("renew failed") }
+func (o *recordingObserver) TermStarted(t TermStart) {
+	gap := "none"
+	if t.HasGap {
+		gap = t.Gap.String()
+	}
+	o.add("term started token=%d gap=%s", t.Token, gap)
+}
+func (o *recordingObserver) TermEnded(t TermEnd) {
+	o.add("term ended token=%d reason=%s", t.Token, t.Reason)
+}
 func (o *recordingObserver) TokenAnomaly(a TokenAnomaly, seen, highest int64) {
 	o.add("%s seen=%d highest=%d", a, seen, highest)
 }

@@ -126,7 +126,7 @@ func (e *Elector) step(ctx context.Context) {
 	defer e.unlockAndNotify()
 	e.attemptCutOff = cutOff && e.attemptFailed
 	if e.leading && !e.claimingLocked(now) && !e.stopped {
-		e.stepDownLocked("could not renew within the renew deadline")
+		e.stepDownLocked(TermLost, "could not renew within the renew deadline")
 	}
 }
 
@@ -255,7 +255,11 @@ func (e *Elector) absorbSnapshot() bool {
 func (e *Elector) shutdown() error {
 	e.mu.Lock()
 	e.stopped = true
-	e.stepDownLocked("shutting down")
+	why := TermStopped
+	if e.cfg.ReleaseOnCancel && !e.lost {
+		why = TermReleased
+	}
+	e.stepDownLocked(why, "shutting down")
 	e.notifyLocked()
 	lost := e.lost
 	e.unlockAndNotify()

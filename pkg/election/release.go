@@ -35,7 +35,7 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 		return e.Status(), fmt.Errorf("%w: nothing to release (the record names %q)", ErrNotLeader, holder)
 	}
 	e.holdOffUntil = now.Add(e.cfg.ReleaseHoldOff)
-	e.stepDownLocked("released on request")
+	e.stepDownLocked(TermReleased, "released on request")
 	e.notifyLocked()
 	e.unlockAndNotify()
 
@@ -57,7 +57,7 @@ func (e *Elector) SitOut(ctx context.Context, reason string) (Status, error) {
 	e.mu.Lock()
 	already := e.sittingOut
 	e.sittingOut = true
-	e.stepDownLocked("sitting out: " + reason)
+	e.stepDownLocked(TermReleased, "sitting out: "+reason)
 	if !already {
 		e.log.Info("sitting out of the election", "reason", reason)
 	}

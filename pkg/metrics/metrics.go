@@ -1,6 +1,9 @@
 // Package metrics exposes the sidecar's Prometheus metrics on a private
-// registry: leadership, token, transitions, renew failures, store request
-// latency and build information, plus the Go and process collectors.
+// registry: leadership, token, terms begun and ended by reason, the gap
+// between terms, the term's start and last renewal, renew failures, store
+// request latency and build information, plus the Go and process
+// collectors. docs/operations.md#metrics lists them; promtool check
+// metrics passes on a real sidecar's /metrics (e2e/alerts).
 //
 // Every leader_sidecar_* metric carries the constant label lease (the
 // election's name, --lease-name), so that sidecars of several elections
@@ -18,6 +21,7 @@ package metrics
 import (
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,6 +39,7 @@ type Metrics struct {
 	own           prometheus.Registerer
 	lease         string
 	transitions   *prometheus.CounterVec
+	termGap       prometheus.Histogram
 	renewFailures prometheus.Counter
 	anomalies     *prometheus.CounterVec
 	storeLatency  *prometheus.HistogramVec
@@ -46,10 +51,16 @@ type Info struct {
 	// leader_sidecar_* metric and the name label of
 	// leader_election_master_status.
 	Lease string
-	// Version and Backend label build_info.
-	Version string
-	Backend string
+	// Version, Backend and Identity (this candidate's, unique per process
+	// start) label build_info, the one info metric.
+	Version  string
+	Backend  string
+	Identity string
 }
+
+// Reasons a term begins (acquired) or ends (the election.TermEndReasons):
+// the reason label of leadership_transitions_total.
+const acquired = "acquired"
 
 // New registers every metric on a new private registry.
 func New(info Info) *Metrics {
@@ -61,8 +72,17 @@ func New(info Info) *Metrics {
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "leadership_transitions_total",
-			Help:      "Times this candidate started (direction=acquired) or stopped (direction=lost) leading.",
-		}, []string{"direction"}),
+			Help: "Terms of this candidate begun (reason=acquired) and ended, by why: lost (renew deadline passed, " +
+				"another holder, store lost), released (on request, app unhealthy, shutdown), handed_off, " +
+				"stopped (shutdown without release).",
+		}, []string{"reason"}),
+		termGap: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "term_gap_seconds",
+			Help: "At each term this candidate begins, the time from when it first saw the record it took over " +
+				"(the previous term's last renewal, release or hand-off, or the record missing) to its own successful write.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60, 120, 300},
+		}),
 		renewFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "renew_failures_total",
@@ -81,8 +101,9 @@ func New(info Info) *Metrics {
 			Buckets:   []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"operation", "result"}),
 	}
-	for _, d := range []string{"acquired", "lost"} {
-		m.transitions.WithLabelValues(d)
+	m.transitions.WithLabelValues(acquired)
+	for _, r := range election.TermEndReasons {
+		m.transitions.WithLabelValues(string(r))
 	}
 	for _, a := range []election.TokenAnomaly{election.TokenRegressed, election.TokenExhausted} {
 		m.anomalies.WithLabelValues(string(a))
@@ -90,11 +111,11 @@ func New(info Info) *Metrics {
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace:   namespace,
 		Name:        "build_info",
-		Help:        "Build information; the value is always 1.",
-		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend},
+		Help:        "Build and candidate information (version, Go version, backend, this candidate's identity); the value is always 1.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend, "identity": info.Identity},
 	})
 	buildInfo.Set(1)
-	m.own.MustRegister(m.transitions, m.renewFailures, m.anomalies, m.storeLatency, buildInfo)
+	m.own.MustRegister(m.transitions, m.termGap, m.renewFailures, m.anomalies, m.storeLatency, buildInfo)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -104,9 +125,9 @@ type Status interface {
 	Status() election.Status
 }
 
-// WatchStatus registers the is_leader, token and client-go's
-// leader_election_master_status gauges, evaluated from s on every scrape so
-// they follow self-demotion exactly.
+// WatchStatus registers the is_leader, token, term start and last renewal
+// gauges and client-go's leader_election_master_status, evaluated from s on
+// every scrape so they follow self-demotion exactly.
 func (m *Metrics) WatchStatus(s Status) {
 	leading := func() float64 {
 		if s.Status().Leader {
@@ -125,6 +146,17 @@ func (m *Metrics) WatchStatus(s Status) {
 			Name:      "token",
 			Help:      "Fencing token of the current term while leading, else 0.",
 		}, func() float64 { return float64(s.Status().Token) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "term_start_timestamp_seconds",
+			Help:      "Unix time when this candidate's current or last term began; 0 before its first.",
+		}, func() float64 { return unixSeconds(s.Status().TermStarted) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Name:      "last_renewal_timestamp_seconds",
+			Help: "Unix time when this candidate's last successful acquisition or renewal began (its claim counts " +
+				"from then); 0 before its first.",
+		}, func() float64 { return unixSeconds(s.Status().LastRenewal) }),
 	)
 	// Named, labelled and explained as Kubernetes components register
 	// client-go's tools/leaderelection metric (component-base).
@@ -156,19 +188,35 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// LeadershipChanged implements election.Observer.
-func (m *Metrics) LeadershipChanged(leading bool, _ int64) {
-	if leading {
-		m.transitions.WithLabelValues("acquired").Inc()
-	} else {
-		m.transitions.WithLabelValues("lost").Inc()
+// unixSeconds is t as Unix seconds with a fraction, 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
 	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// LeadershipChanged implements election.Observer; the terms are counted by
+// TermStarted and TermEnded, which follow it.
+func (m *Metrics) LeadershipChanged(bool, int64) {}
+
+// TermStarted implements election.TermObserver.
+func (m *Metrics) TermStarted(t election.TermStart) {
+	m.transitions.WithLabelValues(acquired).Inc()
+	if t.HasGap {
+		m.termGap.Observe(t.Gap.Seconds())
+	}
+}
+
+// TermEnded implements election.TermObserver.
+func (m *Metrics) TermEnded(t election.TermEnd) {
+	m.transitions.WithLabelValues(string(t.Reason)).Inc()
 }
 
 // RenewFailed implements election.Observer.
 func (m *Metrics) RenewFailed(error) { m.renewFailures.Inc() }
 
-var _ election.Observer = (*Metrics)(nil)
+var _ election.TermObserver = (*Metrics)(nil)
 
 // TokenAnomaly implements election.Observer.
 func (m *Metrics) TokenAnomaly(a election.TokenAnomaly, _, _ int64) {

@@ -52,6 +52,7 @@ func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
 	s := &fixedStatus{Leader: true, Token: 42}
 	m.WatchStatus(s)
 	m.LeadershipChanged(true, 42)
+	m.TermStarted(election.TermStart{Token: 42})
 	m.RenewFailed(errors.New("x"))
 	m.RenewFailed(errors.New("y"))
 
@@ -60,8 +61,8 @@ func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
 		`leader_sidecar_is_leader{lease="billing"} 1`,
 		`leader_sidecar_token{lease="billing"} 42`,
 		`leader_election_master_status{name="billing"} 1`,
-		`leader_sidecar_leadership_transitions_total{direction="acquired",lease="billing"} 1`,
-		`leader_sidecar_leadership_transitions_total{direction="lost",lease="billing"} 0`,
+		`leader_sidecar_leadership_transitions_total{lease="billing",reason="acquired"} 1`,
+		`leader_sidecar_leadership_transitions_total{lease="billing",reason="lost"} 0`,
 		`leader_sidecar_renew_failures_total{lease="billing"} 2`,
 		`leader_sidecar_build_info{backend="sqlite",goversion="go`,
 		"process_resident_memory_bytes",
@@ -72,7 +73,7 @@ func TestGaugesFollowStatusAtScrapeTime(t *testing.T) {
 	}
 
 	*s = fixedStatus{}
-	if got := testutil.ToFloat64(m.transitions.WithLabelValues("acquired")); got != 1 {
+	if got := testutil.ToFloat64(m.transitions.WithLabelValues(acquired)); got != 1 {
 		t.Fatalf("acquired transitions %v, want 1", got)
 	}
 	if out := scrape(t, m); !strings.Contains(out, `leader_sidecar_is_leader{lease="billing"} 0`) ||

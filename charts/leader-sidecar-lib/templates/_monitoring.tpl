@@ -125,12 +125,13 @@ spec:
 {{/*
 The optional objects as one multi-document stream: the PodDisruptionBudget,
 the metrics Service and ServiceMonitor, the PodMonitor, the PrometheusRule
-(_prometheusrule.tpl); each only when its
+(_prometheusrule.tpl), the Grafana dashboard's ConfigMap (_dashboard.tpl);
+each only when its
 values enable it. Put `{{ include "leader-sidecar-lib.extras" . }}` alone in
 a template file.
 */}}
 {{- define "leader-sidecar-lib.extras" -}}
-{{- range $t := list "podDisruptionBudget" "serviceMonitor" "podMonitor" "prometheusRule" }}
+{{- range $t := list "podDisruptionBudget" "serviceMonitor" "podMonitor" "prometheusRule" "grafanaDashboard" }}
 {{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
 ---
 {{ . }}

@@ -21,14 +21,14 @@ install never crash-loops. Two kinds of check:
 {{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
 {{- end }}
-{{- /* As sidecarFlags.check (cmd/sidecar/sidecarconfig.go): validation.IsQualifiedName, with a prefix for the condition type. */}}
+{{- /* As sidecarConfig.check (cmd/sidecar/sidecar.go): validation.IsQualifiedName, with a prefix for the condition type. */}}
 {{- if and (eq $c.readiness.mode "pod-condition") (not (and (include "leader-sidecar-lib.qualifiedName" $c.readiness.conditionType) (contains "/" (toString $c.readiness.conditionType)))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.conditionType must be a domain-qualified name such as leader-sidecar.io/leader, not %q" (toString $c.readiness.conditionType)) }}
 {{- end }}
 {{- if and (eq $c.readiness.mode "label") (not (include "leader-sidecar-lib.qualifiedName" $c.readiness.roleLabel)) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.roleLabel must be a label key such as leader-sidecar.io/role, not %q" (toString $c.readiness.roleLabel)) }}
 {{- end }}
-{{- /* As electionFlags.check (cmd/sidecar/electionconfig.go): validation.IsDNS1123Subdomain. */}}
+{{- /* As electionConfig.check (cmd/sidecar/election.go): validation.IsDNS1123Subdomain. */}}
 {{- if and $c.leaseName (gt (len (toString $c.leaseName)) 253) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain of at most 253 characters, not %d" (len (toString $c.leaseName))) }}
 {{- end }}
@@ -36,7 +36,7 @@ install never crash-loops. Two kinds of check:
 {{- fail (printf "leader-sidecar-lib: sidecar.leaseName must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .), not %q" (toString $c.leaseName)) }}
 {{- end }}
 {{- if $c.appHealth.url }}
-{{- /* As appHealthFlags.config (cmd/sidecar/apphealth.go): an http(s) URL
+{{- /* As appHealthConfig.check (cmd/sidecar/apphealth.go): an http(s) URL
 (url.Parse, which urlParse is) with a host that httpapi.IsLoopbackHost
 accepts, on a port number from 1 to 65535 that is none of the sidecar's
 listeners' (compared as numbers). */}}

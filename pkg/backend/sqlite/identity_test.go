@@ -16,8 +16,12 @@ import (
 )
 
 // openRaceRounds is how many rounds each loss of
-// TestBackendsOpenedAroundALossNeverDisagree runs.
-const openRaceRounds = 150
+// TestBackendsOpenedAroundALossNeverDisagree runs; with -short (make unit),
+// openRaceShortRounds.
+const (
+	openRaceRounds      = 150
+	openRaceShortRounds = 25
+)
 
 // openRound opens a backend on path that the caller closes.
 func openRound(t *testing.T, path string) *Backend {
@@ -67,11 +71,16 @@ func TestBackendsOpenedAroundALossNeverDisagree(t *testing.T) {
 		}},
 	} {
 		t.Run(loss.name, func(t *testing.T) {
+			t.Parallel() // each round in a directory of its own
+			rounds := openRaceRounds
+			if testing.Short() {
+				rounds = openRaceShortRounds
+			}
 			var (
 				lostOnes, onLive, disagreed int
 				failed                      atomic.Int64
 			)
-			for round := range openRaceRounds {
+			for round := range rounds {
 				dir := t.TempDir()
 				path, other := filepath.Join(dir, "leader.db"), filepath.Join(dir, "other.db")
 				holder := openRound(t, path)
@@ -142,7 +151,7 @@ func TestBackendsOpenedAroundALossNeverDisagree(t *testing.T) {
 				}
 			}
 			t.Logf("%d rounds, %d candidates each: %d could not open, %d reported the loss, %d on the file at the path, %d disagreed with it",
-				openRaceRounds, candidates, failed.Load(), lostOnes, onLive, disagreed)
+				rounds, candidates, failed.Load(), lostOnes, onLive, disagreed)
 		})
 	}
 }

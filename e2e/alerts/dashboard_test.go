@@ -1,0 +1,190 @@
+package alerts
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// dashboardFile is the Grafana dashboard, from the repository's root.
+var dashboardFile = []string{"charts", "leader-sidecar-lib", "files", "dashboard.json"}
+
+func readDashboard(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(sidecartest.RepoPath(t, dashboardFile...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// dashboardQuery is one PromQL expression of the dashboard, with Grafana's
+// variables replaced as Grafana would for the live test's election, and
+// where it was found.
+type dashboardQuery struct {
+	where, expr string
+}
+
+// grafanaVariables are what Grafana puts in place of the dashboard's
+// variables for the live test's election ($__rate_interval: four scrape
+// intervals at least; a minute holds many 1s scrapes).
+var grafanaVariables = strings.NewReplacer(
+	"$namespace", "e2e", "$lease", "live", "$__rate_interval", "1m",
+)
+
+// labelValues is a query variable's Grafana function around a PromQL
+// selector.
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
+
+// dashboardQueries is every PromQL expression of the dashboard: each
+// panel target's expr and the selector inside each query variable's
+// label_values. It fails t on a panel target without one.
+func dashboardQueries(t *testing.T) []dashboardQuery {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(readDashboard(t), &d); err != nil {
+		t.Fatal(err)
+	}
+	var out []dashboardQuery
+	for _, p := range d.Panels {
+		if p.Type != "row" && len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if strings.TrimSpace(tg.Expr) == "" {
+				t.Errorf("panel %q target %s has no expr", p.Title, tg.RefID)
+				continue
+			}
+			out = append(out, dashboardQuery{fmt.Sprintf("panel %q target %s", p.Title, tg.RefID), grafanaVariables.Replace(tg.Expr)})
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q, _ := v.Query.(map[string]any)
+		m := labelValues.FindStringSubmatch(fmt.Sprint(q["query"]))
+		if m == nil {
+			t.Errorf("variable %s: query %v is not label_values(selector, label)", v.Name, v.Query)
+			continue
+		}
+		out = append(out, dashboardQuery{"variable " + v.Name, grafanaVariables.Replace(m[1])})
+	}
+	if len(out) < 10 {
+		t.Fatalf("%d queries in the dashboard, want at least 10", len(out))
+	}
+	return out
+}
+
+// Every query filters on the dashboard's election: namespace and lease.
+func TestDashboardQueriesSelectTheElection(t *testing.T) {
+	raw := readDashboard(t)
+	var d map[string]any
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "expr" {
+					exprs = append(exprs, s)
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(d)
+	for _, e := range exprs {
+		for _, sel := range regexp.MustCompile(`leader_sidecar_\w+(\{[^}]*\})?`).FindAllStringSubmatch(e, -1) {
+			if !strings.Contains(sel[1], `namespace=~"$namespace"`) || !strings.Contains(sel[1], `lease=~"$lease"`) {
+				t.Errorf("%q: %s does not select the dashboard's namespace and lease", e, sel[0])
+			}
+		}
+	}
+}
+
+// Off by default; enabled, the example chart renders a ConfigMap holding
+// the dashboard file unchanged, labelled grafana_dashboard: "1" for
+// kube-prometheus-stack's Grafana sidecar, with the labels and annotations
+// the values set.
+func TestChartDashboardConfigMap(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	dashboards := func(values string) []*corev1.ConfigMap {
+		t.Helper()
+		r, _ := sidecartest.ExampleExtras(t, dir, values)
+		var out []*corev1.ConfigMap
+		for _, cm := range sidecartest.Find[*corev1.ConfigMap](t, r) {
+			if _, ok := cm.Data["leader-sidecar.json"]; ok {
+				out = append(out, cm)
+			}
+		}
+		return out
+	}
+	if got := dashboards(""); len(got) != 0 {
+		t.Fatalf("%d dashboard ConfigMaps by default, want none", len(got))
+	}
+	for values, want := range map[string]map[string]string{
+		"grafanaDashboard: {enabled: true, annotations: {grafana_folder: Elections}}":                                                        {"grafana_dashboard": "1"},
+		"grafanaDashboard: {enabled: true, labels: {grafana_dashboard: null, dashboards: leader}, annotations: {grafana_folder: Elections}}": {"dashboards": "leader"},
+	} {
+		got := dashboards(values)
+		if len(got) != 1 {
+			t.Fatalf("%s: %d dashboard ConfigMaps, want 1", values, len(got))
+		}
+		cm := got[0]
+		for k, v := range want {
+			if cm.Labels[k] != v {
+				t.Errorf("%s: label %s=%q, want %q", values, k, cm.Labels[k], v)
+			}
+		}
+		if _, ok := want["grafana_dashboard"]; !ok && cm.Labels["grafana_dashboard"] != "" {
+			t.Errorf("%s: grafana_dashboard label kept: %v", values, cm.Labels)
+		}
+		if cm.Annotations["grafana_folder"] != "Elections" {
+			t.Errorf("%s: annotations %v", values, cm.Annotations)
+		}
+		if strings.TrimSuffix(string(readDashboard(t)), "\n") != cm.Data["leader-sidecar.json"] {
+			t.Errorf("%s: the ConfigMap's dashboard is not files/dashboard.json", values)
+		}
+	}
+	// helm lint --strict finds nothing with the dashboard and the rules on.
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte("grafanaDashboard: {enabled: true}\nprometheusRule: {enabled: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sidecartest.RunHelm(t, "lint", "--strict", filepath.Join(dir, "leader-sidecar-example"), "--values", file)
+	if err != nil || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}

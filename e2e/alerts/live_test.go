@@ -1,0 +1,195 @@
+package alerts
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// liveTuning shortens the for: of the alerts the live test waits for,
+// through the chart's own tuning values; LeaderSidecarMultipleLeaders
+// keeps a for: longer than a scrape plus an evaluation interval (1s each
+// here), as its rule requires.
+const liveTuning = `prometheusRule:
+  enabled: true
+  alerts:
+    LeaderSidecarNoLeader: {for: 2s}
+    LeaderSidecarAppUnhealthyEverywhere: {for: 2s}
+    LeaderSidecarMultipleLeaders: {for: 3s}
+`
+
+// liveRules renders the example chart's PrometheusRule with liveTuning and
+// writes its groups as a Prometheus rule file.
+func liveRules(t *testing.T) string {
+	t.Helper()
+	rules := renderedRules(t, sidecartest.Charts(t), liveTuning)
+	if len(rules) != 1 {
+		t.Fatalf("%d PrometheusRules rendered, want 1", len(rules))
+	}
+	raw, err := sigsyaml.Marshal(map[string]any{"groups": specGroups(t, rules[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// The chart's alerts on a real Prometheus that scrapes three real sidecars
+// of one election (one SQLite file), each gated on its own app's health:
+// with a leader no alert is pending or firing; with every app unhealthy
+// (so no replica leads or contends) LeaderSidecarNoLeader and
+// LeaderSidecarAppUnhealthyEverywhere go pending, then firing, and no
+// other alert does; with the apps healthy again a leader is back and both
+// resolve. The new leader's term gap is the time nobody led, give or take
+// a scrape. Then every query of the Grafana dashboard runs against the
+// same Prometheus and returns data.
+func TestAlertsAndDashboardOnALivePrometheus(t *testing.T) {
+	began := time.Now()
+	rules := liveRules(t)
+	db := sidecartest.DBPath(t)
+	var apps []*health
+	var all []*sidecartest.Sidecar
+	var targets []string
+	for range 3 {
+		app := newHealth(t)
+		s := sidecartest.Launch(t, db, "--lease-name", "live", "--app-health-url", app.URL(),
+			"--app-health-period", "100ms", "--app-health-failures", "2", "--app-health-timeout", "50ms")
+		apps, all = append(apps, app), append(all, s)
+	}
+	for _, s := range all {
+		s.WaitServing()
+		targets = append(targets, s.Addr())
+	}
+	prom := startPrometheus(t, rules, targets)
+	leaders := `sum by (namespace, lease) (leader_sidecar_is_leader)`
+	awaitValue(t, prom, `count(up == 1)`, "3", 15*time.Second)
+	awaitValue(t, prom, leaders, "1", 15*time.Second)
+	if got := prom.query(t, `count(leader_election_master_status{name="live"} == 0)`); len(got) != 1 || got[0].value() != "2" {
+		t.Fatalf("standbys reporting leader_election_master_status 0: %v, want 2", got)
+	}
+	t.Logf("three sidecars scraped, one leader, %v after the start", time.Since(began).Round(time.Millisecond))
+
+	// With a leader, nothing is pending or firing across three evaluations.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if a := prom.alerts(t); len(a) > 0 {
+			t.Fatalf("with a leader: %s", describe(a))
+		}
+	}
+
+	// Every app unhealthy: nobody leads or contends.
+	wanted := []string{"LeaderSidecarNoLeader{e2e/live}", "LeaderSidecarAppUnhealthyEverywhere{e2e/live}"}
+	sick := time.Now()
+	for _, app := range apps {
+		app.sick.Store(true)
+	}
+	pending, firing := map[string]time.Duration{}, map[string]time.Duration{}
+	for len(firing) < len(wanted) {
+		if time.Since(sick) > 20*time.Second {
+			t.Fatalf("20s after every app turned unhealthy: pending %v, firing %v", pending, firing)
+		}
+		for name, state := range prom.alerts(t) {
+			if !contains(wanted, name) {
+				t.Fatalf("with every app unhealthy, %s is %s", name, state)
+			}
+			if _, seen := pending[name]; !seen {
+				pending[name] = time.Since(sick) // pending or firing: it is first seen in one of them
+			}
+			if _, seen := firing[name]; !seen && state == "firing" {
+				firing[name] = time.Since(sick)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range wanted {
+		if pending[name] >= firing[name] {
+			t.Errorf("%s was never seen pending before firing", name)
+		}
+		t.Logf("%s: pending %v, firing %v after every app turned unhealthy", name,
+			pending[name].Round(10*time.Millisecond), firing[name].Round(10*time.Millisecond))
+	}
+
+	// Healthy again: a leader is back, and both alerts resolve.
+	healed := time.Now()
+	leaderless := healed.Sub(sick)
+	for _, app := range apps {
+		app.sick.Store(false)
+	}
+	for a := prom.alerts(t); len(a) > 0; a = prom.alerts(t) {
+		if time.Since(healed) > 20*time.Second {
+			t.Fatalf("20s after the apps turned healthy: %s", describe(a))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every alert resolved %v after the apps turned healthy", time.Since(healed).Round(10*time.Millisecond))
+	awaitValue(t, prom, leaders, "1", 10*time.Second)
+
+	// The new leader's gap: from the release it saw to its own term.
+	awaitValue(t, prom, `sum(leader_sidecar_term_gap_seconds_count)`, "1", 10*time.Second)
+	gap := seconds(t, prom.query(t, `sum(leader_sidecar_term_gap_seconds_sum)`))
+	if gap < (leaderless-2*time.Second).Seconds() || gap > (leaderless+3*time.Second).Seconds() {
+		t.Errorf("term gap %.2fs; nobody led for about %v", gap, leaderless.Round(10*time.Millisecond))
+	}
+	if released := seconds(t, prom.query(t, `sum(leader_sidecar_leadership_transitions_total{reason="released"})`)); released != 1 {
+		t.Errorf("%v terms ended released, want 1 (the leader whose app turned unhealthy)", released)
+	}
+	t.Logf("term gap %.2fs after %v without a leader", gap, leaderless.Round(10*time.Millisecond))
+
+	t.Run("dashboard queries return data", func(t *testing.T) {
+		exprs := dashboardQueries(t)
+		for _, q := range exprs {
+			if got := prom.query(t, q.expr); len(got) == 0 {
+				t.Errorf("%s: %q returned no data", q.where, q.expr)
+			}
+		}
+		t.Logf("%d dashboard queries, each with data", len(exprs))
+	})
+	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
+}
+
+// awaitValue polls the instant query expr until its one sample's value is
+// want.
+func awaitValue(t *testing.T, prom *prometheus, expr, want string, within time.Duration) {
+	t.Helper()
+	var last []sample
+	deadline := time.Now().Add(within)
+	for {
+		last = prom.query(t, expr)
+		if len(last) == 1 && last[0].value() == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v after %v, want one sample %s", expr, last, within, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func seconds(t *testing.T, v []sample) float64 {
+	t.Helper()
+	if len(v) != 1 {
+		t.Fatalf("%v: want one sample", v)
+	}
+	f, err := strconv.ParseFloat(v[0].value(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

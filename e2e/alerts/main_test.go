@@ -1,0 +1,10 @@
+package alerts
+
+import (
+	"os"
+	"testing"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+func TestMain(m *testing.M) { os.Exit(sidecartest.Main(m)) }
