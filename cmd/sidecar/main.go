@@ -10,7 +10,9 @@
 // listed in --help; see guardian_linux.go). "sidecar check" checks the
 // sidecar's flags and environment on the sidecar's own path and prints the
 // result (see runCheck). "sidecar reset" clears an SQLite election's
-// record (see runReset).
+// record (see runReset). "sidecar status" shows every election (see
+// runStatus); installed as kubectl-leader, the binary is the kubectl
+// plugin "kubectl leader" and takes status alone (see plugin.go).
 //
 // Every command goes one way: its flags are bound straight into one config
 // value, a struct per concern with each flag's default, help and check
@@ -19,8 +21,8 @@
 // runs. The sidecar and sidecar lock share the election's settings
 // (electionConfig) and check them alike. A command is in a file of its
 // own: the sidecar in sidecar.go (its settings) and serve.go (its parts
-// and lifecycle), lock.go, check.go, reset.go, and client.go for probe
-// and handoff.
+// and lifecycle), lock.go, check.go, reset.go, status.go (and
+// statusview.go, what it shows), and client.go for probe and handoff.
 //
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the
@@ -45,6 +47,9 @@ func main() {
 		os.Exit(runGuardian(os.Args[2:]))
 	}
 	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: notifyStopSignals()}
+	if isPlugin(os.Args[0]) {
+		os.Exit(executePlugin(context.Background(), p, os.Args[1:]))
+	}
 	os.Exit(execute(context.Background(), p, os.Args[1:]))
 }
 
@@ -80,6 +85,11 @@ var commands = []command{
 		"write an SQLite election's record back released, its token kept, once no holder renews it (the file refuses deletes); exit 0 once done, 1 if a holder renewed it", runReset},
 	{"check", "[flags]",
 		"check the sidecar's flags and LEADER_SIDECAR_* variables as the sidecar would, without starting it; print the resolved configuration and exit 0, or the sidecar's error and exit 2", runCheck},
+	{"status", "[-n <namespace> | -A] [-o wide|json] [--watch] [--backend sqlite --sqlite-path <file>]",
+		"show every election in a namespace: holder, token, term, last renewal, lease, hand-off, stale or not; also the kubectl plugin kubectl-leader (kubectl leader status)",
+		func(ctx context.Context, p process, args []string) int {
+			return runStatus(ctx, p, args, "sidecar status")
+		}},
 	{"lock", "[flags] -- CMD [ARGS...]",
 		"join the election, run CMD while leading (with its token in LEADER_SIDECAR_TOKEN), stop it if leadership is lost, release when it exits; exit with its status", runLock},
 }

@@ -3,8 +3,8 @@
 // binary, built once by TestMain, run as OS processes on a Lease (fail-over,
 // hand-off, Events, interop with a client-go candidate, the API server
 // stopped, the Lease deleted or edited by hand, least-privilege RBAC,
-// leadership shown on Pods, a bounded chaos schedule). The charts on the
-// API server are tested in e2e/chart. A test that covers both backends
+// leadership shown on Pods, sidecar status and kubectl-leader, a bounded
+// chaos schedule). The charts on the API server are tested in e2e/chart. A test that covers both backends
 // and needs the API server for one of them (TestSplitBrain,
 // TestRecordDeletedOrEmptied, TestHealthWithDefaultTimings, TestChaos,
 // TestOperatorRaisesTheTokenAboveWhatResourcesAccepted) is here whole, its

@@ -11,6 +11,9 @@
 //     $KUBECONFIG, then the Pod's service account, but never reads
 //     ~/.kube/config. Its errors, and those of ResolveNamespace, name the
 //     flag or the variable to fix.
+//   - KubectlConfig, for commands a person runs (sidecar status, the
+//     kubectl plugin), finds the server and the namespace exactly as
+//     kubectl does, ~/.kube/config and the context's namespace included.
 //   - A request of a client made by NewClient that runs out of time, by the
 //     client's timeout or by its caller's deadline, closes every connection
 //     of that client, so the retry dials anew instead of waiting on a

@@ -109,3 +109,18 @@ func fromMicroTime(m *metav1.MicroTime) time.Time {
 	}
 	return m.UTC()
 }
+
+// RecordOf is the record a Lease holds, read as Get reads it: its spec
+// (recordFromSpec) and its hand-off marker. For commands that list Leases
+// (sidecar status).
+func RecordOf(l *coordinationv1.Lease) backend.Record { return recordFromLease(l) }
+
+// HoldsElection reports whether a Lease holds a leader-election record:
+// one that this backend or client-go's leaderelection wrote, both of which
+// always set spec.leaseTransitions (and spec.acquireTime once held). The
+// Leases the kubelet and the API server renew as heartbeats (the Node
+// Leases in kube-node-lease, the API servers' identity Leases) set
+// neither.
+func HoldsElection(l *coordinationv1.Lease) bool {
+	return l.Spec.LeaseTransitions != nil || l.Spec.AcquireTime != nil
+}

@@ -124,3 +124,31 @@ func TestApplyRecordKeepsOtherSpecFields(t *testing.T) {
 	rec.RenewTime = someTime
 	backendtest.AssertRecordEqual(t, recordFromSpec(&spec), rec)
 }
+
+// HoldsElection tells a leader-election record, as this backend and
+// client-go write it, from the heartbeats the kubelet and the API servers
+// renew, which set neither the transitions nor the acquire time.
+func TestHoldsElection(t *testing.T) {
+	now := metav1.NewMicroTime(time.Now())
+	written := &coordinationv1.Lease{}
+	applyRecord(&written.Spec, backendtest.SampleRecord("a_1", 0))
+	released := &coordinationv1.Lease{}
+	applyRecord(&released.Spec, backend.Record{LeaseDurationSeconds: 1})
+	for name, c := range map[string]struct {
+		l    *coordinationv1.Lease
+		want bool
+	}{
+		"a record written by Update": {written, true},
+		"a released record, token 0": {released, true},
+		"acquire time alone":         {&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{AcquireTime: &now}}, true},
+		"a node heartbeat":           {&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-1"), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now}}, false},
+		"an empty Lease":             {&coordinationv1.Lease{}, false},
+	} {
+		if got := HoldsElection(c.l); got != c.want {
+			t.Errorf("%s: HoldsElection %v, want %v", name, got, c.want)
+		}
+	}
+	if rec := RecordOf(written); rec.HolderIdentity != "a_1" {
+		t.Errorf("RecordOf: %+v", rec)
+	}
+}

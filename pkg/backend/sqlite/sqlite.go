@@ -287,6 +287,7 @@ const (
 	writerPool  pool = iota // Get, and writes that name a holder: synchronous=FULL
 	releasePool             // releases: synchronous=NORMAL (durability.go)
 	watchPool               // PRAGMA data_version only; never creates the file
+	readPool                // ReadAll: reads only, never creates or changes the file
 )
 
 // dsn builds a file: URI for the driver. Both writing pools begin every
@@ -300,9 +301,12 @@ func dsn(path string, busyTimeout time.Duration, p pool) string {
 	if p == releasePool {
 		q.Set("_synchronous", "NORMAL")
 	}
-	if p == watchPool {
+	switch p {
+	case watchPool:
 		q.Set("mode", "rw")
-	} else {
+	case readPool:
+		q.Set("mode", "ro")
+	default:
 		q.Set("_txlock", "immediate")
 		q.Set("_journal_mode", "WAL")
 	}
