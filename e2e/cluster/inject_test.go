@@ -315,6 +315,13 @@ func TestInjectorAdmission(t *testing.T) {
 	for _, n := range append([]string{ns}, where.Excluded...) {
 		serviceAccount(t, ctx, n, injecttest.ServiceAccount)
 	}
+	// The docs' command that shows whether the cluster serves the API.
+	doc := readFile(t, filepath.Join(cl.root, "docs", "injection.md"))
+	_, after := cut(t, doc, "To see whether a cluster serves the API:\n\n```sh\n")
+	served, _ := cut(t, after, "```")
+	if out := mustShell(t, ctx, served); !strings.Contains(out, "mutatingadmissionpolicies") {
+		t.Errorf("%s printed %q", served, out)
+	}
 	for _, c := range injecttest.Shapes {
 		t.Run(c.Name, func(t *testing.T) { c.Check(t, where) })
 	}
