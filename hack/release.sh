@@ -9,7 +9,8 @@
 #       that OS and architecture) with LICENSE and README.md
 #   leader-sidecar-$VERSION.oci.tar, example-worker-$VERSION.oci.tar
 #       the images for linux/amd64 and linux/arm64 (hack/image.sh)
-#   leader-sidecar-lib-X.Y.Z.tgz, leader-sidecar-example-X.Y.Z.tgz
+#   leader-sidecar-lib-X.Y.Z.tgz, leader-sidecar-example-X.Y.Z.tgz,
+#   leader-sidecar-injector-X.Y.Z.tgz
 #       the charts, `helm package`d (version X.Y.Z, appVersion vX.Y.Z)
 #   SHA256SUMS
 #       the SHA-256 of every file above, as `sha256sum -c SHA256SUMS` reads it
@@ -34,6 +35,7 @@
 #     docker://ghcr.io/leader-sidecar/leader-sidecar:v0.2.0        # and example-worker
 #   helm push leader-sidecar-lib-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
 #   helm push leader-sidecar-example-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
+#   helm push leader-sidecar-injector-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
 #
 # Environment: VERSION (required), LDFLAGS (default: make build's), HELM
 # (default: the helm of hack/helm.sh).
@@ -105,7 +107,7 @@ VERSION=$VERSION LDFLAGS=$LDFLAGS "$root/hack/image.sh" "$stage" >/dev/null
 cp -r "$root/charts" "$stage/charts"
 export HELM_CACHE_HOME=$stage/helm/cache HELM_CONFIG_HOME=$stage/helm/config HELM_DATA_HOME=$stage/helm/data
 "$HELM" dependency build "$stage/charts/leader-sidecar-example" >&2
-for chart in leader-sidecar-lib leader-sidecar-example; do
+for chart in leader-sidecar-lib leader-sidecar-example leader-sidecar-injector; do
   "$HELM" lint --strict "$stage/charts/$chart" >&2
   "$HELM" package "$stage/charts/$chart" --destination "$stage" >&2
   [[ -f $stage/$chart-$chart_version.tgz ]] || { log "helm package did not write $chart-$chart_version.tgz"; exit 1; }
@@ -116,7 +118,7 @@ rm -rf "$stage/charts" "$stage/helm"
 
 # Replace an earlier release's files in OUTDIR, and only those.
 rm -f "$out"/leader-sidecar-v*.tar.gz "$out"/leader-sidecar-v*.oci.tar "$out"/example-worker-v*.oci.tar \
-  "$out"/leader-sidecar-lib-*.tgz "$out"/leader-sidecar-example-*.tgz "$out/SHA256SUMS"
+  "$out"/leader-sidecar-lib-*.tgz "$out"/leader-sidecar-example-*.tgz "$out"/leader-sidecar-injector-*.tgz "$out/SHA256SUMS"
 for f in "$stage"/*; do
   mv "$f" "$out/"
   echo "$out/$(basename "$f")"

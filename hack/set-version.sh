@@ -5,11 +5,12 @@
 #   hack/set-version.sh --check v0.2.0   # exit 2 naming every place that differs
 #   hack/set-version.sh --print          # each place and the version it holds
 #
-# A version is vX.Y.Z. The places are both charts' Chart.yaml `version`
+# A version is vX.Y.Z. The places are the three charts' Chart.yaml `version`
 # (X.Y.Z) and `appVersion` (vX.Y.Z), the example chart's dependency on the
 # library (X.Y.Z), the library's default sidecar image tag
-# (templates/_config.tpl) and the example chart's sidecar and app image tags
-# (values.yaml), all vX.Y.Z, so the default images are the release's own.
+# (templates/_config.tpl), the example chart's sidecar and app image tags
+# and the injector's image tag (values.yaml), all vX.Y.Z, so the default
+# images are the release's own.
 # Writing also replaces the old version in the charts' READMEs (their
 # install commands and dependency snippets). hack/release.sh runs --check.
 set -euo pipefail
@@ -17,6 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lib=charts/leader-sidecar-lib
 example=charts/leader-sidecar-example
+injector=charts/leader-sidecar-injector
 log() { echo "set-version: $*" >&2; }
 usage() { log "usage: hack/set-version.sh [--check] vX.Y.Z | --print"; exit 2; }
 
@@ -33,6 +35,9 @@ places=(
   "$example/Chart.yaml|chart|the version of dependency leader-sidecar-lib|^  - name: leader-sidecar-lib$|^    version:"
   "$example/values.yaml|app|app.image.tag|^app:	^  image:|^    tag:"
   "$example/values.yaml|app|sidecar.image.tag|^sidecar:	^  image:|^    tag:"
+  "$injector/Chart.yaml|chart|version||^version:"
+  "$injector/Chart.yaml|app|appVersion||^appVersion:"
+  "$injector/values.yaml|app|image.tag|^image:|^  tag:"
 )
 
 # locate MODE PATH KEY [NEW] < file: MODE read prints the value at the place;
@@ -118,7 +123,7 @@ for p in "${places[@]}"; do
 done
 if valid "$old" && [[ $old != "$version" ]]; then
   # The READMEs' commands and snippets name the version: vX.Y.Z and X.Y.Z.
-  for readme in "$lib/README.md" "$example/README.md"; do
+  for readme in "$lib/README.md" "$example/README.md" "$injector/README.md"; do
     OLD=${old#v} NEW=${version#v} perl -pi -e 's/(?<![\w.])(v?)\Q$ENV{OLD}\E(?![0-9]|\.[0-9])/$1$ENV{NEW}/g' "$root/$readme"
   done
 fi

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/chartschema"
@@ -64,44 +65,55 @@ func TestChartSchemasAreGenerated(t *testing.T) {
 	}
 }
 
-// The enums of sidecar.backend and sidecar.readiness.mode in each committed
-// schema are the binary's lists, in order: the chart accepts no store and
-// no mode the sidecar refuses, and refuses none it accepts.
+// The enums of the backend and the readiness mode in each committed schema
+// (the library's sidecar.backend and sidecar.readiness.mode, the
+// injector's settings and namespaces) are the binary's lists, in order:
+// the chart accepts no store and no mode the sidecar refuses, and refuses
+// none it accepts.
 func TestChartSchemaKindsAreTheBinarys(t *testing.T) {
 	kinds := chartKinds()
+	library := map[string]string{
+		"properties/sidecar/properties/backend/enum":                   "backends",
+		"properties/sidecar/properties/readiness/properties/mode/enum": "readinessModes",
+	}
+	injector := map[string]string{
+		"definitions/settings/properties/backend/enum":              "backends",
+		"definitions/settings/properties/readinessMode/enum":        "readinessModes",
+		"properties/namespaces/items/properties/readinessMode/enum": "readinessModes",
+	}
 	for _, chart := range chartschema.Charts {
 		raw, err := os.ReadFile(filepath.Join(repoRoot, "charts", chart, "values.schema.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var schema struct {
-			Properties struct {
-				Sidecar struct {
-					Properties struct {
-						Backend   struct{ Enum []string }
-						Readiness struct {
-							Properties struct {
-								Mode struct{ Enum []string }
-							}
-						}
-					}
-				}
-			}
-		}
+		var schema any
 		if err := json.Unmarshal(raw, &schema); err != nil {
 			t.Fatalf("%s: %v", chart, err)
 		}
-		settings := schema.Properties.Sidecar.Properties
-		for _, c := range []struct {
-			what       string
-			enum, want []string
-		}{
-			{"sidecar.backend", settings.Backend.Enum, kinds["backends"]},
-			{"sidecar.readiness.mode", settings.Readiness.Properties.Mode.Enum, kinds["readinessModes"]},
-		} {
-			if !slices.Equal(c.enum, c.want) {
-				t.Errorf("%s: the schema's %s takes %q, the sidecar %q; run: %s", chart, c.what, c.enum, c.want, regenerate)
+		enums := library
+		if chart == "leader-sidecar-injector" {
+			enums = injector
+		}
+		for at, name := range enums {
+			v := schema
+			for _, key := range strings.Split(at, "/") {
+				m, _ := v.(map[string]any)
+				v = m[key]
+			}
+			var enum []string
+			for _, e := range asSlice(v) {
+				s, _ := e.(string)
+				enum = append(enum, s)
+			}
+			if !slices.Equal(enum, kinds[name]) {
+				t.Errorf("%s: the schema's %s takes %q, the sidecar %q; run: %s", chart, at, enum, kinds[name], regenerate)
 			}
 		}
 	}
+}
+
+// asSlice is v as a JSON array, or nil.
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

@@ -19,8 +19,9 @@ import (
 
 // The charts' default images are the release's own, in the registry the
 // project publishes to, and every version the charts carry is one version:
-// both charts' version and appVersion, the example's dependency on the
-// library, the library's default image tag and the example's image tags.
+// the three charts' version and appVersion, the example's dependency on
+// the library, the library's default image tag, the example's image tags
+// and the injector's image tag.
 
 var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
 
@@ -59,7 +60,7 @@ func exampleImages(t *testing.T, root string) (app, sidecar map[string]any) {
 func checkVersionsAgree(t *testing.T, root, version string) {
 	t.Helper()
 	chart := strings.TrimPrefix(version, "v")
-	for _, name := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
+	for _, name := range []string{"leader-sidecar-lib", "leader-sidecar-example", "leader-sidecar-injector"} {
 		m := sidecartest.ParseChartMeta(t, name, sidecartest.MustRead(t, filepath.Join(root, "charts", name, "Chart.yaml")))
 		if m.Version != chart || m.AppVersion != version {
 			t.Errorf("%s: version %q appVersion %q, want %q and %q", name, m.Version, m.AppVersion, chart, version)
@@ -80,6 +81,13 @@ func checkVersionsAgree(t *testing.T, root, version string) {
 	}
 	if app["repository"] != sidecartest.AppImageRepository || app["tag"] != version {
 		t.Errorf("the example's app.image is %v:%v, want %s:%s", app["repository"], app["tag"], sidecartest.AppImageRepository, version)
+	}
+	var injector struct{ Image map[string]any }
+	if err := utilyaml.Unmarshal(sidecartest.MustRead(t, filepath.Join(root, "charts", "leader-sidecar-injector", "values.yaml")), &injector); err != nil {
+		t.Fatal(err)
+	}
+	if injector.Image["repository"] != sidecartest.SidecarImageRepository || injector.Image["tag"] != version {
+		t.Errorf("the injector's image is %v:%v, want %s:%s", injector.Image["repository"], injector.Image["tag"], sidecartest.SidecarImageRepository, version)
 	}
 }
 
@@ -188,10 +196,10 @@ func TestSetVersion(t *testing.T) {
 	}
 	out, code := run("--check", old)
 	named := regexp.MustCompile(` is v?` + regexp.QuoteMeta(strings.TrimPrefix(next, "v")) + `, not `)
-	if code != 2 || len(named.FindAllString(out, -1)) != 8 {
-		t.Fatalf("--check %s after setting %s: exit %d, want 2 naming all 8 places:\n%s", old, next, code, out)
+	if code != 2 || len(named.FindAllString(out, -1)) != 11 {
+		t.Fatalf("--check %s after setting %s: exit %d, want 2 naming all 11 places:\n%s", old, next, code, out)
 	}
-	for _, readme := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
+	for _, readme := range []string{"leader-sidecar-lib", "leader-sidecar-example", "leader-sidecar-injector"} {
 		text := string(sidecartest.MustRead(t, filepath.Join(root, "charts", readme, "README.md")))
 		if strings.Contains(text, strings.TrimPrefix(old, "v")) {
 			t.Errorf("%s/README.md still names %s after set-version.sh %s", readme, old, next)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -47,6 +48,30 @@ func TestLibraryCronJobRunsOneAtATime(t *testing.T) {
 		return true, ""
 	})
 
+	var pods []corev1.Pod
+	for _, name := range []string{"run-1", "run-2"} {
+		list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 {
+			t.Fatalf("%s has %d Pods, want 1", name, len(list.Items))
+		}
+		pods = append(pods, list.Items[0])
+	}
+	oneRunAfterAnother(t, ctx, ns, pods)
+}
+
+// oneRunAfterAnother checks two completed Pods whose container "job" ran
+// only while their sidecar (waitForLeadership) led: the second's sidecar
+// led only after the first's stopped leading, each job started after its
+// sidecar led, the first released only after its job ended, and the two
+// printed different tokens (the job asks the sidecar for /leader).
+func oneRunAfterAnother(t *testing.T, ctx context.Context, ns string, pods []corev1.Pod) {
+	t.Helper()
+	if len(pods) != 2 {
+		t.Fatalf("%d Pods, want 2 runs", len(pods))
+	}
 	type run struct {
 		pod                string
 		leads, jobStarted  time.Time
@@ -58,12 +83,8 @@ func TestLibraryCronJobRunsOneAtATime(t *testing.T) {
 		token   string
 	}
 	var runs []run
-	for _, name := range []string{"run-1", "run-2"} {
-		pods, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
-		if err != nil || len(pods.Items) != 1 {
-			t.Fatalf("Pods of %s: %d, %v", name, len(pods.Items), err)
-		}
-		p := pods.Items[0].Name
+	for _, pod := range pods {
+		p := pod.Name
 		r := run{pod: p,
 			leads:      firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"became leader"`),
 			released:   firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"released the lease"`),
@@ -76,7 +97,7 @@ func TestLibraryCronJobRunsOneAtATime(t *testing.T) {
 			t.Fatalf("%s: the job printed no token: %q", p, logs)
 		}
 		r.token, _, _ = strings.Cut(after, ",")
-		for _, s := range pods.Items[0].Status.ContainerStatuses {
+		for _, s := range pod.Status.ContainerStatuses {
 			if s.Name == "job" && s.State.Terminated != nil {
 				r.jobEnded = s.State.Terminated.FinishedAt.Time
 			}

@@ -23,6 +23,8 @@
 //	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
 //	go test -count=1 ./e2e/inject/
 //
-// The tests on a real cluster (Deployments that run, the token, Pod
-// Security) are not here: the API server alone runs no Pod.
+// The shape checks are internal/injecttest's, which e2e/cluster runs on the
+// one-node cluster too; the tests that need Pods to run (Deployments, the
+// token, a Job, the docs' commands) are in e2e/cluster: the API server
+// alone runs no Pod.
 package inject

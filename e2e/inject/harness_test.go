@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/utils/ptr"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/injecttest"
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
@@ -148,26 +148,14 @@ func mustDryRun(t *testing.T, k *sidecartest.KubeEnv, ns string, pod *corev1.Pod
 	return got
 }
 
-// labelledPod is a Pod that opts in, naming its Lease "orders", with one
-// app container.
-func labelledPod(name string) *corev1.Pod {
-	p := plainPod(name)
-	p.Labels = map[string]string{injectLabel: "true"}
-	p.Annotations = map[string]string{leaseAnnotation: "orders"}
-	return p
-}
+// labelledPod is a Pod that opts in, naming its Lease "orders".
+func labelledPod(name string) *corev1.Pod { return injecttest.LabelledPod(name) }
 
 // plainPod is a Pod with one app container and nothing else.
-func plainPod(name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{
-			ServiceAccountName:           "orders",
-			AutomountServiceAccountToken: ptr.To(false),
-			Containers:                   []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
-		},
-	}
-}
+func plainPod(name string) *corev1.Pod { return injecttest.PlainPod(name) }
+
+// initNames is the names of the Pod's init containers, in order.
+func initNames(p *corev1.Pod) []string { return injecttest.InitNames(p) }
 
 // paramData is the data of the cluster default parameter ConfigMap.
 func paramData(t *testing.T) map[string]string {

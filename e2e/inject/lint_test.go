@@ -101,3 +101,17 @@ func TestInjectorChartNamespacePart(t *testing.T) {
 		t.Errorf("the Role of jobs grants events with events: false: %s", rules["jobs"])
 	}
 }
+
+// TestInjectorChartRefusesOlderKubernetes: on a cluster older than 1.36
+// helm refuses the chart (its kubeVersion), naming the requirement, before
+// it creates anything.
+func TestInjectorChartRefusesOlderKubernetes(t *testing.T) {
+	chart := sidecartest.RepoPath(t, "charts", "leader-sidecar-injector")
+	_, err := sidecartest.RunHelm(t, "template", "injector", chart, "--kube-version", "v1.35.4")
+	if err == nil || !strings.Contains(err.Error(), "chart requires kubeVersion: >=1.36.0-0") {
+		t.Fatalf("helm template for Kubernetes v1.35.4: %v, want refused for the chart's kubeVersion", err)
+	}
+	if _, err := sidecartest.RunHelm(t, "template", "injector", chart, "--kube-version", "v1.36.0"); err != nil {
+		t.Fatalf("helm template for Kubernetes v1.36.0: %v", err)
+	}
+}

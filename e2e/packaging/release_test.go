@@ -100,6 +100,7 @@ func TestRelease(t *testing.T) {
 		"leader-sidecar-" + version + "-linux-arm64.tar.gz",
 		"leader-sidecar-" + version + ".oci.tar",
 		"leader-sidecar-example-" + chartVersion + ".tgz",
+		"leader-sidecar-injector-" + chartVersion + ".tgz",
 		"leader-sidecar-lib-" + chartVersion + ".tgz",
 	}
 	sort.Strings(want)
@@ -123,7 +124,7 @@ func TestRelease(t *testing.T) {
 		checkBinaryArchive(t, filepath.Join(dir, "leader-sidecar-"+version+"-"+osArch+".tar.gz"), version, osArch)
 	}
 	checkSums(t, dir, want)
-	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example"} {
+	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example", "leader-sidecar-injector"} {
 		files := untgz(t, filepath.Join(dir, chart+"-"+chartVersion+".tgz"))
 		m := sidecartest.ParseChartMeta(t, chart, files[chart+"/Chart.yaml"])
 		if m.Name != chart || m.Version != chartVersion || m.AppVersion != version {

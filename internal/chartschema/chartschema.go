@@ -10,6 +10,10 @@
 //   - charts/<chart>/schema/chart.json: the chart's own part: its title,
 //     its own values, and what it requires of the library's.
 //
+// The injector (leader-sidecar-injector) renders the sidecar from its
+// policy, not from the library's templates, so it takes the library's
+// definitions (the duration pattern, ...) but not its values.
+//
 // A chart's schema is its own part merged with the library's. Keys keep
 // the order of the sources, the chart's first, then the library's others.
 // A key in both must hold an object in both, and the two are merged the
@@ -32,7 +36,11 @@ import (
 )
 
 // Charts are the charts whose values.schema.json Render generates.
-var Charts = []string{"leader-sidecar-lib", "leader-sidecar-example"}
+var Charts = []string{"leader-sidecar-lib", "leader-sidecar-example", "leader-sidecar-injector"}
+
+// definitionsOnly are the charts of Charts that take only the library's
+// definitions, not its values.
+var definitionsOnly = map[string]bool{"leader-sidecar-injector": true}
 
 // librarySource is the part of every chart's schema that describes the
 // values the library reads.
@@ -66,7 +74,14 @@ func Render(repo fs.FS, kinds Kinds) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		merged, err := merge(own, library, "")
+		lib := library
+		if definitionsOnly[chart] {
+			lib = newObject()
+			if d, ok := library.values["definitions"]; ok {
+				lib.set("definitions", d)
+			}
+		}
+		merged, err := merge(own, lib, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s and %s: %w", source, librarySource, err)
 		}

@@ -11,20 +11,24 @@ import (
 )
 
 // sources is a repository holding the library's source and each chart's,
-// the example's given as example.
+// the example's given as example; the injector's uses the kinds backends.
 func sources(library, lib, example string) fstest.MapFS {
 	return fstest.MapFS{
 		librarySource: {Data: []byte(library)},
-		"charts/leader-sidecar-lib/schema/chart.json":     {Data: []byte(lib)},
-		"charts/leader-sidecar-example/schema/chart.json": {Data: []byte(example)},
+		"charts/leader-sidecar-lib/schema/chart.json":      {Data: []byte(lib)},
+		"charts/leader-sidecar-example/schema/chart.json":  {Data: []byte(example)},
+		"charts/leader-sidecar-injector/schema/chart.json": {Data: []byte(injector)},
 	}
 }
 
+const injector = `{"title": "injector", "properties": {"backend": {"enum": {"$kinds": "backends"}}}}`
+
 // A chart's part comes first, the library's keys follow, objects in both
-// are merged, and each {"$kinds": name} becomes its list.
+// are merged, and each {"$kinds": name} becomes its list; the injector
+// takes the library's definitions alone.
 func TestRenderMergesEachChartWithTheLibrary(t *testing.T) {
 	repo := sources(
-		`{"properties": {"sidecar": {"type": "object", "properties": {"backend": {"enum": {"$kinds": "backends"}}}}}}`,
+		`{"definitions": {"duration": {"type": "string"}}, "properties": {"sidecar": {"type": "object", "properties": {"backend": {"enum": {"$kinds": "backends"}}}}}}`,
 		`{"title": "lib"}`,
 		`{"title": "example", "properties": {"app": {"type": "object"}, "sidecar": {"required": ["backend"]}}}`)
 	files, err := Render(repo, Kinds{"backends": {"lease", "sqlite"}})
@@ -34,6 +38,11 @@ func TestRenderMergesEachChartWithTheLibrary(t *testing.T) {
 	want := []File{
 		{"charts/leader-sidecar-lib/values.schema.json", []byte(`{
   "title": "lib",
+  "definitions": {
+    "duration": {
+      "type": "string"
+    }
+  },
   "properties": {
     "sidecar": {
       "type": "object",
@@ -68,6 +77,28 @@ func TestRenderMergesEachChartWithTheLibrary(t *testing.T) {
           ]
         }
       }
+    }
+  },
+  "definitions": {
+    "duration": {
+      "type": "string"
+    }
+  }
+}
+`)},
+		{"charts/leader-sidecar-injector/values.schema.json", []byte(`{
+  "title": "injector",
+  "properties": {
+    "backend": {
+      "enum": [
+        "lease",
+        "sqlite"
+      ]
+    }
+  },
+  "definitions": {
+    "duration": {
+      "type": "string"
     }
   }
 }
