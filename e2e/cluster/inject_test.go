@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/injecttest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // The injector (charts/leader-sidecar-injector) on the cluster: installed
@@ -30,8 +31,9 @@ import (
 const (
 	injectorNamespace = "leader-sidecar-injector"
 	// injectSoak is how long the injected Deployment is watched for
-	// container restarts: four lease durations, six liveness periods.
-	injectSoak = time.Minute
+	// container restarts and a second leader: eight lease durations, twelve
+	// liveness periods.
+	injectSoak = 2 * time.Minute
 )
 
 var (
@@ -422,13 +424,29 @@ func TestInjectorPlainDeployment(t *testing.T) {
 	}
 	pods := injectedPods(t, ctx, ns, "app.kubernetes.io/name=orders", 3, noAppToken)
 	var leader, leaderPod string
+	var first fence.LeaderJSON
 	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
 		var reason string
-		_, leaderPod, reason = oneLeaderOf(ctx, ns, "orders", pods)
+		first, leaderPod, reason = oneLeaderOf(ctx, ns, "orders", pods)
 		return reason == "", reason
 	})
 	t.Logf("3 injected Pods running, %s leads; watching them for %v", leaderPod, injectSoak)
-	time.Sleep(injectSoak)
+	sweeps, unreachable := 0, 0
+	for end := time.Now().Add(injectSoak); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		st, _, reason := oneLeaderOf(ctx, ns, "orders", pods)
+		switch {
+		case strings.Contains(reason, "answer leader: true"), reason == "" && (st.Identity != first.Identity || *st.Token != *first.Token):
+			t.Errorf("during the soak: %s (leader %s token %v; first %s token %v)", reason, st.Identity, st.Token, first.Identity, first.Token)
+		case reason != "":
+			unreachable++ // a request that failed: that sweep saw nothing
+		default:
+			sweeps++
+		}
+	}
+	t.Logf("%d sweeps of every Pod and the Lease, each with exactly %s leading at token %d; %d sweeps with a failed request", sweeps, first.Identity, *first.Token, unreachable)
+	if sweeps == 0 {
+		t.Fatal("no sweep answered during the soak")
+	}
 	after := injectedPods(t, ctx, ns, "app.kubernetes.io/name=orders", 3, noAppToken)
 	for i, p := range after {
 		if p.Name != pods[i].Name {
