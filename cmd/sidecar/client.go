@@ -110,15 +110,9 @@ func defaultProbeAddress(environ []string, path string) string {
 // requestContext bounds the request of a client command (probe, handoff)
 // by timeout, and ends it early on a signal (signals may be nil).
 func requestContext(ctx context.Context, timeout time.Duration, signals <-chan os.Signal) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	go func() {
-		select {
-		case <-signals:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	ctx, cancel := cancelOnSignal(ctx, signals)
+	return ctx, func() { cancel(); cancelTimeout() }
 }
 
 // dialable turns a listen address such as ":8081" or "0.0.0.0:8081" into

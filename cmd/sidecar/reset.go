@@ -57,15 +57,8 @@ func runReset(ctx context.Context, p process, args []string) int {
 		fmt.Fprintln(p.stderr, "sidecar reset: --lease-name: must not be empty")
 		return 2
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := cancelOnSignal(ctx, p.signals)
 	defer cancel()
-	go func() {
-		select {
-		case <-p.signals:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	b, err := sqlite.Open(ctx, sqlite.Options{Path: *path, Election: *name})
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar reset: --sqlite-path: %v\n", err)

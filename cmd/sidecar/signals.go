@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"syscall"
@@ -46,4 +47,18 @@ func withoutRepeats(in <-chan os.Signal, window time.Duration) <-chan os.Signal 
 		}
 	}()
 	return out
+}
+
+// cancelOnSignal is ctx, cancelled too when a signal arrives on signals:
+// a command that makes requests stops them on the first stop signal.
+func cancelOnSignal(ctx context.Context, signals <-chan os.Signal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -156,15 +156,8 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 		fmt.Fprintf(p.stderr, "%s: %v\n", prog, err)
 		return 2
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := cancelOnSignal(ctx, p.signals)
 	defer cancel()
-	go func() {
-		select {
-		case <-p.signals:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	src, err := c.source(p.environ)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "%s: %v\n", prog, err)
