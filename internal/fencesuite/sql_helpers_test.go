@@ -142,3 +142,25 @@ func checkGuardAnswer(t *testing.T, err error, term fence.TermID, want error) {
 		t.Fatal(err)
 	}
 }
+
+// soleWriter is the index of the one writer whose write with token 5 was
+// accepted, failing t unless exactly one was and every other was refused
+// with ErrTokenReused.
+func soleWriter(t *testing.T, errs []error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("writers %d and %d both wrote with token 5", winner, i)
+		case err == nil:
+			winner = i
+		case !errors.Is(err, fence.ErrTokenReused):
+			t.Fatalf("writer %d: %v, want ErrTokenReused", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer wrote")
+	}
+	return winner
+}

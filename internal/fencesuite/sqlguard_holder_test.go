@@ -1,7 +1,6 @@
 package fencesuite_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -61,20 +60,7 @@ func TestSQLGuardOneTokenManyHolders(t *testing.T) {
 				}
 				close(start)
 				wg.Wait()
-				winner := -1
-				for i, err := range errs {
-					switch {
-					case err == nil && winner >= 0:
-						t.Fatalf("writers %d and %d both wrote with token 5", winner, i)
-					case err == nil:
-						winner = i
-					case !errors.Is(err, fence.ErrTokenReused):
-						t.Fatalf("writer %d: %v, want ErrTokenReused", i, err)
-					}
-				}
-				if winner < 0 {
-					t.Fatal("no writer wrote")
-				}
+				winner := soleWriter(t, errs)
 				want := fence.TermID{Token: 5, Holder: fmt.Sprintf("app-%d_1", winner)}
 				if value, accepted := f.state(t, "billing"); value != fmt.Sprint("written by ", want) || accepted != want {
 					t.Fatalf("value %q, accepted %v; want the write of %v", value, accepted, want)
