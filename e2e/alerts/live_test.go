@@ -1,9 +1,11 @@
 package alerts
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,20 +75,37 @@ func TestAlertsAndDashboardOnALivePrometheus(t *testing.T) {
 	leaders := `sum by (namespace, lease) (leader_sidecar_is_leader)`
 	awaitValue(t, prom, `count(up == 1)`, "3", 15*time.Second)
 	awaitValue(t, prom, leaders, "1", 15*time.Second)
+	// A rule evaluation that ran before the leader's first scrape saw no
+	// leader; the one after the query above sees it.
+	prom.awaitEvaluationAfter(t, time.Now(), 5*time.Second)
 	if got := prom.query(t, `count(leader_election_master_status{name="live"} == 0)`); len(got) != 1 || got[0].value() != "2" {
 		t.Fatalf("standbys reporting leader_election_master_status 0: %v, want 2", got)
 	}
 	t.Logf("three sidecars scraped, one leader, %v after the start", time.Since(began).Round(time.Millisecond))
 
-	// With a leader, nothing is pending or firing across three evaluations.
+	// With a leader, nothing is pending or firing across three evaluations
+	// that saw it.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		if a := prom.alerts(t); len(a) > 0 {
 			t.Fatalf("with a leader: %s", describe(a))
 		}
 	}
 
-	// Every app unhealthy: nobody leads or contends.
+	// Every app unhealthy: nobody leads or contends. The standbys' apps
+	// fail first, and the leader's only once both sidecars sit out: had
+	// the leader's failed first, a standby whose own check had not yet
+	// failed would take a short term, and the gap asserted below would be
+	// the last of several.
 	wanted := []string{"LeaderSidecarNoLeader{e2e/live}", "LeaderSidecarAppUnhealthyEverywhere{e2e/live}"}
+	leader := sidecartest.AwaitToken(t, all, 1, 5*time.Second)
+	for i, s := range all {
+		if s != leader {
+			apps[i].sick.Store(true)
+			sidecartest.WaitTrue(t, "a standby sits out once its app fails", 5*time.Second, func() bool {
+				return appHealthy(t, s) == "0"
+			})
+		}
+	}
 	sick := time.Now()
 	for _, app := range apps {
 		app.sick.Store(true)
@@ -171,6 +190,28 @@ func awaitValue(t *testing.T, prom *prometheus, expr, want string, within time.D
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// appHealthy is the value of leader_sidecar_app_healthy that s exposes.
+func appHealthy(t *testing.T, s *sidecartest.Sidecar) string {
+	t.Helper()
+	resp, err := sidecartest.Client.Get("http://" + s.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "leader_sidecar_app_healthy") {
+			fields := strings.Fields(line)
+			return fields[len(fields)-1]
+		}
+	}
+	t.Fatalf("sidecar %s exposes no leader_sidecar_app_healthy", s.Addr())
+	return ""
 }
 
 func seconds(t *testing.T, v []sample) float64 {

@@ -217,3 +217,28 @@ func describe(alerts map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// awaitEvaluationAfter waits until every rule group has begun an
+// evaluation after since, so that the alerts' states reflect the samples
+// Prometheus had ingested by then rather than an older evaluation's.
+func (p *prometheus) awaitEvaluationAfter(t *testing.T, since time.Time, within time.Duration) {
+	t.Helper()
+	sidecartest.WaitTrue(t, "a rule evaluation after "+since.Format(time.RFC3339Nano), within, func() bool {
+		var data struct {
+			Groups []struct {
+				Name           string    `json:"name"`
+				LastEvaluation time.Time `json:"lastEvaluation"`
+			} `json:"groups"`
+		}
+		p.apiGet(t, "/api/v1/rules", nil, &data)
+		if len(data.Groups) == 0 {
+			t.Fatal("prometheus has no rule groups")
+		}
+		for _, g := range data.Groups {
+			if !g.LastEvaluation.After(since) {
+				return false
+			}
+		}
+		return true
+	})
+}
