@@ -16,12 +16,14 @@ import (
 //
 //	case              leader before the change   afterwards
 //	deleted-live      running                    it recreates the record at once with t+1 (still inside its
-//	                                             claim); never leaderless; the standbys would wait a lease duration
+//	                                             claim), never answering leader:false; the standbys would wait a
+//	                                             lease duration
 //	deleted-paused    SIGSTOP                    a standby creates it with t+1, not before a lease duration after
 //	                                             the deletion, when the paused claim is over; after SIGCONT the old
 //	                                             leader answers leader:false
 //	emptied-live      running                    holder "" with the lease duration and times kept (an edit, not a
-//	                                             release): the leader takes it back with t+1; never leaderless
+//	                                             release): the leader takes it back with t+1, never answering
+//	                                             leader:false
 //	emptied-killed    SIGKILL                    the same edit is waited out: a standby takes over with t+1, not
 //	                                             before a lease duration after the edit
 //	released-killed   SIGKILL                    a release as client-go writes it (holder "", lease 1s, acquire
@@ -152,9 +154,13 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 		t.Fatalf("a standby led %v after the leader froze, while its claim could still hold (renew deadline %v)",
 			first.Sub(frozen), sidecartest.RenewDeadline)
 	}
+	// The leader, still inside its claim, goes from t to t+1 without ever
+	// disowning its term; a longest leaderless run of sweeps is reported,
+	// not bounded: on a loaded machine a slow answer alone makes one.
 	gap := log.Leaderless(at, end, sidecartest.SweepEvery)
-	if same && gap > 250*time.Millisecond {
-		t.Fatalf("no leader for %v after the change; the leader should have kept leading", gap)
+	if denied := log.Denials(old.Addr(), at, end); same && len(denied) > 0 {
+		t.Fatalf("the leader answered leader:false %d times after the change (first %v after it); it should have kept leading",
+			len(denied), denied[0].Answer.Sub(at).Round(time.Millisecond))
 	}
 	t.Logf("token %d -> %d (same holder %v): first claimed %v after the change (which took %v); longest leaderless run %v; "+
 		"%d sweeps every %v, %d answers, claims per term %v; overlaps 0, sweeps with two leaders 0",

@@ -39,6 +39,7 @@ type Claim struct {
 type ClaimLog struct {
 	mu     sync.Mutex
 	claims []Claim
+	denies []Claim          // leader:false answers of the sweeps (Term zero)
 	sweeps []time.Time      // when each sweep began
 	asked  int              // requests answered
 	errs   map[string]error // per member, the last error of a live process

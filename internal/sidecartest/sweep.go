@@ -101,6 +101,8 @@ func (l *ClaimLog) ask(m Member, n int) {
 		return
 	case st.Leader:
 		l.claims = append(l.claims, Claim{m.Name, Term{m.Epoch, *st.Token}, n, sent, at})
+	default:
+		l.denies = append(l.denies, Claim{m.Name, Term{}, n, sent, at})
 	}
 	l.asked++
 }
@@ -159,6 +161,20 @@ func (l *ClaimLog) Leaderless(from, to time.Time, every time.Duration) time.Dura
 		}
 	}
 	return longest
+}
+
+// Denials is every leader:false answer of the sweeps that who gave in
+// [from, to).
+func (l *ClaimLog) Denials(who string, from, to time.Time) []Claim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Claim
+	for _, c := range l.denies {
+		if c.Who == who && !c.Answer.Before(from) && c.Answer.Before(to) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // FirstClaim is who made the first claim of tm and when it arrived (zero:
