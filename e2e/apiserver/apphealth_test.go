@@ -18,6 +18,7 @@ import (
 // standby leads with the next token within a second, the Lease names it,
 // and the old leader's Pod gets a Warning Event saying why it stepped down.
 func TestLeaseUnhealthyAppHandsLeadershipOver(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "app-health"
 	kc := k.Kubeconfig(t, "")

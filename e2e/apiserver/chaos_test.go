@@ -95,6 +95,7 @@ type faultResult struct {
 // SQLite's write lock for more than a lease duration, the file-backend
 // analogue of the API server outage) with the same invariants.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
 		var err error
@@ -103,7 +104,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Run("lease", func(t *testing.T) {
-		k := sidecartest.Kube(t)
+		k := sidecartest.OwnKube(t) // its schedule stops the API server
 		u, err := url.Parse(k.Config.Host)
 		if err != nil {
 			t.Fatal(err)

@@ -4,14 +4,20 @@
 // hand-off, Events, interop with a client-go candidate, the API server
 // stopped, the Lease deleted or edited by hand, least-privilege RBAC,
 // leadership shown on Pods, sidecar status and kubectl-leader, a bounded
-// chaos schedule). The charts on the API server are tested in e2e/chart. A test that covers both backends
-// and needs the API server for one of them (TestSplitBrain,
-// TestRecordDeletedOrEmptied, TestHealthWithDefaultTimings, TestChaos,
-// TestOperatorRaisesTheTokenAboveWhatResourcesAccepted) is here whole, its
-// SQLite half included.
+// chaos schedule). The charts on the API server are tested in e2e/chart.
+// A test that covers both backends and needs the API server for one of
+// them (TestSplitBrain, TestRecordDeletedOrEmptied,
+// TestHealthWithDefaultTimings, TestChaos,
+// TestOperatorRaisesTheTokenAboveWhatResourcesAccepted) is here whole,
+// its SQLite half included.
 //
 // One API server is started the first time a test needs it and shared by
-// the package; each test works in a namespace of its own. Without the
+// the package; each test works in a namespace of its own. The two tests
+// that stop the API server (TestChaos,
+// TestLeaseAPIServerDownLeaderStopsClaimingInTime) start one of their own.
+// Every test runs in parallel with the others, six at a time unless
+// -parallel says otherwise (TestMain): they wait on lease durations,
+// renew deadlines and probes far more than they compute. Without the
 // envtest binaries the tests fail, never skip. Besides Go they need, for
 // TestSplitBrain, examples/worker, which the harness builds.
 //

@@ -18,14 +18,15 @@ func leaseSidecars(t *testing.T, k *sidecartest.KubeEnv, ns, name string) []*sid
 }
 
 func TestLeaseAPIServerDownLeaderStopsClaimingInTime(t *testing.T) {
-	k := sidecartest.Kube(t)
+	t.Parallel()
+	k := sidecartest.OwnKube(t) // the test stops it
 	ns, name := k.Namespace(t), "outage"
 	all := leaseSidecars(t, k, ns, name)
 	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
 	sidecartest.AwaitSettled(t, all, old)
 	rec := sidecartest.Record(t, all)
 
-	// The envtest instance is shared: whatever happens, start it again.
+	// Whatever happens, start it again, so that the sidecars stop cleanly.
 	api := k.Env.ControlPlane.APIServer
 	stopped := make(chan error, 1)
 	var stopTook time.Duration

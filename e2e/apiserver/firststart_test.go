@@ -22,6 +22,7 @@ import (
 // leader reads the Lease at the watch's signal and recreates it or steps
 // down. Rounds run in parallel, each in a namespace of its own.
 func TestNewcomerAfterALeaseDeletionNeverLeadsBesideTheLastHolder(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	for round := range 6 {
 		offset := time.Duration(rand.Int64N(int64(200*time.Millisecond))) - 100*time.Millisecond

@@ -24,6 +24,7 @@ const handoffBound = time.Second
 // two claims overlap, sampled every 10ms on every sidecar and every 2ms on
 // the client-go candidate. The last leader's renewal leaves no marker.
 func TestLeaseHandoffsKeepAClientGoCandidateOut(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "handoff"
 	kc := k.Kubeconfig(t, "")
@@ -122,6 +123,7 @@ func byIdentity(t *testing.T, all []*sidecartest.Sidecar, identity string) *side
 // with the token after that once a lease duration has passed, as after a
 // leader's crash; the target never claims, even once resumed.
 func TestLeaseHandoffTargetStoppedRightAfterAccepting(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "handoff-stopped"
 	kc := k.Kubeconfig(t, "")

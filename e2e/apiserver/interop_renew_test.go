@@ -37,6 +37,7 @@ func sampleClientGo(l *sidecartest.ClaimLog, wg *sync.WaitGroup, stop <-chan str
 // (SIGSTOP), client-go takes over with the next token, and no sample ever
 // shows two terms claiming at once.
 func TestLeaseClientGoStaysOutWhileTheSidecarRenews(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	kc := k.Kubeconfig(t, "")
 	const window = 5 * sidecartest.LeaseDuration

@@ -72,6 +72,7 @@ func (c *clientGoCandidate) stop() {
 }
 
 func TestLeaseInteropWithClientGo(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "shared"
 	kc := k.Kubeconfig(t, "")

@@ -44,6 +44,7 @@ func lastClaim(claims []sidecartest.Answer, tok int64) time.Time {
 }
 
 func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "deleted"
 	all := leaseSidecars(t, k, ns, name)
@@ -102,6 +103,7 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 // claim at one instant, and exactly one leader remains for a whole lease
 // duration after recovery.
 func TestLeaseHandEditedToNonsense(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	margin := 500 * time.Millisecond
 	cases := []struct {

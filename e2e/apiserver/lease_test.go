@@ -13,6 +13,7 @@ import (
 )
 
 func TestLeaseSidecarsElectAndFailOver(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "billing"
 	kc := k.Kubeconfig(t, "")
@@ -58,6 +59,7 @@ func TestLeaseSidecarsElectAndFailOver(t *testing.T) {
 }
 
 func TestLeaseLeadershipIsRecordedAsEvents(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "events"
 	s := sidecartest.LeaseSidecar(t, k.Kubeconfig(t, ""), ns, name, "worker-7")

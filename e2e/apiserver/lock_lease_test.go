@@ -11,6 +11,7 @@ import (
 // through $KUBECONFIG alone. Once both have exited, the Lease is released
 // with the last run's token.
 func TestLockRunsTakeTurnsOnALease(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "nightly-job"
 	kc := k.Kubeconfig(t, "")

@@ -46,6 +46,7 @@ func awaitLost(t *testing.T, s *sidecartest.Sidecar, reason string) time.Time {
 }
 
 func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		ignoreTERM bool
@@ -86,6 +87,7 @@ func TestLockStopsTheCommandWhenTheStoreIsLost(t *testing.T) {
 // before a lease duration has passed, so before any other candidate could
 // have taken over.
 func TestLockStopsTheCommandWhenTheClaimLapses(t *testing.T) {
+	t.Parallel()
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	s, started := lostLock(t, j, db, false, "--sqlite-busy-timeout", "100ms")
 	unlock := sidecartest.HoldWriteLock(t, db)
@@ -105,6 +107,7 @@ func TestLockStopsTheCommandWhenTheClaimLapses(t *testing.T) {
 // What CMD starts in the background is killed when CMD exits, before the
 // lease is released.
 func TestLockKillsWhatTheCommandLeftBehind(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	code, out, _ := sidecartest.RunLock(t, sidecartest.DBPath(t), "--", "sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > '"+pidFile+"'; exit 0")
 	if code != 0 {

@@ -101,6 +101,7 @@ type lockRun struct {
 }
 
 func TestLockRunsTakeTurnsOnSQLite(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	run := lockRun{args: []string{"--sqlite-path", db}}
 	runsInTurn(t, []lockRun{run, run, run})
@@ -109,6 +110,7 @@ func TestLockRunsTakeTurnsOnSQLite(t *testing.T) {
 // The exit status is CMD's, 128+n when signal n killed it. The runs go
 // one after another on one file: each released, so each starts at once.
 func TestLockExitsWithTheCommandsStatus(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	cases := []struct {
 		name string
@@ -139,6 +141,7 @@ func TestLockExitsWithTheCommandsStatus(t *testing.T) {
 // SIGTERM or SIGINT to sidecar lock reaches CMD, which exits as it likes;
 // then the lock releases and another lock's CMD starts at once.
 func TestLockPassesSignalsOnThenReleases(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			db := sidecartest.DBPath(t)
@@ -173,6 +176,7 @@ func TestLockPassesSignalsOnThenReleases(t *testing.T) {
 // A lock still waiting to lead when it gets SIGTERM runs nothing and exits
 // 128+15; the leading lock is not disturbed.
 func TestLockSignalledBeforeLeadingRunsNothing(t *testing.T) {
+	t.Parallel()
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	first := startLock(t, nil, j.Line("first")+"; sleep 1", "--sqlite-path", db)
 	j.Await(t, "first", 10*time.Second)

@@ -7,4 +7,10 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-func TestMain(m *testing.M) { os.Exit(sidecartest.Main(m)) }
+// TestMain runs six tests at once unless -parallel says otherwise: they
+// wait on lease durations, renew deadlines and probes far more than they
+// compute.
+func TestMain(m *testing.M) {
+	sidecartest.WaitBoundParallel(6)
+	os.Exit(sidecartest.Main(m))
+}

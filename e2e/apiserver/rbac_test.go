@@ -70,6 +70,7 @@ func serviceAccount(t *testing.T, k *sidecartest.KubeEnv, ns string, rules []rba
 }
 
 func TestLeaseWorksWithLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "least"
 	kc := serviceAccount(t, k, ns, electorRules(name))
@@ -99,6 +100,7 @@ func TestLeaseWorksWithLeastPrivilege(t *testing.T) {
 }
 
 func TestLeaseMissingPermissionIsNamed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		verb    string
 		mention string
@@ -131,6 +133,7 @@ func TestLeaseMissingPermissionIsNamed(t *testing.T) {
 }
 
 func TestLeaseElectionDoesNotNeedEvents(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "no-events"
 	kc := serviceAccount(t, k, ns, electorRules(name)[:2])

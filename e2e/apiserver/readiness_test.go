@@ -10,6 +10,7 @@ import (
 )
 
 func TestLeadershipShownOnThePod(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"pod-condition", "label"} {
 		t.Run(mode, func(t *testing.T) {
 			k := sidecartest.Kube(t)

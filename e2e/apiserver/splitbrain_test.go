@@ -30,6 +30,7 @@ import (
 // there, so where A stops, and that A writes after B, do not depend on
 // timing; only B's takeover waits out the lease, which is the point.
 func TestSplitBrain(t *testing.T) {
+	t.Parallel()
 	backends := []struct {
 		name string
 		// election prepares one election and returns how to start a

@@ -20,6 +20,7 @@ import (
 // the stored token to the highest a resource has accepted, and the leader
 // starts a new term above it, which the resource accepts again.
 func TestOperatorRaisesTheTokenAboveWhatResourcesAccepted(t *testing.T) {
+	t.Parallel()
 	const accepted = 41 // the highest token a resource accepted before the reset
 	for _, c := range []struct {
 		name  string

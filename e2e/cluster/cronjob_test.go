@@ -24,6 +24,7 @@ import (
 // leading to release the Lease, which it did after the first run's job
 // ended; tokens t and t+1.
 func TestLibraryCronJobRunsOneAtATime(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

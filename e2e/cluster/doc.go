@@ -13,7 +13,9 @@
 //	hack/cluster.sh down
 //
 // Without LEADER_SIDECAR_KUBECONFIG the tests run hack/cluster.sh up
-// themselves and leave the cluster running. LEADER_SIDECAR_SOAK (default
-// 2m) is how long TestReadinessModes watches for container restarts; its
-// four modes run in parallel, hence -parallel 4 on this 2-core machine.
+// themselves and leave the cluster running. Every test works in a
+// namespace of its own and runs in parallel with the others, four at a
+// time (-parallel 4): most of their time is spent waiting for Pods, a
+// lease duration or a soak. LEADER_SIDECAR_SOAK (default 2m) is how long
+// TestReadinessModes watches for container restarts.
 package cluster

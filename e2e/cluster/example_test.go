@@ -30,6 +30,7 @@ const (
 // the sidecar as a native sidecar, no container restarts, and exactly one
 // sidecar leads: the Lease's holder, with the Lease's token.
 func TestExampleChartElectsOneLeader(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
@@ -51,6 +52,7 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 // releases the Lease on the way out (the app has stopped first), so another
 // Pod's sidecar leads within seconds, with the next token.
 func TestExampleChartFailoverOnDelete(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

@@ -27,6 +27,7 @@ import (
 // refused as stale, the shared row must keep the new leader's value, and
 // no two Pods may answer /leader/ready at once at any sample.
 func TestExampleChartFencesPausedLeader(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

@@ -23,6 +23,7 @@ import (
 // record unchanged for the lease duration (15 s, counted from at most one
 // renew interval, 5 s, before the kill); the next leader has the next token.
 func TestExampleChartTakeoverAfterKill(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
@@ -81,6 +82,7 @@ func TestExampleChartTakeoverAfterKill(t *testing.T) {
 // it releases, the takeover must wait out the lease duration instead (as in
 // TestExampleChartTakeoverAfterKill).
 func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

@@ -21,6 +21,7 @@ import (
 // text a user follows), with the example worker as the app. Three Pods run
 // with the sidecar as a native sidecar and exactly one leads.
 func TestLibraryChartInHelmCreate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

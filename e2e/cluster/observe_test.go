@@ -19,6 +19,7 @@ import (
 // API server's Pod proxy), says leader_sidecar_is_leader 1 on the leader
 // alone.
 func TestExampleChartEventsAndMetrics(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

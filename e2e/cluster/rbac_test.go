@@ -34,6 +34,7 @@ var chartRules = []rbacv1.PolicyRule{
 // answer naming the permission, as the README says (without watch,
 // client-go falls back to a list, which the answer names).
 func TestSidecarRBACInCluster(t *testing.T) {
+	t.Parallel()
 	t.Run("least-privilege", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -36,6 +36,7 @@ func soak(t *testing.T) time.Duration {
 // shows up here), which Pods are Ready, which Pods the Service's
 // EndpointSlices route to, and in mode label the role labels.
 func TestReadinessModes(t *testing.T) {
+	t.Parallel()
 	const replicas = 3
 	for _, mode := range []string{"none", "probe", "pod-condition", "label"} {
 		t.Run(mode, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // the app's first log line comes after the sidecar started serving, by the
 // node's timestamps.
 func TestExampleChartAppStartsAfterSidecar(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
@@ -38,6 +39,7 @@ func TestExampleChartAppStartsAfterSidecar(t *testing.T) {
 // startup probe asks /leader/ready). When the leader's Pod is deleted,
 // the next leader's app starts, after its sidecar logged that it leads.
 func TestExampleChartWaitForLeadership(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

@@ -18,6 +18,7 @@ import (
 // kubectl leader status shows the example chart's election with the
 // leader's identity and token.
 func TestKubectlLeaderStatus(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

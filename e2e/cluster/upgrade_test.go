@@ -25,6 +25,7 @@ import (
 // Pods at once: no round ever finds two leaders, the rollout completes,
 // every Pod is new, and the new leader's token is above the old one.
 func TestUpgradeWithLeaderOnlyReadiness(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"probe", "pod-condition"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

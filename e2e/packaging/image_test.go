@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,21 +34,60 @@ const imageTestVersion = "image-test"
 // sidecar's and the example worker's archives.
 func buildImages(t *testing.T) (sidecar, worker string) {
 	t.Helper()
-	dir := t.TempDir()
+	sidecar, worker, err := buildImagesInto(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sidecar, worker
+}
+
+// firstImages is one build of the images, shared by the test that checks
+// a build (TestImageArchive) and the one that compares two
+// (TestImageReproducible); TestMain removes it.
+var firstImages struct {
+	once            sync.Once
+	dir             string
+	sidecar, worker string
+	err             error
+}
+
+// sharedImages is firstImages, built by the first test that asks.
+func sharedImages(t *testing.T) (sidecar, worker string) {
+	t.Helper()
+	firstImages.once.Do(func() {
+		if firstImages.dir, firstImages.err = os.MkdirTemp("", "leader-sidecar-images"); firstImages.err == nil {
+			firstImages.sidecar, firstImages.worker, firstImages.err = buildImagesInto(firstImages.dir)
+		}
+	})
+	if firstImages.err != nil {
+		t.Fatal(firstImages.err)
+	}
+	return firstImages.sidecar, firstImages.worker
+}
+
+func removeSharedImages() {
+	if firstImages.dir != "" {
+		_ = os.RemoveAll(firstImages.dir)
+	}
+}
+
+// buildImagesInto runs hack/image.sh into dir and returns the sidecar's
+// and the example worker's archives.
+func buildImagesInto(dir string) (sidecar, worker string, err error) {
 	cmd := exec.Command("../../hack/image.sh", dir)
 	cmd.Env = append(os.Environ(), "VERSION="+imageTestVersion, "PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("hack/image.sh: %v\n%s", err, stderr.String())
+		return "", "", fmt.Errorf("hack/image.sh: %v\n%s", err, stderr.String())
 	}
 	sidecar = filepath.Join(dir, "leader-sidecar-"+imageTestVersion+".oci.tar")
 	worker = filepath.Join(dir, "example-worker-"+imageTestVersion+".oci.tar")
 	if got, want := strings.Fields(string(out)), []string{sidecar, worker}; !slices.Equal(got, want) {
-		t.Fatalf("hack/image.sh printed %q, want the archives' paths %q", got, want)
+		return "", "", fmt.Errorf("hack/image.sh printed %q, want the archives' paths %q", got, want)
 	}
-	return sidecar, worker
+	return sidecar, worker, nil
 }
 
 // checkImageIndex checks an archive built by hack/image.sh: one entry, an
@@ -127,7 +168,7 @@ func checkImageIndex(t *testing.T, archive, repository, version, binary string) 
 // files for their machine, and the one for this machine runs and prints
 // the version it was built with.
 func TestImageArchive(t *testing.T) {
-	sidecarArchive, workerArchive := buildImages(t)
+	sidecarArchive, workerArchive := sharedImages(t)
 	images := checkImageIndex(t, sidecarArchive, sidecartest.SidecarImageRepository, imageTestVersion, "sidecar")
 	for port := range map[string]bool{"4040/tcp": true, "8081/tcp": true} {
 		if _, ok := images["linux/amd64"].config.Config.ExposedPorts[port]; !ok {
@@ -150,10 +191,11 @@ func TestImageArchive(t *testing.T) {
 	checkStaticELF(t, workers["linux/arm64"].file(t, "worker").data, elf.EM_AARCH64)
 }
 
-// TestImageReproducible builds the images twice: the archives, and so the
-// index digests, are the same byte for byte.
+// TestImageReproducible builds the images a second time (the first build
+// is the one TestImageArchive checks): the archives, and so the index
+// digests, are the same byte for byte.
 func TestImageReproducible(t *testing.T) {
-	first, firstWorker := buildImages(t)
+	first, firstWorker := sharedImages(t)
 	second, secondWorker := buildImages(t)
 	for _, pair := range [][2]string{{first, second}, {firstWorker, secondWorker}} {
 		a, b := readOCIArchive(t, pair[0]), readOCIArchive(t, pair[1])

@@ -51,6 +51,7 @@ func appHealthy(t *testing.T, s *sidecartest.Sidecar) bool {
 // claims. A blip shorter than three checks moves nothing; the old
 // leader's app healthy again makes it a standby, not the leader.
 func TestUnhealthyAppHandsLeadershipOver(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	apps := []*app{newApp(t, true), newApp(t, true), newApp(t, true)}
 	var all []*sidecartest.Sidecar
@@ -106,6 +107,7 @@ func TestUnhealthyAppHandsLeadershipOver(t *testing.T) {
 // No replica leads while every app is unhealthy, however long that lasts;
 // the first whose app turns healthy leads at once.
 func TestNoLeaderWhileEveryAppIsUnhealthy(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	apps := []*app{newApp(t, false), newApp(t, false)}
 	all := []*sidecartest.Sidecar{healthGated(t, db, apps[0]), healthGated(t, db, apps[1])}
@@ -137,6 +139,7 @@ func indexOf(all []*sidecartest.Sidecar, s *sidecartest.Sidecar) int {
 // answer (422, the leader keeps its token); to anyone, the healthy standby
 // takes it.
 func TestHandoffSkipsAnUnhealthyStandby(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	apps := []*app{newApp(t, true), newApp(t, true), newApp(t, true)}
 	var all []*sidecartest.Sidecar

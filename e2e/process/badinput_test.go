@@ -199,6 +199,7 @@ func (m malformed) send(addr string) (int, error) {
 }
 
 func TestBadInputSidecarUnderAbuse(t *testing.T) {
+	t.Parallel()
 	const watchers, slowClients = 300, 20
 	s := sidecartest.Start(t, sidecartest.DBPath(t))
 	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 30*time.Second)

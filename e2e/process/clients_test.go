@@ -91,6 +91,7 @@ func closedPort(t *testing.T) string {
 }
 
 func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
+	t.Parallel()
 	cs := clients(t)
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
 	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
@@ -152,6 +153,7 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 // leads, then print its new term; imported, their current term has a
 // deadline that is running.
 func TestWaitingClientsWaitForLeadership(t *testing.T) {
+	t.Parallel()
 	clients(t)
 	dir := sidecartest.RepoPath(t, "examples", "clients")
 	ms := strconv.FormatInt(sidecartest.RenewDeadline.Milliseconds(), 10)

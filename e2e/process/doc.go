@@ -2,7 +2,9 @@
 // real sidecar binary, built once by TestMain, run as separate OS processes
 // that contend through one real SQLite file, driven with real signals
 // (SIGKILL, SIGTERM, SIGINT, SIGSTOP/SIGCONT), abused with bad input, and
-// asked by the example clients of examples/clients. Besides Go they need
+// asked by the example clients of examples/clients. Every test works in
+// a directory of its own and runs in parallel with the others, four at a
+// time unless -parallel says otherwise (TestMain). Besides Go they need
 // sh, curl, jq, sed and python3 (for those clients) and timeout.
 //
 // Run them:

@@ -58,6 +58,7 @@ func docLines(blocks []string, prefix string) []string {
 // arguments: each lock leads on a fresh file, runs its script with the
 // arguments given, and exits 0.
 func TestLockPageCommands(t *testing.T) {
+	t.Parallel()
 	lines := docLines(docBlocks(t, "lock.md"), "sidecar lock ")
 	if len(lines) != 2 {
 		t.Fatalf("docs/lock.md shows %d sidecar lock commands, want 2: %q", len(lines), lines)
@@ -96,6 +97,7 @@ func TestLockPageCommands(t *testing.T) {
 // The answers docs/http-api.md shows have the fields, and the framing, of a
 // real sidecar's.
 func TestHTTPAPIPageAnswers(t *testing.T) {
+	t.Parallel()
 	blocks := docBlocks(t, "http-api.md")
 	shown := map[string]string{} // command -> the answer's first line
 	for _, b := range blocks {
@@ -165,6 +167,7 @@ func typeName(v any) string {
 // does what the page says: run on the file of a leading sidecar, the
 // leader's next term has the token one above the value set.
 func TestBackendsPageTokenRaise(t *testing.T) {
+	t.Parallel()
 	lines := docLines(docBlocks(t, "backends.md"), "sqlite3 ")
 	if len(lines) != 1 {
 		t.Fatalf("docs/backends.md shows %d sqlite3 commands, want 1: %q", len(lines), lines)
@@ -214,6 +217,7 @@ func TestBackendsPageTokenRaise(t *testing.T) {
 // (cmd/sidecar/file.go)") is defined in the file named: a renamed or moved
 // file cannot leave a page pointing at nothing.
 func TestCitedFilesExist(t *testing.T) {
+	t.Parallel()
 	root := sidecartest.RepoPath(t)
 	var texts []string
 	for _, top := range []string{"README.md", "docs", "charts", "cmd", "pkg", "e2e", "internal", "examples"} {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestManyStartAtOnceExactlyOneLeads(t *testing.T) {
+	t.Parallel()
 	for round := range 3 {
 		all := sidecartest.StartMany(t, sidecartest.DBPath(t), 8)
 		sidecartest.AwaitLeader(t, all, 10*time.Second)
@@ -41,6 +42,7 @@ func TestManyStartAtOnceExactlyOneLeads(t *testing.T) {
 }
 
 func TestKilledLeaderIsReplacedAfterTheLeaseWithTheNextToken(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
 	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	killed := time.Now()
@@ -61,6 +63,7 @@ func TestKilledLeaderIsReplacedAfterTheLeaseWithTheNextToken(t *testing.T) {
 }
 
 func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
 	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	signalled := time.Now()
@@ -86,6 +89,7 @@ func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
 }
 
 func TestPausedLeaderAnswersNotLeaderOnWaking(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
 	paused, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	paused.Signal(syscall.SIGSTOP)
@@ -125,6 +129,7 @@ func TestPausedLeaderAnswersNotLeaderOnWaking(t *testing.T) {
 }
 
 func TestTokensStrictlyIncreaseAcrossHandOffs(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	all := sidecartest.StartMany(t, db, 3)
 	_, last := sidecartest.AwaitLeader(t, all, 10*time.Second)
@@ -155,6 +160,7 @@ func TestTokensStrictlyIncreaseAcrossHandOffs(t *testing.T) {
 // term was sent after an answer of a newer term had arrived: the two terms
 // never both claimed leadership at one instant.
 func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 4)
 	leader, _ := sidecartest.AwaitLeader(t, all, 10*time.Second)
 

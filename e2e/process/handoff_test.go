@@ -71,6 +71,7 @@ func checkSweeps(t *testing.T, log *sidecartest.ClaimLog, all []*sidecartest.Sid
 // old leader answers not leader and names it, and the sweeps, every 10ms
 // on every replica, never see two claims at once.
 func TestHandoffToANamedStandby(t *testing.T) {
+	t.Parallel()
 	all, leader, token := pods(t, sidecartest.DBPath(t), 3)
 	target := sidecartest.Without(all, leader)[1]
 	log, halt := sweep(all)
@@ -98,6 +99,7 @@ func TestHandoffToANamedStandby(t *testing.T) {
 // container: one of the standbys leads with the next token within a
 // second, without two claims at once.
 func TestHandoffToAnyStandbyWithTheCommand(t *testing.T) {
+	t.Parallel()
 	all, leader, token := pods(t, sidecartest.DBPath(t), 3)
 	standbys := sidecartest.Without(all, leader)
 	log, halt := sweep(all)
@@ -129,6 +131,7 @@ func TestHandoffToAnyStandbyWithTheCommand(t *testing.T) {
 // nothing: the leader keeps leading with its token, and nobody else
 // claims.
 func TestHandoffToADeadOrUnknownTargetChangesNothing(t *testing.T) {
+	t.Parallel()
 	all, leader, token := pods(t, sidecartest.DBPath(t), 3)
 	dead := sidecartest.Without(all, leader)[0]
 	deadPod, deadIdentity := podOf(t, dead), sidecartest.IdentityOf(t, dead)
@@ -179,6 +182,7 @@ func processState(t *testing.T, pid int) string {
 // lease duration, as after a leader's crash. When the target resumes it
 // never claims. No two claims at once throughout.
 func TestHandoffTargetStoppedRightAfterAccepting(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	leader := sidecartest.Start(t, db, "--identity", "web-0")
 	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{leader}, 10*time.Second)

@@ -24,6 +24,7 @@ import (
 // take over at once, one that did not is waited out (both must happen).
 // The file stays sound.
 func TestKilledWhileReleasingNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	var (
 		log    sidecartest.ClaimLog

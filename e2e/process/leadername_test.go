@@ -63,6 +63,7 @@ func everyoneNames(t *testing.T, all []*sidecartest.Sidecar, want string, within
 // with the Pod name of the holder, on the leader and the standby alike,
 // as the contrib leader-elector did; "" while nobody holds the lease.
 func TestRootNamesTheLeadersPod(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	pods := map[*sidecartest.Sidecar]string{}
 	var all []*sidecartest.Sidecar

@@ -14,6 +14,7 @@ import (
 // leadership: a standby lock's CMD never runs beside it. Both CMDs ignore
 // SIGTERM, so the first one runs until the SIGKILL.
 func TestLockStopsTheCommandBeforeItReleasesOrHandsOff(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"release", "handoff"} {
 		t.Run(how, func(t *testing.T) {
 			db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)

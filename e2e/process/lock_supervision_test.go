@@ -18,6 +18,7 @@ import (
 // takes over once the lease has run out, and its CMD never runs beside
 // the first.
 func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
+	t.Parallel()
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	first := startLock(t, stubbornScript(j), "--sqlite-path", db)
 	started := j.Await(t, "start", 10*time.Second)
@@ -46,6 +47,7 @@ func TestLockKilledTakesItsCommandWithIt(t *testing.T) {
 // kill no process of CMD's group runs any more and the job journals no
 // more; the standby lock's CMD never runs beside any of them.
 func TestLockKilledTakesWhatItsCommandStartedWithIt(t *testing.T) {
+	t.Parallel()
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	first := startLock(t, backgroundJobScript(t, j), "--sqlite-path", db)
 	started := j.Await(t, "start", 10*time.Second)
@@ -115,6 +117,7 @@ func backgroundJobScript(t *testing.T, j sidecartest.Journal) string {
 // group). The binary's test hook pauses the guardian at that point.
 // Either way nothing of CMD runs on.
 func TestLockKilledWhileItsGuardianStarts(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"before-handler", "before-start"} {
 		t.Run(point, func(t *testing.T) {
 			db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
@@ -158,6 +161,7 @@ func TestLockKilledWhileItsGuardianStarts(t *testing.T) {
 // SIGTERM: passed on to CMD, which exits as it likes; then the lock
 // releases and another lock's CMD starts at once.
 func TestLockPassesSIGHUPOnThenReleases(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
@@ -184,6 +188,7 @@ func TestLockPassesSIGHUPOnThenReleases(t *testing.T) {
 // signal, not a second one: CMD is stopped and the lease released, and
 // another lock's CMD starts at once.
 func TestLockUnderTimeoutReleases(t *testing.T) {
+	t.Parallel()
 	db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 	script := fmt.Sprintf("trap '%s; exit 4' TERM; %s; while :; do sleep 0.01; done", j.Line("caught"), j.Line("start"))
 	cmd := exec.Command("timeout", append([]string{"-s", "TERM", "2"}, append([]string{sidecartest.Binary(t)}, lockArgs(script, "--sqlite-path", db)...)...)...)

@@ -38,6 +38,7 @@ const notLedStatus = 124
 // --nonblock gives up at once when another candidate holds the lock, and
 // runs CMD when nobody does.
 func TestLockNonblock(t *testing.T) {
+	t.Parallel()
 	t.Run("held by another: exit 124 at once", func(t *testing.T) {
 		db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 		holdLock(t, db, j)
@@ -62,6 +63,7 @@ func TestLockNonblock(t *testing.T) {
 // --timeout gives up with 124 when the lock did not lead in time, and
 // runs CMD when it leads within it.
 func TestLockTimeout(t *testing.T) {
+	t.Parallel()
 	t.Run("held for longer: exit 124 after the timeout", func(t *testing.T) {
 		db, j := sidecartest.DBPath(t), sidecartest.NewJournal(t)
 		holdLock(t, db, j)
@@ -90,6 +92,7 @@ func TestLockTimeout(t *testing.T) {
 // sidecar lock prints nothing of its own unless something goes wrong
 // (cron mails what a job prints); --verbose shows the INFO lines.
 func TestLockIsQuietUnlessVerbose(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	code, out, _ := sidecartest.RunLock(t, db, "--", "sh", "-c", "echo job output")
 	if code != 0 || out != "job output\n" {
@@ -109,6 +112,7 @@ func TestLockIsQuietUnlessVerbose(t *testing.T) {
 // binary) fails once the lock leads: exit status 126 as a shell's, the
 // error named, the lease released (the next run does not wait for it).
 func TestLockCommandThatFailsToStart(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	notABinary := filepath.Join(t.TempDir(), "job")
 	if err := os.WriteFile(notABinary, []byte("not a program\n"), 0o755); err != nil {
@@ -127,6 +131,7 @@ func TestLockCommandThatFailsToStart(t *testing.T) {
 // The guardian's internal command (Linux) refuses to run unless a lock
 // started it; --help does not list it.
 func TestLockGuardianIsNotACommand(t *testing.T) {
+	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "ran")
 	cmd := exec.Command(sidecartest.Binary(t), "__sidecar-lock-guardian", strconv.Itoa(os.Getpid()), "--", "/bin/sh", "sh", "-c", "touch "+marker)
 	out, _ := cmd.CombinedOutput()

@@ -7,4 +7,10 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-func TestMain(m *testing.M) { os.Exit(sidecartest.Main(m)) }
+// TestMain runs four tests at once unless -parallel says otherwise: they
+// wait on lease timings, signals and child processes far more than they
+// compute.
+func TestMain(m *testing.M) {
+	sidecartest.WaitBoundParallel(4)
+	os.Exit(sidecartest.Main(m))
+}

@@ -21,6 +21,7 @@ import (
 // /leader, and prints the body alone, so it pipes into jq; the probe
 // paths go to the ops listener; a failure prints its status on stderr.
 func TestProbeInTheChartsEnvironment(t *testing.T) {
+	t.Parallel()
 	s := sidecartest.Start(t, sidecartest.DBPath(t), "--ops-address", "127.0.0.1:0")
 	if leader, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second); leader != s || token != 1 {
 		t.Fatalf("leader %v token %d", leader, token)

@@ -30,6 +30,7 @@ func release(t *testing.T, s *sidecartest.Sidecar) (int, sidecartest.State) {
 // leader is then released, a standby takes over at once, not after a
 // hold-off. Every replica is sampled throughout; no two claim at once.
 func TestReleaseOnAStandbyIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
 	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	sidecartest.AwaitSettled(t, all, old)

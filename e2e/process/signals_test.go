@@ -15,6 +15,7 @@ import (
 )
 
 func TestSIGINTReleasesAndExitsZero(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
 	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	old.Signal(syscall.SIGINT)
@@ -27,6 +28,7 @@ func TestSIGINTReleasesAndExitsZero(t *testing.T) {
 }
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	s := sidecartest.Start(t, db, "--sqlite-busy-timeout", "1m")
 	sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second)
@@ -52,6 +54,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 }
 
 func TestBadStartsExitWithTheirStatus(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := []struct {
 		name    string
@@ -85,6 +88,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 // SIGHUP stops the sidecar as SIGTERM does: it releases and exits 0.
 func TestSIGHUPReleasesAndExitsZero(t *testing.T) {
+	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
 	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	old.Signal(syscall.SIGHUP)
@@ -101,6 +105,7 @@ func TestSIGHUPReleasesAndExitsZero(t *testing.T) {
 // one that cuts the shutdown short. It releases, and the standby leads at
 // once.
 func TestSidecarUnderTimeoutReleases(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	base := append([]string{"--http-address", "127.0.0.1:0", "--log-format", "json", "--sqlite-path", db}, sidecartest.TimingArgs()...)
 	timed := sidecartest.Track(t, exec.Command("timeout", append([]string{"-s", "TERM", "3", sidecartest.Binary(t)}, base...)...))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,10 @@ type Env struct {
 	dir    string
 }
 
+// quietLogs silences controller-runtime's and klog's global loggers, once:
+// a second Start, while clients log, must not write them again.
+var quietLogs sync.Once
+
 // Start starts kube-apiserver and etcd. The serving certificate lives in a
 // fixed directory, so clients trust the API server again after
 // Env.ControlPlane.APIServer.Stop() and Start().
@@ -46,8 +51,10 @@ func Start() (*Env, error) {
 			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%q has no %s: %s", assets, bin, Hint)
 		}
 	}
-	crlog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
+	quietLogs.Do(func() {
+		crlog.SetLogger(logr.Discard())
+		klog.SetLogger(logr.Discard())
+	})
 	dir, err := os.MkdirTemp("", "kubetest")
 	if err != nil {
 		return nil, err

@@ -2,11 +2,13 @@ package sidecartest
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -130,4 +132,22 @@ func GoTool() string {
 		return p
 	}
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// WaitBoundParallel sets how many tests of the binary run at once, n,
+// unless -parallel was given. For packages whose tests spend their time
+// waiting on lease timings and Pods rather than computing, where the
+// default (GOMAXPROCS) would leave the machine idle. Call it from TestMain
+// before Main or m.Run.
+func WaitBoundParallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err) // the testing package defines it
+		}
+	}
 }

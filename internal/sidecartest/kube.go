@@ -51,6 +51,24 @@ func Kube(t testing.TB) *KubeEnv {
 	return kubeShared
 }
 
+// OwnKube starts an API server and etcd for t alone, stopped when t ends
+// (after the cleanups t registers later, such as its sidecars'): for a
+// test that stops and starts the API server, which it must not do under
+// the tests that share Kube's. It fails t if they cannot start.
+func OwnKube(t testing.TB) *KubeEnv {
+	t.Helper()
+	e, err := kubetest.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver and etcd: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver and etcd: %v", err)
+		}
+	})
+	return &KubeEnv{Env: e.Env, Config: e.Config, Client: e.Client, kt: e}
+}
+
 func stopKube() {
 	if kubeShared != nil {
 		_ = kubeShared.kt.Stop()
