@@ -189,16 +189,16 @@ func TestThreeReplicasConvergeAndAGracefulStopMovesItsShards(t *testing.T) {
 // TestADrainWaitsForTheAcknowledgement: a replica that holds every shard
 // drains the newcomer's share once it has been live for the rebalance
 // delay, keeps claiming each draining shard until its application
-// acknowledges it (the drain timeout is far off), then releases it and the
+// acknowledges it (the drain timeout, 20s, is not reached), then releases it and the
 // newcomer takes it at once.
 func TestADrainWaitsForTheAcknowledgement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.NewStore()
 		const n = 4
-		first := startReplica(t, store, "a", n, 2*time.Second, time.Hour)
+		first := startReplica(t, store, "a", n, 2*time.Second, 20*time.Second)
 		s := newSampler()
 		awaitSettled(t, s, []*replica{first}, []*replica{first}, n, 10*time.Second)
-		second := startReplica(t, store, "b", n, 2*time.Second, time.Hour)
+		second := startReplica(t, store, "b", n, 2*time.Second, 20*time.Second)
 		both := []*replica{first, second}
 
 		time.Sleep(2*time.Second + 2*testRetry)

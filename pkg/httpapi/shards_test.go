@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+)
+
+// runGroup runs a real shard group replica of 4 shards on store until
+// the test ends (a graceful stop).
+func runGroup(t *testing.T, store *memory.Store, id string) *shardgroup.Group {
+	t.Helper()
+	shards := make([]backend.Backend, 4)
+	for i := range shards {
+		shards[i] = store.Open(shardgroup.ShardRecord("g", i))
+	}
+	member := store.Open(shardgroup.MemberRecord("g", id))
+	g, err := shardgroup.New(shardgroup.Config{
+		Group: "g", Identity: id, Shards: shards, Member: member, Members: member,
+		Election: election.Config{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second,
+			RetryPeriod: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
+		RebalanceDelay: time.Second, DrainTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return g
+}
+
+func call(t *testing.T, h http.Handler, method, path string, v any) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = "127.0.0.1:4040"
+	h.ServeHTTP(rec, req)
+	if v != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+			t.Fatalf("%s %s: %v in %q", method, path, err, rec.Body.String())
+		}
+	}
+	return rec.Code
+}
+
+// TestShardsAPI drives the shard API of a real group on a memory store:
+// the shards held with their tokens, ranges and selector; 409 with the
+// holder for a shard held elsewhere; the owner of a key; a drain that
+// waits for POST /shards/{i}/drained; and /leader pointing to /shards.
+func TestShardsAPI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := runGroup(t, store, "a")
+		h := NewShardsAppHandler(a, Options{})
+		time.Sleep(2 * time.Second)
+
+		var all ShardsJSON
+		if code := call(t, h, "GET", "/shards", &all); code != 200 || all.Group != "g" || all.Shards != 4 || len(all.Held) != 4 ||
+			all.FairShare != 4 || all.ShardSelector != "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')" {
+			t.Fatalf("GET /shards: %d %+v", code, all)
+		}
+		for i, s := range all.Held {
+			r, _ := shard.RangeOf(i, 4)
+			if s.Shard != i || s.Token != 1 || s.State != "held" || s.Range.Start != r.StartText() || s.Range.End != r.EndText() {
+				t.Errorf("held[%d] = %+v", i, s)
+			}
+		}
+		var owner OwnerJSON
+		if code := call(t, h, "GET", "/shards/owner?key=abc", &owner); code != 200 || owner.Shard != shard.OfKey("abc", 4) ||
+			owner.Holder != "a" || !owner.HeldHere || owner.Token != 1 {
+			t.Errorf("GET /shards/owner?key=abc: %d %+v", code, owner)
+		}
+		var refusal ShardErrorJSON
+		if code := call(t, h, "GET", "/shards/owner", &refusal); code != 400 {
+			t.Errorf("GET /shards/owner without a key: %d %+v", code, refusal)
+		}
+		if code := call(t, h, "GET", "/leader", &refusal); code != 409 || !strings.Contains(refusal.Error, "GET /shards") {
+			t.Errorf("GET /leader in shard mode: %d %+v", code, refusal)
+		}
+		if code := call(t, h, "GET", "/shards/4", &refusal); code != 404 {
+			t.Errorf("GET /shards/4: %d %+v", code, refusal)
+		}
+		if code := call(t, h, "POST", "/shards/0/drained", &refusal); code != 409 {
+			t.Errorf("POST /shards/0/drained of a shard that does not drain: %d %+v", code, refusal)
+		}
+
+		b := runGroup(t, store, "b")
+		hb := NewShardsAppHandler(b, Options{})
+		time.Sleep(time.Second + 2*500*time.Millisecond)
+		var draining []int
+		call(t, h, "GET", "/shards", &all)
+		for _, s := range all.Held {
+			if s.State == "draining" {
+				draining = append(draining, s.Shard)
+			}
+		}
+		if len(draining) != 2 || len(all.Held) != 4 {
+			t.Fatalf("after b joined, a answers %+v; want 4 held, 2 draining", all)
+		}
+		var one ShardJSON
+		path := "/shards/" + strconv.Itoa(draining[0])
+		if code := call(t, h, "GET", path, &one); code != 200 || one.State != "draining" || one.Token != 1 {
+			t.Errorf("GET %s on a: %d %+v", path, code, one)
+		}
+		if code := call(t, hb, "GET", path, &refusal); code != 409 || refusal.Holder != "a" {
+			t.Errorf("GET %s on b: %d %+v, want 409 naming a", path, code, refusal)
+		}
+		if code := call(t, h, "POST", path+"/drained", nil); code != 200 {
+			t.Errorf("POST %s/drained: %d", path, code)
+		}
+		time.Sleep(time.Second)
+		if code := call(t, hb, "GET", path, &one); code != 200 || one.Token != 2 || one.State != "held" {
+			t.Errorf("GET %s on b after the acknowledgement: %d %+v, want held with token 2", path, code, one)
+		}
+		if code := call(t, h, "GET", path, &refusal); code != 409 || refusal.Holder != "b" {
+			t.Errorf("GET %s on a after the acknowledgement: %d %+v, want 409 naming b", path, code, refusal)
+		}
+	})
+}
+
