@@ -132,4 +132,3 @@ func TestShardsAPI(t *testing.T) {
 		}
 	})
 }
-
