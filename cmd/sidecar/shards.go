@@ -76,6 +76,8 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 		return fmt.Errorf("--shards: --readiness-mode %s publishes one leader; shard mode takes none", cfg.readiness)
 	case cfg.appHealth.url != "":
 		return errors.New("--shards: --app-health-url gates one election; shard mode does not take it")
+	case !cfg.releaseOnShutdown:
+		return errors.New("--shards: a replica in shard mode always drains and releases its shards when it stops; it does not take --release-on-shutdown=false")
 	}
 	return nil
 }

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // Shard mode's test settings: 8 shards; a newcomer is drained towards
@@ -233,6 +236,56 @@ func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
 	}
 	p.check(t)
+	checkRows(t, db, live[0], leaver, victim)
+}
+
+// checkRows reads the file: a row per shard, a member row per replica;
+// the one that left has no holder, the killed one still names itself, the
+// last one's names itself.
+func checkRows(t *testing.T, db string, last, left, killed *sidecartest.Sidecar) {
+	t.Helper()
+	all, err := sqlite.ReadAll(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := map[string]string{}
+	for _, s := range all {
+		holder[s.Election] = s.Record.HolderIdentity
+	}
+	for i := range testShards {
+		if _, ok := holder[shardgroup.ShardRecord("leader-sidecar", i)]; !ok {
+			t.Errorf("no row of shard %d in %v", i, holder)
+		}
+	}
+	for _, c := range []struct {
+		s    *sidecartest.Sidecar
+		want func(id string) string
+	}{
+		{last, func(id string) string { return id }},
+		{killed, func(id string) string { return id }},
+		{left, func(string) string { return "" }},
+	} {
+		id := identityIn(t, c.s)
+		if got, ok := holder[shardgroup.MemberRecord("leader-sidecar", id)]; !ok || got != c.want(id) {
+			t.Errorf("member row of %s: holder %q (present %v), want %q", id, got, ok, c.want(id))
+		}
+	}
+	if len(all) != testShards+3 {
+		t.Errorf("%d rows, want %d shards and 3 members", len(all), testShards)
+	}
+}
+
+// identityIn is the identity s logged at start.
+func identityIn(t *testing.T, s *sidecartest.Sidecar) string {
+	t.Helper()
+	for line := range strings.SplitSeq(s.Logs(), "\n") {
+		var l struct{ Msg, Identity string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "starting" {
+			return l.Identity
+		}
+	}
+	t.Fatalf("sidecar %d logged no identity", s.Pid())
+	return ""
 }
 
 func contains(s []int, v int) bool {

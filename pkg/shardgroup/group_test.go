@@ -34,6 +34,12 @@ type replica struct {
 // startReplica starts a replica of group "g" with n shards on store.
 func startReplica(t *testing.T, store *memory.Store, id string, n int, rebalance, drain time.Duration) *replica {
 	t.Helper()
+	return startCapped(t, store, id, n, rebalance, drain, 0)
+}
+
+// startCapped is startReplica with a MaxPerMember.
+func startCapped(t *testing.T, store *memory.Store, id string, n int, rebalance, drain time.Duration, maxPer int) *replica {
+	t.Helper()
 	shards := make([]backend.Backend, n)
 	for i := range shards {
 		shards[i] = store.Open(ShardRecord("g", i))
@@ -42,7 +48,7 @@ func startReplica(t *testing.T, store *memory.Store, id string, n int, rebalance
 	g, err := New(Config{
 		Group: "g", Identity: id, Shards: shards, Member: member, Members: member,
 		Election:       election.Config{LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Logger: slog.New(slog.DiscardHandler)},
-		RebalanceDelay: rebalance, DrainTimeout: drain,
+		RebalanceDelay: rebalance, DrainTimeout: drain, MaxPerMember: maxPer,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +231,26 @@ func TestADrainWaitsForTheAcknowledgement(t *testing.T) {
 		t.Logf("moved %v within %v of the acknowledgement", draining, took)
 		if first.g.Moves() != 2 {
 			t.Errorf("moves = %d, want 2", first.g.Moves())
+		}
+	})
+}
+
+// TestMaxPerMemberCapsWhatAReplicaTakes: alone, a replica's fair share is
+// every shard, but with MaxPerMember 3 it holds 3 of 8 and leaves the
+// rest free; a second replica, capped alike, takes 3 more.
+func TestMaxPerMemberCapsWhatAReplicaTakes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		const n = 8
+		a := startCapped(t, store, "a", n, time.Second, time.Second, 3)
+		time.Sleep(5 * time.Second)
+		if got := heldBy(a); len(got) != 3 {
+			t.Fatalf("a holds %v alone with a cap of 3", got)
+		}
+		b := startCapped(t, store, "b", n, time.Second, time.Second, 3)
+		time.Sleep(10 * time.Second)
+		if ga, gb := heldBy(a), heldBy(b); len(ga) != 3 || len(gb) != 3 || slices.ContainsFunc(ga, func(i int) bool { return slices.Contains(gb, i) }) {
+			t.Fatalf("a holds %v, b holds %v; want 3 each, none twice", ga, gb)
 		}
 	})
 }
