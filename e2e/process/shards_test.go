@@ -296,3 +296,31 @@ func contains(s []int, v int) bool {
 	}
 	return false
 }
+
+// TestShardsPageCommand runs the command docs/shards.md shows, on a file
+// of the test's own: a sidecar alone in group billing holds its 8 shards.
+func TestShardsPageCommand(t *testing.T) {
+	lines := docLines(docBlocks(t, "shards.md"), "sidecar ")
+	if len(lines) != 1 {
+		t.Fatalf("docs/shards.md shows %d sidecar commands, want 1: %q", len(lines), lines)
+	}
+	args := strings.Fields(strings.TrimPrefix(lines[0], "sidecar "))
+	for i, a := range args {
+		if a == "--sqlite-path" && i+1 < len(args) {
+			args[i+1] = sidecartest.DBPath(t)
+		}
+	}
+	s := sidecartest.Spawn(t, nil, args...)
+	s.WaitServing()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := getShards(s)
+		if err == nil && st.Group == "billing" && st.Shards == 8 && len(st.Held) == 8 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /shards: %+v, %v; want group billing holding its 8 shards", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -89,8 +89,21 @@ func TestShardsAPI(t *testing.T) {
 		if code := call(t, h, "GET", "/shards/owner", &refusal); code != 400 {
 			t.Errorf("GET /shards/owner without a key: %d %+v", code, refusal)
 		}
-		if code := call(t, h, "GET", "/leader", &refusal); code != 409 || !strings.Contains(refusal.Error, "GET /shards") {
-			t.Errorf("GET /leader in shard mode: %d %+v", code, refusal)
+		ops := NewShardsOpsHandler(a, Options{})
+		for _, c := range []struct {
+			h            http.Handler
+			method, path string
+		}{{h, "GET", "/leader"}, {h, "GET", "/leader/watch"}, {h, "GET", "/"}, {h, "GET", "/leader/ready"},
+			{h, "POST", "/leader/release"}, {h, "POST", "/leader/handoff"}, {ops, "GET", "/leader/ready"}} {
+			refusal = ShardErrorJSON{}
+			if code := call(t, c.h, c.method, c.path, &refusal); code != 409 || !strings.Contains(refusal.Error, "GET /shards") {
+				t.Errorf("%s %s in shard mode: %d %+v", c.method, c.path, code, refusal)
+			}
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code := call(t, ops, "GET", path, nil); code != 200 {
+				t.Errorf("GET %s on the ops listener: %d", path, code)
+			}
 		}
 		if code := call(t, h, "GET", "/shards/4", &refusal); code != 404 {
 			t.Errorf("GET /shards/4: %d %+v", code, refusal)
