@@ -62,8 +62,8 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 }
 
 // readMembers lists the member records and takes in what changed. A
-// record that names no holder, or another than its name says, is no
-// member. On error the view is kept as it was (members whose records stop
+// record that names no holder, or one whose name is not the member
+// record's of the holder it names, is no member. On error the view is kept as it was (members whose records stop
 // changing in it expire).
 func (g *Group) readMembers(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Election.RenewDeadline)
@@ -79,8 +79,8 @@ func (g *Group) readMembers(ctx context.Context) {
 	defer g.mu.Unlock()
 	present := map[string]bool{}
 	for _, l := range listed {
-		id := strings.TrimPrefix(l.Name, prefix)
-		if id == "" || l.Record.HolderIdentity != id {
+		id := l.Record.HolderIdentity
+		if id == "" || MemberRecord(g.cfg.Group, id) != l.Name {
 			continue
 		}
 		present[id] = true
