@@ -90,7 +90,7 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 		{[]string{"--shards=257"}, nil, "--shards: must be from 0 (one leader) to 256, got 257"},
 		{[]string{"--shards=-1"}, nil, "--shards: must be from 0 (one leader) to 256, got -1"},
 		{nil, []string{"LEADER_SIDECAR_SHARDS=eight"}, `LEADER_SIDECAR_SHARDS="eight" (--shards)`},
-		{[]string{"--shards=8", "--backend=lease"}, nil, "--shards: shard mode runs on the sqlite backend only, got --backend lease"},
+		{[]string{"--shards=8", "--backend=lease", "--shard-group=billing.", "--namespace=ns"}, nil, `--shard-group: "billing." is not a valid name`},
 		{[]string{"--shards=8", "--backend=sqlite", "--readiness-mode=label"}, nil, "--shards: --readiness-mode label publishes one leader"},
 		{[]string{"--shards=8", "--backend=sqlite", "--app-health-url=http://127.0.0.1:8080/"}, nil, "--shards: --app-health-url gates one election"},
 		{[]string{"--shards=8", "--backend=sqlite", "--release-on-shutdown=false"}, nil, "--shards: a replica in shard mode always drains and releases"},

@@ -28,8 +28,8 @@ type shardsConfig struct {
 }
 
 func (c *shardsConfig) add(fs *pflag.FlagSet) {
-	fs.IntVar(&c.count, "shards", 0, "run a shard group of this many shards (1 to 256), each an election of its own, spread over the replicas (SQLite backend only); 0: one leader")
-	docMeaning(fs, "shards", "shard mode: this many shards (1 to 256), each an election of its own with its own token, spread over the replicas; `0` is one leader. SQLite backend only (see [Shards](shards.md))")
+	fs.IntVar(&c.count, "shards", 0, "run a shard group of this many shards (1 to 256), each an election of its own, spread over the replicas; 0: one leader")
+	docMeaning(fs, "shards", "shard mode: this many shards (1 to 256), each an election of its own with its own token, spread over the replicas; `0` is one leader (see [Shards](shards.md))")
 	fs.StringVar(&c.group, "shard-group", "", "name of the shard group, which names its records (default: --lease-name)")
 	docDefault(fs, "shard-group", "`--lease-name`")
 	docMeaning(fs, "shard-group", "name of the shard group; its records are `<group>-shard-<i>` and `<group>-member-<identity>`")
@@ -46,8 +46,9 @@ func (c *shardsConfig) add(fs *pflag.FlagSet) {
 func (c *shardsConfig) enabled() bool { return c.count > 0 }
 
 // check checks the shard flags against the resolved sidecar settings:
-// shard mode runs on SQLite alone, and neither publishes leadership on
-// the Pod nor gates on the app's health (one leader's features).
+// shard mode neither publishes leadership on the Pod nor gates on the
+// app's health (one leader's features), and always leaves the group on a
+// graceful stop.
 func (c *shardsConfig) check(cfg *sidecarConfig) error {
 	if c.count < 0 || c.count > shard.MaxShards {
 		return fmt.Errorf("--shards: must be from 0 (one leader) to %d, got %d", shard.MaxShards, c.count)
@@ -70,8 +71,6 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 		return nil
 	}
 	switch {
-	case cfg.election.backend != "sqlite":
-		return fmt.Errorf("--shards: shard mode runs on the sqlite backend only, got --backend %s", cfg.election.backend)
 	case cfg.readiness != podreadiness.ModeNone:
 		return fmt.Errorf("--shards: --readiness-mode %s publishes one leader; shard mode takes none", cfg.readiness)
 	case cfg.appHealth.url != "":

@@ -7,64 +7,57 @@ import (
 	"log/slog"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
-	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // serveShards builds shard mode from cfg (--shards N) and runs it until
-// ctx ends: one handle on the SQLite file per shard record and one for
-// this replica's member record, a shardgroup.Group, and the shard API.
+// ctx ends: one handle on the store per shard record and one for this
+// replica's member record (an SQLite row or a Lease each, opened as the
+// single election's record is), a shardgroup.Group, and the shard API.
 // When ctx ends the group leaves gracefully (drains and releases every
 // shard) while the API still serves, so the app can see its shards drain
 // and acknowledge them; then the servers shut down.
 func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
 	el, sc := cfg.election, cfg.shards
 	log.Info("shard mode", "group", sc.group, "shards", sc.count)
-	var handles []*sqlite.Backend
+	kube := el.kubeClients()
+	var stores []*store
 	defer func() {
-		for _, b := range handles {
-			_ = b.Close()
+		for _, st := range stores {
+			st.close()
 		}
 	}()
-	open := func(name string) (*sqlite.Backend, error) {
-		b, err := sqlite.Open(ctx, sqlite.Options{
-			Path:           el.sqlite.path,
-			Election:       name,
-			BusyTimeout:    el.sqlite.busyTimeout,
-			AllowNetworkFS: el.sqlite.allowNetworkFS,
-			SharedFile:     el.sqlite.sharedFile,
-			Logger:         log,
-		})
+	open := func(name string) (backend.Backend, error) {
+		rc := el
+		rc.leaseName = name
+		st, err := openStore(ctx, rc, kube, log)
 		if err != nil {
-			return nil, fmt.Errorf("--sqlite-path: %w", err)
+			return nil, err
 		}
-		if len(handles) == 0 {
-			for _, w := range b.Warnings() {
-				log.Warn(w)
-			}
-		}
-		handles = append(handles, b)
-		return b, nil
+		stores = append(stores, st)
+		return st.backend, nil
 	}
 	member, err := open(shardgroup.MemberRecord(sc.group, el.identity))
 	if err != nil {
 		return err
 	}
+	members, ok := member.(backend.Lister)
+	if !ok {
+		return fmt.Errorf("--backend %s cannot list the member records of a shard group", el.backend)
+	}
 	shards := make([]backend.Backend, sc.count)
 	for i := range shards {
-		b, err := open(shardgroup.ShardRecord(sc.group, i))
-		if err != nil {
+		if shards[i], err = open(shardgroup.ShardRecord(sc.group, i)); err != nil {
 			return err
 		}
-		shards[i] = b
 	}
 	g, err := shardgroup.New(shardgroup.Config{
 		Group:          sc.group,
 		Identity:       el.identity,
 		Shards:         shards,
 		Member:         member,
-		Members:        member,
+		Members:        members,
 		Election:       el.electorConfig(nil, log),
 		RebalanceDelay: sc.rebalanceDelay,
 		DrainTimeout:   sc.drainTimeout,

@@ -2,186 +2,17 @@ package process
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
-	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
-// Shard mode's test settings: 8 shards; a newcomer is drained towards
-// after 1s; a draining shard waits 10s for the app, far longer than the
-// test's moves, so that every move below is released by the sampler's
-// acknowledgement (POST /shards/{i}/drained), as an app's would be.
-const testShards = 8
-
-func shardArgs() []string {
-	return []string{"--shards", strconv.Itoa(testShards), "--shard-rebalance-delay", "1s", "--shard-drain-timeout", "10s"}
-}
-
-// shardSampler asks every replica's GET /shards as fast as it answers,
-// logs each held shard's claim in that shard's ClaimLog, and acknowledges
-// every draining shard it sees, as the app would.
-type shardSampler struct {
-	logs   [testShards]sidecartest.ClaimLog
-	mu     sync.Mutex
-	latest map[*sidecartest.Sidecar]httpapi.ShardsJSON
-	acked  map[[2]int64]bool // shard and token of each drain acknowledged
-	wg     sync.WaitGroup
-	stop   chan struct{}
-}
-
-func newShardSampler() *shardSampler {
-	return &shardSampler{latest: map[*sidecartest.Sidecar]httpapi.ShardsJSON{}, acked: map[[2]int64]bool{}, stop: make(chan struct{})}
-}
-
-func getShards(s *sidecartest.Sidecar) (httpapi.ShardsJSON, error) {
-	var out httpapi.ShardsJSON
-	resp, err := sidecartest.Client.Get("http://" + s.Addr() + "/shards")
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("GET /shards: %s", resp.Status)
-	}
-	return out, json.NewDecoder(resp.Body).Decode(&out)
-}
-
-// sample follows s until s is gone or the sampler stops.
-func (p *shardSampler) sample(t *testing.T, s *sidecartest.Sidecar) {
-	who := strconv.Itoa(s.Pid())
-	p.wg.Go(func() {
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-s.Done():
-				p.mu.Lock()
-				delete(p.latest, s)
-				p.mu.Unlock()
-				return
-			default:
-			}
-			sent := time.Now()
-			st, err := getShards(s)
-			if err != nil {
-				continue // the process may be dying; a live one is checked by the awaits
-			}
-			answer := time.Now()
-			for _, h := range st.Held {
-				p.logs[h.Shard].Add(sidecartest.Claim{Who: who, Term: sidecartest.Term{Token: h.Token}, Sweep: -1, Sent: sent, Answer: answer})
-				if h.State == "draining" {
-					resp, err := sidecartest.Client.Post("http://"+s.Addr()+"/shards/"+strconv.Itoa(h.Shard)+"/drained", "", nil)
-					if err == nil {
-						if resp.StatusCode == http.StatusOK {
-							p.mu.Lock()
-							p.acked[[2]int64{int64(h.Shard), h.Token}] = true
-							p.mu.Unlock()
-						}
-						resp.Body.Close()
-					}
-				}
-			}
-			p.mu.Lock()
-			p.latest[s] = st
-			p.mu.Unlock()
-		}
-	})
-}
-
-// holders is, per shard, the replicas whose latest answer holds it, with
-// the token.
-func (p *shardSampler) holders(live []*sidecartest.Sidecar) (by [testShards][]*sidecartest.Sidecar, tokens [testShards]int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range live {
-		for _, h := range p.latest[s].Held {
-			by[h.Shard] = append(by[h.Shard], s)
-			tokens[h.Shard] = h.Token
-		}
-	}
-	return by, tokens
-}
-
-// awaitSpread waits until every shard is held by exactly one of live and
-// none holds more than ceil(8/len(live)), and returns the holders.
-func (p *shardSampler) awaitSpread(t *testing.T, live []*sidecartest.Sidecar, within time.Duration, cond func(shard int, tok int64) bool) ([testShards]*sidecartest.Sidecar, [testShards]int64) {
-	t.Helper()
-	fair := (testShards + len(live) - 1) / len(live)
-	deadline := time.Now().Add(within)
-	for {
-		by, tokens := p.holders(live)
-		ok := true
-		load := map[*sidecartest.Sidecar]int{}
-		var one [testShards]*sidecartest.Sidecar
-		for i, hs := range by {
-			if len(hs) != 1 || !cond(i, tokens[i]) {
-				ok = false
-				break
-			}
-			one[i] = hs[0]
-			load[hs[0]]++
-		}
-		for _, n := range load {
-			ok = ok && n <= fair
-		}
-		if ok {
-			return one, tokens
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shards not spread over %d replicas (at most %d each) after %v: holders %v, tokens %v", len(live), fair, within, by, tokens)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// check fails t if two replicas ever claimed one shard at one instant (a
-// claim of an older token sent after a newer token's first claim
-// arrived), or one token was claimed by two replicas; it returns the
-// claims logged.
-func (p *shardSampler) check(t *testing.T) (claims int) {
-	t.Helper()
-	close(p.stop)
-	p.wg.Wait()
-	overlaps, repeats := 0, 0
-	for i := range p.logs {
-		n, longest := p.logs[i].Overlaps()
-		if n > 0 {
-			t.Errorf("shard %d: %d claims of an older token sent after a newer one had claimed (longest %v after)", i, n, longest)
-		}
-		overlaps += n
-		who := map[int64]string{}
-		for _, c := range p.logs[i].Claims() {
-			claims++
-			if w, ok := who[c.Term.Token]; ok && w != c.Who {
-				repeats++
-				t.Errorf("shard %d: token %d claimed by %s and by %s", i, c.Term.Token, w, c.Who)
-			}
-			who[c.Term.Token] = c.Who
-		}
-	}
-	t.Logf("sampler: %d claims, %d overlapping, %d tokens repeated with another holder, %d drains acknowledged", claims, overlaps, repeats, len(p.acked))
-	return claims
-}
-
-func heldBy(s *sidecartest.Sidecar, holders [testShards]*sidecartest.Sidecar) []int {
-	var out []int
-	for i, h := range holders {
-		if h == s {
-			out = append(out, i)
-		}
-	}
-	return out
-}
+const testShards = sidecartest.TestShards
 
 // TestShardGroupOnOneSQLiteFile runs 3 sidecar processes in shard mode
 // on one SQLite file, with every replica's /shards sampled throughout:
@@ -192,22 +23,21 @@ func heldBy(s *sidecartest.Sidecar, holders [testShards]*sidecartest.Sidecar) []
 // exited 0. No shard is ever claimed by two replicas at one instant.
 func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 	db := sidecartest.DBPath(t)
-	p := newShardSampler()
+	p := sidecartest.NewShardSampler(testShards)
 	var live []*sidecartest.Sidecar
 	for range 3 {
-		live = append(live, sidecartest.Launch(t, db, shardArgs()...))
+		live = append(live, sidecartest.Launch(t, db, sidecartest.ShardArgs()...))
 	}
 	start := time.Now()
 	for _, s := range live {
 		s.WaitServing()
-		p.sample(t, s)
+		p.Sample(s)
 	}
-	any := func(int, int64) bool { return true }
-	holders, tokens := p.awaitSpread(t, live, 20*time.Second, any)
+	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
 
 	victim := live[0]
-	lost := heldBy(victim, holders)
+	lost := sidecartest.HeldBy(victim, holders)
 	before := tokens
 	killed := time.Now()
 	if err := victim.Cmd().Process.Signal(syscall.SIGKILL); err != nil {
@@ -215,8 +45,7 @@ func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 	}
 	victim.WaitExit(5 * time.Second)
 	live = live[1:]
-	higher := func(i int, tok int64) bool { return !contains(lost, i) || tok > before[i] }
-	holders, tokens = p.awaitSpread(t, live, sidecartest.LeaseDuration+8*sidecartest.RetryPeriod+2*time.Second, higher)
+	holders, tokens = p.AwaitSpread(t, live, sidecartest.LeaseDuration+8*sidecartest.RetryPeriod+2*time.Second, sidecartest.HigherThan(lost, before))
 	took := time.Since(killed)
 	t.Logf("kill -9: shards %v held again after %v (lease %v)", lost, took.Round(time.Millisecond), sidecartest.LeaseDuration)
 	if took < sidecartest.LeaseDuration-sidecartest.RenewInterval {
@@ -224,18 +53,17 @@ func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 	}
 
 	leaver := live[0]
-	moved := heldBy(leaver, holders)
+	moved := sidecartest.HeldBy(leaver, holders)
 	before = tokens
 	stopped := time.Now()
 	leaver.Signal(syscall.SIGTERM)
 	live = live[1:]
-	higher = func(i int, tok int64) bool { return !contains(moved, i) || tok > before[i] }
-	p.awaitSpread(t, live, 6*sidecartest.RetryPeriod, higher)
+	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, before))
 	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
 	if code := leaver.WaitExit(5 * time.Second); code != 0 {
 		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
 	}
-	p.check(t)
+	p.Check(t)
 	checkRows(t, db, live[0], leaver, victim)
 }
 
@@ -288,15 +116,6 @@ func identityIn(t *testing.T, s *sidecartest.Sidecar) string {
 	return ""
 }
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // TestShardsPageCommand runs the command docs/shards.md shows, on a file
 // of the test's own: a sidecar alone in group billing holds its 8 shards.
 func TestShardsPageCommand(t *testing.T) {
@@ -314,7 +133,7 @@ func TestShardsPageCommand(t *testing.T) {
 	s.WaitServing()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := getShards(s)
+		st, err := s.Shards()
 		if err == nil && st.Group == "billing" && st.Shards == 8 && len(st.Held) == 8 {
 			return
 		}
