@@ -201,3 +201,14 @@ func (p *ShardSampler) Check(t testing.TB) (claims, overlaps, repeats int) {
 		claims, overlaps, repeats, len(p.acked))
 	return claims, overlaps, repeats
 }
+
+// IdentityOfShards is the identity a sidecar in shard mode answers with
+// on GET /shards, failing t if it cannot answer.
+func IdentityOfShards(t testing.TB, s *Sidecar) string {
+	t.Helper()
+	st, err := s.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Identity
+}
