@@ -66,7 +66,8 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	opts := httpapi.Options{AnyHost: cfg.exposeAppAPI()}
+	streamsDone := make(chan struct{}) // ends the open /shards/watch streams
+	opts := httpapi.Options{AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
 	servers, err := listen(log, []listener{
 		{"app", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
 		{"ops", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},
@@ -94,6 +95,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	case err = <-groupDone:
 		log.Error("the shard group stopped; exiting", "err", err)
 	}
+	close(streamsDone)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	for _, s := range servers {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 //	GET  /shards              ShardsJSON: the group and the shards held here
 //	GET  /shards/{i}          200 ShardJSON while held here, 409 with the holder otherwise
 //	GET  /shards/owner?key=K  OwnerJSON: the shard of key K and its holder
+//	GET  /shards/watch        Server-Sent Events: ShardsJSON at once, then on
+//	                          every change but a renewal
 //	POST /shards/{i}/drained  the app let shard i go: it is released at once
 //	                          (409 when it does not drain here)
 //
@@ -33,6 +36,7 @@ type ShardGroup interface {
 	Drained(i int) error
 	Healthy() bool
 	ReachedStore() bool
+	Changed() <-chan struct{}
 }
 
 // ShardsJSON is the answer of GET /shards.
@@ -101,6 +105,7 @@ func NewShardsAppHandler(g ShardGroup, opts Options) http.Handler {
 	mux := a.readOnly()
 	mux.HandleFunc("GET /shards", a.shards)
 	mux.HandleFunc("GET /shards/owner", a.owner)
+	mux.HandleFunc("GET /shards/watch", a.watch)
 	mux.HandleFunc("GET /shards/{i}", a.shard)
 	mux.Handle("POST /shards/{i}/drained", localOnly(http.HandlerFunc(a.drained), a.opts.AnyHost))
 	for _, p := range []string{"GET /{$}", "GET /leader", "GET /leader/watch", "POST /leader/release", "POST /leader/handoff"} {
@@ -154,7 +159,10 @@ func (a *shardAPI) readyz(w http.ResponseWriter, _ *http.Request) {
 func rangeJSON(r shard.Range) RangeJSON { return RangeJSON{Start: r.StartText(), End: r.EndText()} }
 
 func (a *shardAPI) shards(w http.ResponseWriter, _ *http.Request) {
-	s := a.g.Status()
+	writeJSON(w, http.StatusOK, shardsJSON(a.g.Status()))
+}
+
+func shardsJSON(s shardgroup.Status) ShardsJSON {
 	out := ShardsJSON{Group: s.Group, Identity: s.Identity, Shards: s.Shards, Members: s.Members,
 		FairShare: s.FairShare, Leaving: s.Leaving, Held: []ShardJSON{}}
 	if out.Members == nil {
@@ -168,7 +176,71 @@ func (a *shardAPI) shards(w http.ResponseWriter, _ *http.Request) {
 	if sel, ok := shard.Selector(shard.FieldUID, ranges); ok {
 		out.ShardSelector = sel
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
+}
+
+// watch streams ShardsJSON as Server-Sent Events: once at once, then on
+// each change of members, held shards, tokens or states; a renewal alone
+// (validUntil) sends nothing. Besides the group's changes it wakes when
+// the earliest claim's validUntil passes, which no store event announces.
+func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	keepAlive := time.NewTicker(a.opts.KeepAlive)
+	defer keepAlive.Stop()
+	lapse := time.NewTimer(0)
+	defer lapse.Stop()
+	var last []byte // the last event sent, without validUntil
+	for {
+		changed := a.g.Changed() // before Status, so no change is missed
+		s := a.g.Status()
+		st := shardsJSON(s)
+		body, err := json.Marshal(st)
+		if err != nil {
+			return
+		}
+		for i := range st.Held {
+			st.Held[i].ValidUntil = time.Time{}
+		}
+		key, err := json.Marshal(st)
+		if err != nil {
+			return
+		}
+		if string(key) != string(last) {
+			if !send(rc, w, a.opts.writeTimeout, "data: %s\n\n", body) {
+				return
+			}
+			last = key
+		}
+		var lapsed <-chan time.Time
+		if len(s.Held) > 0 {
+			first := s.Held[0].ValidUntil
+			for _, h := range s.Held {
+				if h.ValidUntil.Before(first) {
+					first = h.ValidUntil
+				}
+			}
+			lapse.Reset(time.Until(first))
+			lapsed = lapse.C
+		}
+		select {
+		case <-changed:
+		case <-lapsed:
+		case <-keepAlive.C:
+			if !send(rc, w, a.opts.writeTimeout, ": keep-alive\n\n") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-a.opts.Done:
+			return
+		}
+	}
 }
 
 func heldJSON(i int, token int64, draining bool, r shard.Range, validUntil time.Time) ShardJSON {

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -143,5 +145,90 @@ func TestShardsAPI(t *testing.T) {
 		if code := call(t, h, "GET", path, &refusal); code != 409 || refusal.Holder != "b" {
 			t.Errorf("GET %s on a after the acknowledgement: %d %+v, want 409 naming b", path, code, refusal)
 		}
+	})
+}
+
+// streamRecorder is a ResponseWriter that a handler may write to while
+// the test reads what it wrote.
+type streamRecorder struct {
+	mu     sync.Mutex
+	header http.Header
+	body   strings.Builder
+}
+
+func (r *streamRecorder) Header() http.Header { return r.header }
+func (r *streamRecorder) WriteHeader(int)     {}
+func (r *streamRecorder) Flush()              {}
+func (r *streamRecorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.body.Write(p)
+}
+
+// events are the data of every event written so far.
+func (r *streamRecorder) events(t *testing.T) []ShardsJSON {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ShardsJSON
+	for ev := range strings.SplitSeq(r.body.String(), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok {
+			continue
+		}
+		var st ShardsJSON
+		if err := json.Unmarshal([]byte(data), &st); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func heldStates(st ShardsJSON) string {
+	var b strings.Builder
+	for _, h := range st.Held {
+		fmt.Fprintf(&b, "%d:%d:%s ", h.Shard, h.Token, h.State)
+	}
+	return b.String()
+}
+
+// TestShardsWatch follows GET /shards/watch of a real group: the state at
+// once, every change after (the shards acquired, then drained and
+// released to a newcomer), and no event for renewals alone.
+func TestShardsWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := runGroup(t, store, "a")
+		h := NewShardsAppHandler(a, Options{KeepAlive: time.Hour})
+		rec := &streamRecorder{header: http.Header{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/shards/watch", nil).WithContext(ctx))
+		}()
+		time.Sleep(2 * time.Second)
+		evs := rec.events(t)
+		if len(evs) == 0 || len(evs[len(evs)-1].Held) != 4 {
+			t.Fatalf("events after 2s: %v, want the last to hold 4 shards", evs)
+		}
+		settled := len(evs)
+		time.Sleep(10 * time.Second) // renewals every second
+		if n := len(rec.events(t)); n != settled {
+			t.Errorf("%d events while nothing but renewals happened", n-settled)
+		}
+
+		runGroup(t, store, "b")
+		time.Sleep(10 * time.Second) // the drain timeout is 5s
+		evs = rec.events(t)
+		var drainSeen bool
+		for _, ev := range evs[settled:] {
+			drainSeen = drainSeen || strings.Contains(heldStates(ev), "draining")
+		}
+		if last := evs[len(evs)-1]; !drainSeen || len(last.Held) != 2 || len(last.Members) != 2 {
+			t.Errorf("events after b joined: %v; want draining shards, then 2 held of 2 members", evs[settled:])
+		}
+		cancel()
+		<-done
 	})
 }

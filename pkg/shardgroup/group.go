@@ -37,6 +37,8 @@ type Group struct {
 	member backend.Version
 	// moves counts the shards this replica released to move.
 	moves int
+	// changed is closed and replaced whenever Status may have changed.
+	changed chan struct{}
 }
 
 // New checks cfg and builds the replica's electors, one per shard. Nothing
@@ -54,6 +56,7 @@ func New(cfg Config) (*Group, error) {
 		seen:     map[string]seenMember{},
 		draining: map[int]time.Time{},
 		drained:  map[int]bool{},
+		changed:  make(chan struct{}),
 	}
 	for i, b := range cfg.Shards {
 		ec := cfg.Election
@@ -85,6 +88,7 @@ func (g *Group) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, e := range g.electors {
 		wg.Go(func() { stopped <- e.Run(electorCtx) })
+		wg.Go(func() { g.relayChanges(electorCtx, e) })
 	}
 	defer func() {
 		stopElectors()
@@ -99,6 +103,7 @@ func (g *Group) Run(ctx context.Context) error {
 		}
 		g.readMembers(ctx)
 		g.act(ctx)
+		g.notify()
 		wait := min(cfg.RetryPeriod, max(0, renewDue.Sub(cfg.Clock.Now())))
 		select {
 		case <-ctx.Done():
@@ -120,12 +125,14 @@ func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 	g.mu.Lock()
 	g.leaving = true
 	g.mu.Unlock()
+	g.notify()
 	g.log.Info("leaving the group: draining and releasing every shard")
 	g.writeMember(ctx, "")
 	deadline := cfg.Clock.Now().Add(g.cfg.DrainTimeout + cfg.RenewDeadline)
 	for {
 		g.readMembers(ctx)
 		g.act(ctx)
+		g.notify()
 		if !g.holdsAny() {
 			g.log.Info("left the group")
 			return nil
@@ -139,6 +146,36 @@ func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 			return fmt.Errorf("a shard's election stopped: %w", err)
 		case <-g.wake:
 		case <-cfg.Clock.After(cfg.RetryPeriod):
+		}
+	}
+}
+
+// Changed returns a channel that is closed the next time Status may have
+// changed: a shard's election changed, or the loop decided (every retry
+// period at least, as members expire by time alone). Call it again after
+// it fires. A claim that lapses by time alone closes it only at the next
+// of those; a reader that must notice it waits until Held's ValidUntil.
+func (g *Group) Changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+func (g *Group) notify() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// relayChanges passes e's changes on to Changed until ctx ends.
+func (g *Group) relayChanges(ctx context.Context, e *election.Elector) {
+	for {
+		select {
+		case <-e.Changed():
+			g.notify()
+		case <-ctx.Done():
+			return
 		}
 	}
 }
