@@ -102,6 +102,9 @@ func TestShardsAPI(t *testing.T) {
 				t.Errorf("%s %s in shard mode: %d %+v", c.method, c.path, code, refusal)
 			}
 		}
+		if code := call(t, ops, "GET", "/metrics", nil); code != 404 {
+			t.Errorf("GET /metrics in shard mode: %d, want 404 (not built)", code)
+		}
 		for _, path := range []string{"/healthz", "/readyz"} {
 			if code := call(t, ops, "GET", path, nil); code != 200 {
 				t.Errorf("GET %s on the ops listener: %d", path, code)
