@@ -94,6 +94,7 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 		{[]string{"--shards=8", "--backend=sqlite", "--readiness-mode=label"}, nil, "--shards: --readiness-mode label publishes one leader"},
 		{[]string{"--shards=8", "--backend=sqlite", "--app-health-url=http://127.0.0.1:8080/"}, nil, "--shards: --app-health-url gates one election"},
 		{[]string{"--shards=8", "--backend=sqlite", "--release-on-shutdown=false"}, nil, "--shards: a replica in shard mode always drains and releases"},
+		{[]string{"--shards=8", "--backend=lease", "--namespace=ns", "--shard-group=" + strings.Repeat("g", 220)}, nil, "--shard-group: the group's Lease " + strings.Repeat("g", 220) + "-member-<identity> would not be a valid name"},
 		{[]string{"--shard-group=Bad_Name"}, nil, `--shard-group: "Bad_Name" is not a valid name`},
 		{[]string{"--shard-rebalance-delay=-1s"}, nil, "--shard-rebalance-delay: must not be negative, got -1s"},
 		{[]string{"--shard-drain-timeout=-1s"}, nil, "--shard-drain-timeout: must not be negative, got -1s"},

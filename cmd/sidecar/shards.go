@@ -78,6 +78,16 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 	case !cfg.releaseOnShutdown:
 		return errors.New("--shards: a replica in shard mode always drains and releases its shards when it stops; it does not take --release-on-shutdown=false")
 	}
+	if cfg.election.backend == "lease" {
+		for _, n := range []struct{ name, shown string }{
+			{shardgroup.ShardRecord(c.group, c.count-1), shardgroup.ShardRecord(c.group, c.count-1)},
+			{shardgroup.MemberRecord(c.group, cfg.election.identity), shardgroup.MemberPrefix(c.group) + "<identity>"},
+		} {
+			if errs := validation.IsDNS1123Subdomain(n.name); len(errs) > 0 {
+				return fmt.Errorf("--shard-group: the group's Lease %s would not be a valid name: %s", n.shown, strings.Join(errs, "; "))
+			}
+		}
+	}
 	return nil
 }
 
