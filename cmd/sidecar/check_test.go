@@ -87,6 +87,18 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 		{[]string{"--lease-duration=10s"}, nil, "--lease-duration"},
 		{[]string{"--http-address=0.0.0.0:4040"}, nil, "--http-address: must be a loopback address"},
 		{[]string{"--no-such-flag"}, nil, "unknown flag: --no-such-flag"},
+		{[]string{"--shards=257"}, nil, "--shards: must be from 0 (one leader) to 256, got 257"},
+		{[]string{"--shards=-1"}, nil, "--shards: must be from 0 (one leader) to 256, got -1"},
+		{nil, []string{"LEADER_SIDECAR_SHARDS=eight"}, `LEADER_SIDECAR_SHARDS="eight" (--shards)`},
+		{[]string{"--shards=8", "--backend=lease", "--shard-group=billing.", "--namespace=ns"}, nil, `--shard-group: "billing." is not a valid name`},
+		{[]string{"--shards=8", "--backend=sqlite", "--readiness-mode=label"}, nil, "--shards: --readiness-mode label publishes one leader"},
+		{[]string{"--shards=8", "--backend=sqlite", "--app-health-url=http://127.0.0.1:8080/"}, nil, "--shards: --app-health-url gates one election"},
+		{[]string{"--shards=8", "--backend=sqlite", "--release-on-shutdown=false"}, nil, "--shards: a replica in shard mode always drains and releases"},
+		{[]string{"--shards=8", "--backend=lease", "--namespace=ns", "--shard-group=" + strings.Repeat("g", 220)}, nil, "--shard-group: the group's Lease " + strings.Repeat("g", 220) + "-member-<identity> would not be a valid name"},
+		{[]string{"--shard-group=Bad_Name"}, nil, `--shard-group: "Bad_Name" is not a valid name`},
+		{[]string{"--shard-rebalance-delay=-1s"}, nil, "--shard-rebalance-delay: must not be negative, got -1s"},
+		{[]string{"--shard-drain-timeout=-1s"}, nil, "--shard-drain-timeout: must not be negative, got -1s"},
+		{[]string{"--shard-max-per-member=-2"}, nil, "--shard-max-per-member: must not be negative, got -2"},
 	} {
 		code, stdout, stderr := runArgs(t, append([]string{"check"}, c.args...), c.env...)
 		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "sidecar: ") || !strings.Contains(stderr, c.want) ||
@@ -171,5 +183,20 @@ func TestCheckHelp(t *testing.T) {
 	}
 	if _, stdout, _ := runArgs(t, []string{"--help"}); !strings.Contains(stdout, "sidecar check [flags]") {
 		t.Fatalf("sidecar --help does not list check:\n%s", stdout)
+	}
+}
+
+// sidecar check resolves shard mode's settings: the group defaults to the
+// lease name.
+func TestCheckResolvesShardMode(t *testing.T) {
+	code, stdout, stderr := runArgs(t, []string{"check", "--backend=sqlite", "--lease-name=billing", "--shards=8", "--shard-drain-timeout=5s"})
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	for _, want := range []string{"\nshards: 8\n", "\nshard-group: billing\n", "\nshard-rebalance-delay: 30s\n",
+		"\nshard-drain-timeout: 5s\n", "\nshard-max-per-member: 0 (the fair share)\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check printed no %q:\n%s", strings.TrimSpace(want), stdout)
+		}
 	}
 }

@@ -25,6 +25,9 @@ const shutdownTimeout = 5 * time.Second
 func serve(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
 	el := cfg.election
 	log.Info("starting", "version", currentVersion(), "backend", el.backend, "lease", el.leaseName, "identity", el.identity)
+	if cfg.shards.enabled() {
+		return serveShards(ctx, cfg, log)
+	}
 	parts, err := buildSidecar(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -121,6 +121,7 @@ type sidecarConfig struct {
 	roleLabel     string
 	// appHealth gates candidacy on the app's health; url "" for none.
 	appHealth appHealthConfig
+	shards    shardsConfig
 	log       logConfig
 	version   bool
 }
@@ -154,6 +155,7 @@ func newSidecarConfig() *sidecarConfig {
 	fs.StringVar(&c.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
 	docMeaning(fs, "role-label", "the Pod label of `label` mode (`leader` or `follower`)")
 	c.appHealth.add(fs)
+	c.shards.add(fs)
 	c.log.add(fs, sidecarLogLevel)
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	docDefault(fs, "version", "")
@@ -195,7 +197,10 @@ func (c *sidecarConfig) check(environ []string) error {
 	if err := c.log.check(); err != nil {
 		return err
 	}
-	return c.appHealth.check(c.httpAddress, c.opsAddress)
+	if err := c.appHealth.check(c.httpAddress, c.opsAddress); err != nil {
+		return err
+	}
+	return c.shards.check(c)
 }
 
 // exposeAppAPI: the app API is deliberately served beyond loopback; its

@@ -75,6 +75,24 @@ type FirstCreator interface {
 	CreateFirst(ctx context.Context, rec Record) (Version, error)
 }
 
+// Lister is implemented by backends whose store holds the records of
+// many elections and can list them by name: a shard group finds its
+// members' records (named <group>-member-<identity>) this way, whose
+// names it cannot know in advance.
+type Lister interface {
+	// List returns the record and version of every election in the store
+	// whose name begins with prefix, sorted by name. Bad stored data reads
+	// as Get reads it.
+	List(ctx context.Context, prefix string) ([]Listed, error)
+}
+
+// Listed is one election's record as List found it.
+type Listed struct {
+	Name    string
+	Record  Record
+	Version Version
+}
+
 // Version identifies one stored state of a record. It is opaque: callers
 // only hand it back to Update. Every successful write yields a new Version.
 type Version string

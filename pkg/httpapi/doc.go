@@ -22,6 +22,11 @@
 // to a release and a hand-off is fence.LeaderJSON, the one definition that the fence client,
 // tests and tools read too.
 //
+// In shard mode (--shards N) the app API is NewShardsAppHandler's instead
+// (shards.go): GET /shards, /shards/watch, /shards/{i},
+// /shards/owner?key=K and POST /shards/{i}/drained, with the /leader paths answering 409 with an error
+// that points to /shards.
+//
 // The ops API (for kubelet probes on the pod IP) serves only the read-only
 // /healthz, /readyz, /leader/ready and /metrics.
 //

@@ -31,6 +31,6 @@
 // election), which every shard keeps on its own record; Decide only
 // chooses which elections a replica takes part in.
 //
-// The package is not yet used by the sidecar; docs/shards.md says what is
-// built and what is not.
+// Package shardgroup runs it in the sidecar's shard mode (--shards);
+// docs/shards.md says what is built and what is not.
 package shard

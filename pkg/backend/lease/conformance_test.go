@@ -87,3 +87,12 @@ func TestRacingSeparateClients(t *testing.T) {
 		version = v
 	}
 }
+
+// TestList lists Leases through separate clients, as separate processes
+// would, in a namespace of its own.
+func TestList(t *testing.T) {
+	ns := newNamespace(t)
+	backendtest.RunList(t, func(t *testing.T, name string) backend.Backend {
+		return newBackend(t, newClient(t), ns, name)
+	})
+}

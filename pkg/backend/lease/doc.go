@@ -80,5 +80,7 @@
 // and update on the Lease, and watch for Watch (list too on an API server
 // that cannot stream a watch's initial state: Watch then lists first). A
 // Role may limit get, update, list and watch to the Lease with
-// resourceNames; create cannot be limited by name.
+// resourceNames; create cannot be limited by name. List (backend.Lister,
+// for a shard group's member Leases) needs list on every Lease of the
+// namespace: it cannot be limited by name.
 package lease

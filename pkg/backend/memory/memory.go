@@ -15,7 +15,9 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -90,6 +92,7 @@ var (
 	_ backend.Backend      = (*Backend)(nil)
 	_ backend.FirstCreator = (*Backend)(nil)
 	_ backend.Snapshotter  = (*Backend)(nil)
+	_ backend.Lister       = (*Backend)(nil)
 )
 
 // Get implements backend.Backend.
@@ -219,6 +222,24 @@ func (b *Backend) Snapshot() (backend.Record, backend.Version, bool) {
 		return backend.Record{}, "", false
 	}
 	return st.rec, st.version, true
+}
+
+// List implements backend.Lister over every election of the Store.
+func (b *Backend) List(ctx context.Context, prefix string) ([]backend.Listed, error) {
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := b.checkLocked(ctx, "list"); err != nil {
+		return nil, err
+	}
+	var out []backend.Listed
+	for name, st := range s.records {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, backend.Listed{Name: name, Record: st.rec, Version: st.version})
+		}
+	}
+	slices.SortFunc(out, func(a, b backend.Listed) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // Describe implements backend.Backend.

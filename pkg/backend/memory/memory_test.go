@@ -61,3 +61,8 @@ func TestSnapshotOfADeletedRecord(t *testing.T) {
 		t.Fatalf("snapshot at %q (ok %v, token %d), want %q with token 4", got, ok, rec.Transitions, v)
 	}
 }
+
+func TestList(t *testing.T) {
+	store := memory.NewStore()
+	backendtest.RunList(t, func(t *testing.T, name string) backend.Backend { return store.Open(name) })
+}

@@ -93,7 +93,10 @@
 // the file and the timeout.
 //
 // Each Watch reads PRAGMA data_version, a read, on a connection of its own.
-// The value changes whenever another connection commits to the file. A
+// The value changes whenever another connection commits to the file; the
+// watch then reads its election's row and signals only if the row changed,
+// so the writes of the other elections of a file (a shard group's other
+// records) wake no elector. A
 // watch reads it as soon as the watch on the file's directory (fsnotify;
 // inotify on Linux, see Store identity) reports a write to the file or its
 // -wal, and then every millisecond until the commit shows (it is published

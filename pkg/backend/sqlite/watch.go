@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -57,7 +59,7 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 	defer cancel()
 	defer context.AfterFunc(b.closing, cancel)()
 
-	p := &poller{db: b.watchDB}
+	p := &poller{db: b.watchDB, election: b.election}
 	defer p.close()
 	timer := time.NewTimer(0) // the first poll takes the baseline at once
 	defer timer.Stop()
@@ -79,7 +81,7 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 			timer.Stop()
 		case <-timer.C:
 		}
-		changed, err := p.poll(ctx)
+		advanced, changed, err := p.poll(ctx)
 		if err != nil {
 			delay = min(2*delay, max(maxRetryDelay, b.pollInterval))
 		} else {
@@ -87,7 +89,9 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 		}
 		if changed {
 			backend.Notify(ch)
-			followUntil = time.Time{}
+		}
+		if advanced {
+			followUntil = time.Time{} // the commit shows, this row's or another's
 		}
 		next := delay
 		if err == nil && time.Now().Before(followUntil) {
@@ -97,34 +101,61 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 	}
 }
 
-// poller holds one watch's connection and the data_version last read on it.
-// data_version is per connection, so a new connection starts a new baseline.
+// poller holds one watch's connection, the data_version last read on it,
+// and the election's row as read after it. data_version is per
+// connection, so a new connection starts a new baseline.
 type poller struct {
-	db   *sql.DB
-	conn *sql.Conn
-	last int64
+	db       *sql.DB
+	election string
+	conn     *sql.Conn
+	last     int64
+	// row is the election's row as read when data_version last changed,
+	// every column; "" while the row is missing.
+	row string
 }
 
-// poll reads data_version, connecting first if needed. It reports a change
-// when the value differs from the last one read, and on every new
-// connection. On error the connection is closed, to be reopened next time.
-func (p *poller) poll(ctx context.Context) (changed bool, err error) {
+// poll reads data_version, connecting first if needed, and reports
+// whether it advanced (a commit to the file shows, or the connection is
+// new). When it advanced, poll reads the election's row too (every column,
+// so that an edit by hand that keeps the version counts), and reports a
+// change only if the row differs from the one last read: a write to
+// another election's row of the file (a shard group's other records) is
+// no change of this one. It reports a change on every new connection. On
+// an error of data_version the connection is closed, to be reopened next
+// time; a row that cannot be read counts as a row of its own, so it
+// reports one change, and Get reports the error.
+func (p *poller) poll(ctx context.Context) (advanced, changed bool, err error) {
 	fresh := false
 	if p.conn == nil {
 		if p.conn, err = p.db.Conn(ctx); err != nil {
 			p.conn = nil
-			return false, err
+			return false, false, err
 		}
 		fresh = true
 	}
 	var v int64
 	if err := p.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 		p.close()
-		return false, err
+		return false, false, err
 	}
-	changed = fresh || v != p.last
-	p.last = v
-	return changed, nil
+	if !fresh && v == p.last {
+		return false, false, nil
+	}
+	var (
+		version, duration, transitions, acquire, renew sql.NullInt64
+		holder, handoff                                sql.NullString
+		row                                            string
+	)
+	err = p.conn.QueryRowContext(ctx, selectRecord, p.election).Scan(&version, &holder, &duration, &acquire, &renew, &transitions, &handoff)
+	switch {
+	case err == nil:
+		row = fmt.Sprint(version, holder, duration, acquire, renew, transitions, handoff)
+	case !errors.Is(err, sql.ErrNoRows):
+		row = "unreadable: " + err.Error()
+	}
+	changed = fresh || row != p.row
+	p.last, p.row = v, row
+	return true, changed, nil
 }
 
 func (p *poller) close() {

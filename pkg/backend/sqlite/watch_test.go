@@ -113,7 +113,9 @@ func mustVersion(t *testing.T, b *Backend) backend.Version {
 
 // TestPollerReconnects drives one watch's poller by hand: a failed
 // connection is an error, not a panic; the next poll reconnects and reports
-// a change (one may have been missed); then only real writes are changes.
+// a change (one may have been missed); then only real writes are changes,
+// and only writes to its own election's row: a write to another
+// election of the file is none.
 func TestPollerReconnects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	b, writer := openT(t, path, "e"), openT(t, path, "e")
@@ -121,11 +123,11 @@ func TestPollerReconnects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	p := &poller{db: b.watchDB}
+	p := &poller{db: b.watchDB, election: "e"}
 	defer p.close()
 	poll := func(step string, want bool) {
 		t.Helper()
-		changed, err := p.poll(ctxT(t))
+		_, changed, err := p.poll(ctxT(t))
 		if err != nil {
 			t.Fatalf("%s: poll: %v", step, err)
 		}
@@ -137,7 +139,7 @@ func TestPollerReconnects(t *testing.T) {
 	poll("no write", false)
 
 	_ = p.conn.Close() // the connection fails under the poller
-	if _, err := p.poll(ctxT(t)); err == nil {
+	if _, _, err := p.poll(ctxT(t)); err == nil {
 		t.Fatal("poll on a closed connection succeeded")
 	}
 	if p.conn != nil {
@@ -151,4 +153,13 @@ func TestPollerReconnects(t *testing.T) {
 	}
 	poll("after another handle's write", true)
 	poll("no further write", false)
+
+	if _, err := openT(t, path, "other").Create(ctxT(t), backendtest.SampleRecord("c", 1)); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	poll("after a write to another election", false)
+	if _, err := b.db.ExecContext(ctxT(t), `UPDATE leader_records SET holder = 'by hand' WHERE name = 'e'`); err != nil {
+		t.Fatal(err)
+	}
+	poll("after an edit by hand that keeps the version", true)
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+)
+
+// shardsConfig is shard mode (package shardgroup): N shards, each an
+// election of its own, spread over the replicas; count 0 is the single
+// election.
+type shardsConfig struct {
+	count int
+	// group is --shard-group; check makes "" the lease name.
+	group          string
+	rebalanceDelay time.Duration
+	drainTimeout   time.Duration
+	maxPerMember   int
+}
+
+func (c *shardsConfig) add(fs *pflag.FlagSet) {
+	fs.IntVar(&c.count, "shards", 0, "run a shard group of this many shards (1 to 256), each an election of its own, spread over the replicas; 0: one leader")
+	docMeaning(fs, "shards", "shard mode: this many shards (1 to 256), each an election of its own with its own token, spread over the replicas; `0` is one leader (see [Shards](shards.md))")
+	fs.StringVar(&c.group, "shard-group", "", "name of the shard group, which names its records (default: --lease-name)")
+	docDefault(fs, "shard-group", "`--lease-name`")
+	docMeaning(fs, "shard-group", "name of the shard group; its records are `<group>-shard-<i>` and `<group>-member-<identity>`")
+	fs.DurationVar(&c.rebalanceDelay, "shard-rebalance-delay", shardgroup.DefaultRebalanceDelay, "how long a new member must have been live before shards held by others are drained towards it")
+	docMeaning(fs, "shard-rebalance-delay", "how long a new member must have been live before shards held by others are drained towards it")
+	fs.DurationVar(&c.drainTimeout, "shard-drain-timeout", shardgroup.DefaultDrainTimeout, "how long a draining shard waits for the app's POST /shards/{i}/drained before it is released anyway")
+	docMeaning(fs, "shard-drain-timeout", "how long a draining shard waits for the app's `POST /shards/{i}/drained` before it is released anyway")
+	fs.IntVar(&c.maxPerMember, "shard-max-per-member", 0, "most shards this replica contends for or holds; 0: its fair share, ceil(shards/members)")
+	docDefault(fs, "shard-max-per-member", "`0` (the fair share)")
+	docMeaning(fs, "shard-max-per-member", "most shards this replica contends for or holds; `0`: the fair share, ceil(shards / members), which a replica may exceed while others join")
+}
+
+// enabled reports shard mode.
+func (c *shardsConfig) enabled() bool { return c.count > 0 }
+
+// check checks the shard flags against the resolved sidecar settings:
+// shard mode neither publishes leadership on the Pod nor gates on the
+// app's health (one leader's features), and always leaves the group on a
+// graceful stop.
+func (c *shardsConfig) check(cfg *sidecarConfig) error {
+	if c.count < 0 || c.count > shard.MaxShards {
+		return fmt.Errorf("--shards: must be from 0 (one leader) to %d, got %d", shard.MaxShards, c.count)
+	}
+	if c.rebalanceDelay < 0 {
+		return fmt.Errorf("--shard-rebalance-delay: must not be negative, got %v", c.rebalanceDelay)
+	}
+	if c.drainTimeout < 0 {
+		return fmt.Errorf("--shard-drain-timeout: must not be negative, got %v", c.drainTimeout)
+	}
+	if c.maxPerMember < 0 {
+		return fmt.Errorf("--shard-max-per-member: must not be negative, got %d", c.maxPerMember)
+	}
+	if c.group == "" {
+		c.group = cfg.election.leaseName
+	} else if errs := validation.IsDNS1123Subdomain(c.group); len(errs) > 0 {
+		return fmt.Errorf("--shard-group: %q is not a valid name: %s", c.group, strings.Join(errs, "; "))
+	}
+	if !c.enabled() {
+		return nil
+	}
+	switch {
+	case cfg.readiness != podreadiness.ModeNone:
+		return fmt.Errorf("--shards: --readiness-mode %s publishes one leader; shard mode takes none", cfg.readiness)
+	case cfg.appHealth.url != "":
+		return errors.New("--shards: --app-health-url gates one election; shard mode does not take it")
+	case !cfg.releaseOnShutdown:
+		return errors.New("--shards: a replica in shard mode always drains and releases its shards when it stops; it does not take --release-on-shutdown=false")
+	}
+	if cfg.election.backend == "lease" {
+		for _, n := range []struct{ name, shown string }{
+			{shardgroup.ShardRecord(c.group, c.count-1), shardgroup.ShardRecord(c.group, c.count-1)},
+			{shardgroup.MemberRecord(c.group, cfg.election.identity), shardgroup.MemberPrefix(c.group) + "<identity>"},
+		} {
+			if errs := validation.IsDNS1123Subdomain(n.name); len(errs) > 0 {
+				return fmt.Errorf("--shard-group: the group's Lease %s would not be a valid name: %s", n.shown, strings.Join(errs, "; "))
+			}
+		}
+	}
+	return nil
+}
+
+// settings are sidecar check's lines of shard mode.
+func (c *shardsConfig) settings() []setting {
+	count := strconv.Itoa(c.count)
+	if !c.enabled() {
+		count = "0 (one leader)"
+	}
+	maxPer := strconv.Itoa(c.maxPerMember)
+	if c.maxPerMember == 0 {
+		maxPer = "0 (the fair share)"
+	}
+	return []setting{
+		{"shards", count},
+		{"shard-group", c.group},
+		{"shard-rebalance-delay", c.rebalanceDelay.String()},
+		{"shard-drain-timeout", c.drainTimeout.String()},
+		{"shard-max-per-member", maxPer},
+	}
+}

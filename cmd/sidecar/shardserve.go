@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+)
+
+// serveShards builds shard mode from cfg (--shards N) and runs it until
+// ctx ends: one handle on the store per shard record and one for this
+// replica's member record (an SQLite row or a Lease each, opened as the
+// single election's record is), a shardgroup.Group, and the shard API.
+// When ctx ends the group leaves gracefully (drains and releases every
+// shard) while the API still serves, so the app can see its shards drain
+// and acknowledge them; then the servers shut down.
+func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
+	el, sc := cfg.election, cfg.shards
+	log.Info("shard mode", "group", sc.group, "shards", sc.count)
+	kube := el.kubeClients()
+	var stores []*store
+	defer func() {
+		for _, st := range stores {
+			st.close()
+		}
+	}()
+	open := func(name string) (backend.Backend, error) {
+		rc := el
+		rc.leaseName = name
+		st, err := openStore(ctx, rc, kube, log)
+		if err != nil {
+			return nil, err
+		}
+		stores = append(stores, st)
+		return st.backend, nil
+	}
+	member, err := open(shardgroup.MemberRecord(sc.group, el.identity))
+	if err != nil {
+		return err
+	}
+	members, ok := member.(backend.Lister)
+	if !ok {
+		return fmt.Errorf("--backend %s cannot list the member records of a shard group", el.backend)
+	}
+	shards := make([]backend.Backend, sc.count)
+	for i := range shards {
+		if shards[i], err = open(shardgroup.ShardRecord(sc.group, i)); err != nil {
+			return err
+		}
+	}
+	g, err := shardgroup.New(shardgroup.Config{
+		Group:          sc.group,
+		Identity:       el.identity,
+		Shards:         shards,
+		Member:         member,
+		Members:        members,
+		Election:       el.electorConfig(nil, log),
+		RebalanceDelay: sc.rebalanceDelay,
+		DrainTimeout:   sc.drainTimeout,
+		MaxPerMember:   sc.maxPerMember,
+	})
+	if err != nil {
+		return err
+	}
+	streamsDone := make(chan struct{}) // ends the open /shards/watch streams
+	opts := httpapi.Options{AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
+	servers, err := listen(log, []listener{
+		{"app", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
+		{"ops", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},
+	})
+	if err != nil {
+		return err
+	}
+
+	serveErr := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { serveErr <- s.serve() }()
+	}
+	groupCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	groupDone := make(chan error, 1)
+	go func() { groupDone <- g.Run(groupCtx) }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: leaving the shard group")
+		err = <-groupDone
+	case err = <-serveErr:
+		log.Error("HTTP server failed; leaving the shard group", "err", err)
+		stop()
+		err = errors.Join(err, <-groupDone)
+	case err = <-groupDone:
+		log.Error("the shard group stopped; exiting", "err", err)
+	}
+	close(streamsDone)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.srv.Shutdown(shutdownCtx)
+	}
+	log.Info("stopped")
+	return err
+}

@@ -1,0 +1,91 @@
+package apiserver
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+)
+
+// TestLeaseShardGroup runs 3 sidecar processes in shard mode on the
+// Lease backend of a real API server, with every replica's /shards
+// sampled throughout: the 8 shards spread over them, each held once, at
+// most 3 each, one Lease per shard and one per member; after a kill -9 of
+// one, its shards are held again by the others with higher tokens once its
+// claims expire; after a SIGTERM of another, the last one holds every
+// shard within a few retry periods and the leaver's member Lease names no
+// holder. No shard is ever claimed by two replicas at one instant.
+func TestLeaseShardGroup(t *testing.T) {
+	k := sidecartest.Kube(t)
+	ns, group := k.Namespace(t), "billing"
+	kc := k.Kubeconfig(t, "")
+	p := sidecartest.NewShardSampler(sidecartest.TestShards)
+	var live []*sidecartest.Sidecar
+	start := time.Now()
+	for _, pod := range []string{"app-0", "app-1", "app-2"} {
+		// Every shard's renewals go through the one client: at these
+		// timings 8 shards renew 8 times a second, above the default rate.
+		s := sidecartest.LeaseSidecar(t, kc, ns, group, pod, append(sidecartest.ShardArgs(), "--kube-api-qps", "50", "--kube-api-burst", "100")...)
+		p.Sample(s)
+		live = append(live, s)
+	}
+	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
+	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
+	leases := func() map[string]string {
+		list, err := k.Client.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder := map[string]string{}
+		for _, l := range list.Items {
+			holder[l.Name] = sidecartest.Deref(l.Spec.HolderIdentity).(string)
+		}
+		return holder
+	}
+	all := leases()
+	for i := range sidecartest.TestShards {
+		if _, ok := all[shardgroup.ShardRecord(group, i)]; !ok {
+			t.Errorf("no Lease of shard %d: %v", i, all)
+		}
+	}
+	for _, s := range live {
+		id := sidecartest.IdentityOfShards(t, s)
+		if all[shardgroup.MemberRecord(group, id)] != id {
+			t.Errorf("the member Lease of %s names %q", id, all[shardgroup.MemberRecord(group, id)])
+		}
+	}
+
+	victim := live[0]
+	lost := sidecartest.HeldBy(victim, holders)
+	killed := time.Now()
+	victim.Signal(syscall.SIGKILL)
+	victim.WaitExit(10 * time.Second)
+	live = live[1:]
+	holders, tokens = p.AwaitSpread(t, live, sidecartest.LeaseDuration+8*sidecartest.RetryPeriod+2*time.Second, sidecartest.HigherThan(lost, tokens))
+	took := time.Since(killed)
+	t.Logf("kill -9: shards %v held again after %v (lease %v)", lost, took.Round(time.Millisecond), sidecartest.LeaseDuration)
+	if took < sidecartest.LeaseDuration-sidecartest.RenewInterval {
+		t.Errorf("the killed replica's shards were held again after %v, before its claims could have expired", took)
+	}
+
+	leaver := live[0]
+	leaverID := sidecartest.IdentityOfShards(t, leaver)
+	moved := sidecartest.HeldBy(leaver, holders)
+	stopped := time.Now()
+	leaver.Signal(syscall.SIGTERM)
+	live = live[1:]
+	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, tokens))
+	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
+	if code := leaver.WaitExit(10 * time.Second); code != 0 {
+		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
+	}
+	if h, ok := leases()[shardgroup.MemberRecord(group, leaverID)]; !ok || h != "" {
+		t.Errorf("the member Lease of the replica that left names %q (present %v), want no holder", h, ok)
+	}
+	p.Check(t)
+}

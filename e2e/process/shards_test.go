@@ -1,0 +1,145 @@
+package process
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+)
+
+const testShards = sidecartest.TestShards
+
+// TestShardGroupOnOneSQLiteFile runs 3 sidecar processes in shard mode
+// on one SQLite file, with every replica's /shards sampled throughout:
+// the 8 shards spread over them, each held once, at most 3 each; after a
+// kill -9 of one, its shards are held again by the others, with higher
+// tokens, once its claims expire; after a SIGTERM of another, the last
+// one holds every shard within a few retry periods, the leaver having
+// exited 0. No shard is ever claimed by two replicas at one instant.
+func TestShardGroupOnOneSQLiteFile(t *testing.T) {
+	db := sidecartest.DBPath(t)
+	p := sidecartest.NewShardSampler(testShards)
+	var live []*sidecartest.Sidecar
+	for range 3 {
+		live = append(live, sidecartest.Launch(t, db, sidecartest.ShardArgs()...))
+	}
+	start := time.Now()
+	for _, s := range live {
+		s.WaitServing()
+		p.Sample(s)
+	}
+	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
+	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
+
+	victim := live[0]
+	lost := sidecartest.HeldBy(victim, holders)
+	before := tokens
+	killed := time.Now()
+	if err := victim.Cmd().Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	victim.WaitExit(5 * time.Second)
+	live = live[1:]
+	holders, tokens = p.AwaitSpread(t, live, sidecartest.LeaseDuration+8*sidecartest.RetryPeriod+2*time.Second, sidecartest.HigherThan(lost, before))
+	took := time.Since(killed)
+	t.Logf("kill -9: shards %v held again after %v (lease %v)", lost, took.Round(time.Millisecond), sidecartest.LeaseDuration)
+	if took < sidecartest.LeaseDuration-sidecartest.RenewInterval {
+		t.Errorf("the killed replica's shards were held again after %v, before its claims could have expired", took)
+	}
+
+	leaver := live[0]
+	moved := sidecartest.HeldBy(leaver, holders)
+	before = tokens
+	stopped := time.Now()
+	leaver.Signal(syscall.SIGTERM)
+	live = live[1:]
+	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, before))
+	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
+	if code := leaver.WaitExit(5 * time.Second); code != 0 {
+		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
+	}
+	p.Check(t)
+	checkRows(t, db, live[0], leaver, victim)
+}
+
+// checkRows reads the file: a row per shard, a member row per replica;
+// the one that left has no holder, the killed one still names itself, the
+// last one's names itself.
+func checkRows(t *testing.T, db string, last, left, killed *sidecartest.Sidecar) {
+	t.Helper()
+	all, err := sqlite.ReadAll(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := map[string]string{}
+	for _, s := range all {
+		holder[s.Election] = s.Record.HolderIdentity
+	}
+	for i := range testShards {
+		if _, ok := holder[shardgroup.ShardRecord("leader-sidecar", i)]; !ok {
+			t.Errorf("no row of shard %d in %v", i, holder)
+		}
+	}
+	for _, c := range []struct {
+		s    *sidecartest.Sidecar
+		want func(id string) string
+	}{
+		{last, func(id string) string { return id }},
+		{killed, func(id string) string { return id }},
+		{left, func(string) string { return "" }},
+	} {
+		id := identityIn(t, c.s)
+		if got, ok := holder[shardgroup.MemberRecord("leader-sidecar", id)]; !ok || got != c.want(id) {
+			t.Errorf("member row of %s: holder %q (present %v), want %q", id, got, ok, c.want(id))
+		}
+	}
+	if len(all) != testShards+3 {
+		t.Errorf("%d rows, want %d shards and 3 members", len(all), testShards)
+	}
+}
+
+// identityIn is the identity s logged at start.
+func identityIn(t *testing.T, s *sidecartest.Sidecar) string {
+	t.Helper()
+	for line := range strings.SplitSeq(s.Logs(), "\n") {
+		var l struct{ Msg, Identity string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "starting" {
+			return l.Identity
+		}
+	}
+	t.Fatalf("sidecar %d logged no identity", s.Pid())
+	return ""
+}
+
+// TestShardsPageCommand runs the command docs/shards.md shows, on a file
+// of the test's own: a sidecar alone in group billing holds its 8 shards.
+func TestShardsPageCommand(t *testing.T) {
+	lines := docLines(docBlocks(t, "shards.md"), "sidecar ")
+	if len(lines) != 1 {
+		t.Fatalf("docs/shards.md shows %d sidecar commands, want 1: %q", len(lines), lines)
+	}
+	args := strings.Fields(strings.TrimPrefix(lines[0], "sidecar "))
+	for i, a := range args {
+		if a == "--sqlite-path" && i+1 < len(args) {
+			args[i+1] = sidecartest.DBPath(t)
+		}
+	}
+	s := sidecartest.Spawn(t, nil, args...)
+	s.WaitServing()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := s.Shards()
+		if err == nil && st.Group == "billing" && st.Shards == 8 && len(st.Held) == 8 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /shards: %+v, %v; want group billing holding its 8 shards", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

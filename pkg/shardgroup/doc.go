@@ -1,0 +1,39 @@
+// Package shardgroup runs one replica's part in a shard group: N shards,
+// each an election of its own on its own record, spread over the
+// replicas that are members of the group.
+//
+// Records, in the store every member shares:
+//
+//   - <group>-shard-<i> (ShardRecord), one per shard, written only by
+//     package election's Elector: one per shard per replica, so every rule
+//     of the single election holds per shard (at most one holder claims a
+//     shard at any instant, its token rises by one per term, a holder
+//     stops claiming before its claim can expire, a release hands the
+//     shard over at once);
+//   - <group>-member-<identity> (MemberRecord), one per replica, which
+//     the replica renews like a lease. Another replica counts it a live
+//     member while its record keeps changing within a lease duration by
+//     that replica's own clock; a replica that leaves writes its record
+//     back with no holder, which counts as gone at once.
+//
+// Every retry period a replica lists the member records (backend.Lister),
+// builds its view (the live members; each shard's holder as its elector
+// last saw it, expired once the elector saw it unchanged for a lease, and
+// draining while this replica drains it) and does what shard.Decide says:
+// acquire = the shard's elector rejoins its election; a shard it neither
+// acquires nor holds sits out (it keeps following the record); drain = the
+// shard is marked draining here, and its application is asked to let it
+// go (Status, and Drained for its acknowledgement); release = SitOut,
+// which writes the release shape, once the application acknowledged or the
+// drain timeout passed. No rule takes a shard from a live holder, so views
+// that disagree can only delay a move; the elections keep one holder per
+// shard whatever the views.
+//
+// A graceful stop (Run's context ending) leaves the membership first,
+// then drains and releases every shard, and stops the electors once none
+// is held (or the drain timeout and a renew deadline have passed).
+//
+// The drain mark is the holder's own: it is not written in the shard's
+// record, so other replicas see a draining shard as held (which Decide
+// treats alike).
+package shardgroup

@@ -1,0 +1,122 @@
+package shardgroup
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
+)
+
+// seenMember is a member record as this replica last listed it.
+type seenMember struct {
+	version backend.Version
+	// since is when this replica first saw that version, liveSince when
+	// it first saw the member live this time; both on its own clock.
+	since, liveSince time.Time
+}
+
+// writeMember writes this replica's member record naming holder: its own
+// identity to renew it, "" to leave. A failed write is retried at the next
+// renewal (after a read, if the version it knew is no longer stored).
+func (g *Group) writeMember(ctx context.Context, holder string) {
+	cfg := g.cfg.Election
+	ctx, cancel := context.WithTimeout(ctx, cfg.RenewDeadline)
+	defer cancel()
+	now := cfg.Clock.Now()
+	rec := backend.Record{
+		HolderIdentity:       holder,
+		LeaseDurationSeconds: int32(cfg.LeaseDuration / time.Second),
+		AcquireTime:          now,
+		RenewTime:            now,
+	}
+	g.mu.Lock()
+	prev := g.member
+	g.mu.Unlock()
+	var err error
+	if prev == "" {
+		var got backend.Record
+		got, prev, err = g.cfg.Member.Get(ctx)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			prev, err = "", nil
+		case err == nil && got.HolderIdentity == g.cfg.Identity:
+			rec.AcquireTime = got.AcquireTime
+		}
+	}
+	var written backend.Version
+	if err == nil && prev == "" {
+		written, err = g.cfg.Member.Create(ctx, rec)
+	} else if err == nil {
+		written, err = g.cfg.Member.Update(ctx, prev, rec)
+	}
+	g.mu.Lock()
+	g.member = written
+	g.mu.Unlock()
+	if err != nil {
+		g.log.Warn("could not write the member record", "err", err, "leaving", holder == "")
+	}
+}
+
+// readMembers lists the member records and takes in what changed. A
+// record that names no holder, or one whose name is not the member
+// record's of the holder it names, is no member. On error the view is kept as it was (members whose records stop
+// changing in it expire).
+func (g *Group) readMembers(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Election.RenewDeadline)
+	defer cancel()
+	prefix := MemberPrefix(g.cfg.Group)
+	listed, err := g.cfg.Members.List(ctx, prefix)
+	if err != nil {
+		g.log.Warn("could not list the member records", "err", err)
+		return
+	}
+	now := g.cfg.Election.Clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	present := map[string]bool{}
+	for _, l := range listed {
+		id := l.Record.HolderIdentity
+		if id == "" || MemberRecord(g.cfg.Group, id) != l.Name {
+			continue
+		}
+		present[id] = true
+		s, ok := g.seen[id]
+		switch {
+		case !ok:
+			g.seen[id] = seenMember{version: l.Version, since: now, liveSince: now}
+		case s.version != l.Version:
+			if !g.liveAtLocked(s, now) {
+				s.liveSince = now
+			}
+			s.version, s.since = l.Version, now
+			g.seen[id] = s
+		}
+	}
+	for id := range g.seen {
+		if !present[id] {
+			delete(g.seen, id)
+		}
+	}
+}
+
+// liveAtLocked: a member is live while its record has changed within a
+// lease duration, by this replica's clock.
+func (g *Group) liveAtLocked(s seenMember, now time.Time) bool {
+	return now.Sub(s.since) < g.cfg.Election.LeaseDuration
+}
+
+// liveLocked are the members live at now, by identity.
+func (g *Group) liveLocked(now time.Time) []shard.Member {
+	var out []shard.Member
+	for id, s := range g.seen {
+		if g.liveAtLocked(s, now) {
+			out = append(out, shard.Member{Identity: id, LiveSince: s.liveSince})
+		}
+	}
+	slices.SortFunc(out, func(a, b shard.Member) int { return strings.Compare(a.Identity, b.Identity) })
+	return out
+}
