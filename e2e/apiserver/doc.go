@@ -15,9 +15,10 @@
 // the package; each test works in a namespace of its own. The two tests
 // that stop the API server (TestChaos,
 // TestLeaseAPIServerDownLeaderStopsClaimingInTime) start one of their own.
-// Every test runs in parallel with the others, six at a time unless
-// -parallel says otherwise (TestMain): they wait on lease durations,
-// renew deadlines and probes far more than they compute. Without the
+// Every test but TestChaos runs in parallel with the others, six at a
+// time unless -parallel says otherwise (TestMain): they wait on lease
+// durations, renew deadlines and probes far more than they compute.
+// TestChaos runs first, alone. Without the
 // envtest binaries the tests fail, never skip. Besides Go they need, for
 // TestSplitBrain, examples/worker, which the harness builds.
 //
