@@ -31,6 +31,7 @@ func (b *bench) logf(format string, args ...any) { b.cfg.Log(fmt.Sprintf(format,
 type results struct {
 	Handoff   map[string][]trial // key: system/profile/backend
 	Failover  map[string][]trial
+	Floor     map[string][]trial // key: floorLeaseHandoff, floorSQLiteHandoff, floorFailover
 	Cost      []costResult
 	Elections []electionsResult
 	Load      map[string]loadResult // "trivial", "sidecar"
@@ -80,7 +81,7 @@ func (c config) runs(name string) bool { return len(c.Only) == 0 || slices.Conta
 // also writes it and the plots into c.Out.
 func run(c config) (string, error) {
 	b := &bench{cfg: c}
-	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Load: map[string]loadResult{},
+	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Floor: map[string][]trial{}, Load: map[string]loadResult{},
 		Footprint: map[string]footprint{}, BinSize: map[string]int64{}, Startup: map[string]startupResult{}, Started: time.Now()}
 	res.LoadAvg[0] = loadAverage()
 	stop, err := b.setUp(res)

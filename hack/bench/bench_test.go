@@ -7,6 +7,13 @@ import (
 	"testing"
 )
 
+// TestMain runs the test binary as the SQLite floor's releasing process
+// when the bench starts it as one (floor_sqlite.go).
+func TestMain(m *testing.M) {
+	releaserMain()
+	os.Exit(m.Run())
+}
+
 // TestSmoke runs every measurement of the benchmark once or twice with the
 // short timings, the many elections at 3 x 2 for a few seconds, so the
 // program cannot rot. It needs envtest (KUBEBUILDER_ASSETS) and fails
@@ -27,7 +34,8 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
-		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "Targets"} {
+		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "Targets",
+		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}

@@ -48,6 +48,7 @@ type config struct {
 }
 
 func main() {
+	releaserMain()
 	c, err := parseFlags(os.Args[1:])
 	switch {
 	case errors.Is(err, flag.ErrHelp):

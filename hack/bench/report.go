@@ -31,6 +31,7 @@ func render(c config, r *results) string {
 	renderHeader(&w, c, r)
 	renderHandoff(&w, r)
 	renderFailover(&w, r)
+	renderFloors(&w, r)
 	renderCost(&w, r)
 	renderElections(&w, r)
 	renderThroughput(&w, c, r)

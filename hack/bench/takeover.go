@@ -15,6 +15,7 @@ import (
 type trial struct {
 	Latency time.Duration // signal -> standby reports leadership
 	Beyond  time.Duration // fail-over only: takeover - (last renewTime + lease duration)
+	Steps   []step        // the instants between, where known (floor.go)
 }
 
 // group is the candidates of one election: a leader and its standbys,
@@ -79,8 +80,8 @@ func (b *bench) trials(g *group, sig syscall.Signal, n int) ([]trial, error) {
 			return out, err
 		}
 		out = append(out, t)
-		b.logf("  %s %s %s/%s trial %d: %v (beyond lease %v)", kindOf(sig), g.sys, g.prof.Name, g.backend, i+1,
-			t.Latency.Round(time.Microsecond), t.Beyond.Round(time.Microsecond))
+		b.logf("  %s %s %s/%s trial %d: %v (beyond lease %v) %s", kindOf(sig), g.sys, g.prof.Name, g.backend, i+1,
+			t.Latency.Round(time.Microsecond), t.Beyond.Round(time.Microsecond), stepsString(t.Steps))
 	}
 	return out, nil
 }
@@ -117,7 +118,14 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	if !renew.IsZero() {
 		t.Beyond = next.leadTime().Sub(renew.Add(g.prof.Lease))
 	}
-	g.leader.stop()
+	old := g.leader
+	old.stop() // its logs are complete once it has exited
+	if base, reported := t0, t.Latency; g.sys == sysSidecar {
+		if sig == syscall.SIGKILL {
+			base, reported = renew.Add(g.prof.Lease), t.Beyond
+		}
+		t.Steps = sidecarSteps(old, next, base, reported)
+	}
 	g.leader = next
 	g.standbys = slices.DeleteFunc(g.standbys, func(c *cand) bool { return c == next })
 	fresh, err := b.spawn(g.sys, g.prof, g.backend, g.ns, g.name, true)
