@@ -49,39 +49,75 @@ var sidecarStepLines = []struct {
 }
 
 // sidecarSteps reads the instants of a takeover from the JSON logs of the
-// old leader and the new one (times in nanoseconds), measured from base;
-// the last step is the moment the bench saw the new leader's
-// /leader/watch event.
+// old leader and the new one (times in nanoseconds), measured from base,
+// in the order they happened; the last step is the moment the bench saw
+// the new leader's /leader/watch event. With -log-level debug the new
+// leader's log also shows when its last wait for the record to expire
+// was to end (when it first saw the record's last version, plus the
+// lease duration) and when it decided to acquire.
 func sidecarSteps(old, next *cand, base time.Time, reported time.Duration) []step {
 	var steps []step
+	oldLog, newLog := logEntries(old.sidecar.Logs()), logEntries(next.sidecar.Logs())
 	for _, l := range sidecarStepLines {
-		c := old
+		entries := oldLog
 		if l.newLeader {
-			c = next
+			entries = newLog
 		}
-		if at, ok := logTime(c.sidecar.Logs(), l.msg, base); ok {
-			steps = append(steps, step{l.name, at.Sub(base)})
+		if e, ok := firstEntry(entries, base, func(e logEntry) bool { return e.Msg == l.msg }); ok {
+			steps = append(steps, step{l.name, e.Time.Sub(base)})
 		}
 	}
-	return append(steps, step{"bench saw the event", reported})
+	var expiry, decided time.Time
+	for _, e := range newLog {
+		if e.Msg == "became leader" {
+			break
+		}
+		if e.Msg == "decided" && e.Action == "wait" && !e.Until.IsZero() {
+			expiry = e.Until
+		}
+		if e.Msg == "decided" && e.Action == "acquire" && !e.Time.Before(base.Add(-time.Millisecond)) {
+			decided = e.Time
+		}
+	}
+	// Before base, it is stale: the standby saw a later version by its
+	// watch, which logs no decision.
+	if !expiry.IsZero() && !expiry.Before(base) {
+		steps = append(steps, step{"expiry as the standby counts it", expiry.Sub(base)})
+	}
+	if !decided.IsZero() {
+		steps = append(steps, step{"acquire decided", decided.Sub(base)})
+	}
+	steps = append(steps, step{"bench saw the event", reported})
+	slices.SortStableFunc(steps, func(a, b step) int { return int(a.At - b.At) })
+	return steps
 }
 
-// logTime is the time of the first line of logs with message msg logged
-// at or after since (less a millisecond, for clocks read apart).
-func logTime(logs, msg string, since time.Time) (time.Time, bool) {
+// logEntry is what the steps need of one JSON log line.
+type logEntry struct {
+	Time, Until time.Time
+	Msg, Action string
+}
+
+func logEntries(logs string) []logEntry {
+	var out []logEntry
 	for _, line := range strings.Split(logs, "\n") {
-		if !strings.Contains(line, msg) {
-			continue
-		}
-		var e struct {
-			Time time.Time
-			Msg  string
-		}
-		if json.Unmarshal([]byte(line), &e) == nil && e.Msg == msg && !e.Time.Before(since.Add(-time.Millisecond)) {
-			return e.Time, true
+		var e logEntry
+		if json.Unmarshal([]byte(line), &e) == nil && !e.Time.IsZero() {
+			out = append(out, e)
 		}
 	}
-	return time.Time{}, false
+	return out
+}
+
+// firstEntry is the first entry that matches, logged at or after since
+// (less a millisecond, for clocks read apart).
+func firstEntry(entries []logEntry, since time.Time, match func(logEntry) bool) (logEntry, bool) {
+	for _, e := range entries {
+		if match(e) && !e.Time.Before(since.Add(-time.Millisecond)) {
+			return e, true
+		}
+	}
+	return logEntry{}, false
 }
 
 // floorRow is one latency beside its floor.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -29,9 +28,7 @@ import (
 
 // floorPause is the wait before a floor trial: as a hand-off trial's with
 // the short timings, so the processes have idled as long.
-func floorPause() <-chan time.Time {
-	return time.After(200*time.Millisecond + time.Duration(rand.Int64N(int64(profShort.Retry*22/10))))
-}
+func floorPause() <-chan time.Time { return randomPause(profShort) }
 
 // leaseClient is one of the floor's two clients.
 type leaseClient struct {

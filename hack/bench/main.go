@@ -43,6 +43,7 @@ type config struct {
 	Idle         time.Duration // footprint: how long leader and standby idle before RSS is read
 	LoadDuration time.Duration
 	Concurrency  int
+	LogLevel     string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
 	Command      string
 	Log          func(string)
 }
@@ -88,6 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
 	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "the sidecars' --log-level (debug: the steps of each hand-off and fail-over in detail, at some cost)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
