@@ -203,13 +203,38 @@ func renderWhereTheTimeGoes(w *page, rows []floorRow) {
 			ts := slices.Clone(who.trials)
 			slices.SortFunc(ts, func(a, b trial) int { return int(f.f(b) - f.f(a)) })
 			ts = ts[:max(1, len(ts)-len(ts)*90/100)]
-			w.p("- %s, %s timings, %s (%d slowest of %d):\n", f.latency, f.prof, who.name, len(ts), len(who.trials))
+			w.p("- %s, %s timings, %s (%d slowest of %d)%s:\n", f.latency, f.prof, who.name, len(ts), len(who.trials), largestLeg(ts))
 			for _, t := range ts {
 				w.p("  - %s: %s\n", ms(f.f(t)), legs(t.Steps))
 			}
 		}
 		w.p("\n")
 	}
+}
+
+// largestLeg names the step that took the most of the trials' time, all
+// together, and its share.
+func largestLeg(ts []trial) string {
+	sum := map[string]time.Duration{}
+	var total time.Duration
+	for _, t := range ts {
+		var prev time.Duration
+		for _, s := range t.Steps {
+			sum[s.Name] += s.At - prev
+			total += s.At - prev
+			prev = s.At
+		}
+	}
+	var name string
+	for n, d := range sum {
+		if name == "" || d > sum[name] || d == sum[name] && n < name {
+			name = n
+		}
+	}
+	if name == "" || total <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(": most of their time until *%s* (%.0f%%)", name, 100*float64(sum[name])/float64(total))
 }
 
 // legs writes steps as the time each took since the one before.

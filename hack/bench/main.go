@@ -45,7 +45,9 @@ type config struct {
 	Concurrency  int
 	LogLevel     string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
 	Command      string
-	Log          func(string)
+	Save         string       // file to write the results to, as JSON
+	Render       string       // file of results to render the page from, measuring nothing
+	Log          func(string) `json:"-"`
 }
 
 func main() {
@@ -89,6 +91,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
 	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
+	fs.StringVar(&c.Save, "save", "", "also write the results to this file (JSON), for -render")
+	fs.StringVar(&c.Render, "render", "", "measure nothing: write the page and plots into -out from the results -save wrote")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "the sidecars' --log-level (debug: the steps of each hand-off and fail-over in detail, at some cost)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
