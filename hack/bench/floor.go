@@ -120,6 +120,19 @@ func firstEntry(entries []logEntry, since time.Time, match func(logEntry) bool) 
 	return logEntry{}, false
 }
 
+// floorSection is the number of the floors' section on the page: after
+// the hand-off's and the fail-over's.
+func floorSection(r *results) int {
+	n := 1
+	if len(r.Handoff) > 0 {
+		n++
+	}
+	if len(r.Failover) > 0 {
+		n++
+	}
+	return n
+}
+
 // floorRow is one latency beside its floor.
 type floorRow struct {
 	latency, prof string
