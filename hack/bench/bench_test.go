@@ -16,17 +16,25 @@ func TestMain(m *testing.M) {
 
 // TestSmoke runs every measurement of the benchmark once or twice with the
 // short timings, the many elections at 3 x 2 for a few seconds, so the
-// program cannot rot. It needs envtest (KUBEBUILDER_ASSETS) and fails
+// program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and fails
 // without it.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts envtest and some thirty processes")
 	}
 	out := t.TempDir()
-	c := smokeConfig(config{Out: out, Concurrency: 8, Command: "go run ./hack/bench -smoke", Log: func(s string) { t.Log(s) }})
+	saved := filepath.Join(t.TempDir(), "results.json")
+	c := smokeConfig(config{Out: out, Concurrency: 8, Command: "go run ./hack/bench -smoke", Save: saved, Log: func(s string) { t.Log(s) }})
 	page, err := run(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if rendered, err := run(config{Render: saved, Out: again}); err != nil || rendered != page {
+		t.Errorf("-render of the saved results: %v; the page differs: %v", err, rendered != page)
+	}
+	if fi, err := os.Stat(filepath.Join(again, handoffPlot)); err != nil || fi.Size() == 0 {
+		t.Errorf("-render wrote no %s: %v", handoffPlot, err)
 	}
 	for _, f := range []string{"benchmarks.md", handoffPlot, failoverPlot, electionsPlot} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {

@@ -1,6 +1,7 @@
 // Command bench measures leader-sidecar against a candidate built on
 // client-go's tools/leaderelection (ReleaseOnCancel), on one envtest API
-// server in one run: graceful hand-off and crash fail-over latency, API
+// server in one run: graceful hand-off and crash fail-over latency, each
+// beside its floor, API
 // server requests per minute for 1..N standbys, many elections on one API
 // server, GET /leader throughput against a trivial net/http handler, and
 // footprint. It writes docs/benchmarks.md and plots next to it.
@@ -10,10 +11,13 @@
 //
 // Each measurement lives in a file of its own (handoff.go, failover.go,
 // cost.go, elections.go, throughput.go, footprint.go, startup.go) with the
-// section of the page it renders. -only runs some of them and prints their
-// sections without writing anything; -smoke runs every measurement once or
-// twice with the short timings only, in seconds (the test in this
-// directory does that).
+// section of the page it renders; the hand-off and fail-over measurements
+// also measure their floors, the least code that does the same work
+// (floor.go, floor_sqlite.go, floor_lease.go). -only runs some of them and
+// prints their sections without writing anything; -smoke runs every
+// measurement once or twice with the short timings only, in seconds (the
+// test in this directory does that). -save keeps a run's results, from
+// which -render writes the page and plots again without measuring.
 package main
 
 import (
