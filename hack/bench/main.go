@@ -1,10 +1,9 @@
 // Command bench measures leader-sidecar against a candidate built on
 // client-go's tools/leaderelection (ReleaseOnCancel), on one envtest API
 // server in one run: graceful hand-off and crash fail-over latency, each
-// beside its floor, API
-// server requests per minute for 1..N standbys, many elections on one API
-// server, GET /leader throughput against a trivial net/http handler, and
-// footprint. It writes docs/benchmarks.md and plots next to it.
+// beside its floor, API server requests per minute for 1..N standbys, many
+// elections on one API server, GET /leader throughput against a trivial
+// net/http handler, and footprint. It writes docs/benchmarks.md and plots next to it.
 //
 //	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
 //	go run ./hack/bench
