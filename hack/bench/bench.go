@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,7 @@ func (b *bench) logf(format string, args ...any) { b.cfg.Log(fmt.Sprintf(format,
 type results struct {
 	Handoff   map[string][]trial // key: system/profile/backend
 	Failover  map[string][]trial
+	Floor     map[string][]trial // key: floorLeaseHandoff, floorSQLiteHandoff, floorFailover
 	Cost      []costResult
 	Elections []electionsResult
 	Load      map[string]loadResult // "trivial", "sidecar"
@@ -79,8 +81,11 @@ func (c config) runs(name string) bool { return len(c.Only) == 0 || slices.Conta
 // run makes the configured measurements and renders the page; a full run
 // also writes it and the plots into c.Out.
 func run(c config) (string, error) {
+	if c.Render != "" {
+		return renderSaved(c)
+	}
 	b := &bench{cfg: c}
-	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Load: map[string]loadResult{},
+	res := &results{Handoff: map[string][]trial{}, Failover: map[string][]trial{}, Floor: map[string][]trial{}, Load: map[string]loadResult{},
 		Footprint: map[string]footprint{}, BinSize: map[string]int64{}, Startup: map[string]startupResult{}, Started: time.Now()}
 	res.LoadAvg[0] = loadAverage()
 	stop, err := b.setUp(res)
@@ -97,17 +102,56 @@ func run(c config) (string, error) {
 		}
 	}
 	res.Took, res.LoadAvg[1] = time.Since(res.Started), loadAverage()
+	if c.Save != "" {
+		data, err := json.MarshalIndent(saved{c, res}, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(c.Save, data, 0o644); err != nil {
+			return "", err
+		}
+	}
 	page := render(c, res)
 	if len(c.Only) > 0 {
 		return page, nil
 	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+	return page, write(c.Out, page, res)
+}
+
+// saved is what -save writes and -render reads: a run's configuration and
+// results.
+type saved struct {
+	Config  config
+	Results *results
+}
+
+// renderSaved writes the page and the plots of the results in c.Render
+// into c.Out, as the run that measured them would have.
+func renderSaved(c config) (string, error) {
+	data, err := os.ReadFile(c.Render)
+	if err != nil {
 		return "", err
 	}
-	if err := plots(c.Out, res); err != nil {
-		return "", fmt.Errorf("plotting: %w", err)
+	var s saved
+	if err := json.Unmarshal(data, &s); err != nil {
+		return "", fmt.Errorf("-render %s: %w", c.Render, err)
 	}
-	return page, os.WriteFile(filepath.Join(c.Out, "benchmarks.md"), []byte(page), 0o644)
+	page := render(s.Config, s.Results)
+	if len(s.Config.Only) > 0 {
+		return page, nil
+	}
+	return page, write(c.Out, page, s.Results)
+}
+
+// write puts the page and the plots into dir.
+func write(dir, page string, res *results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := plots(dir, res); err != nil {
+		return fmt.Errorf("plotting: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(page), 0o644)
 }
 
 // setUp makes the temporary directory, the binaries and, if a measurement

@@ -7,19 +7,34 @@ import (
 	"testing"
 )
 
+// TestMain runs the test binary as the SQLite floor's releasing process
+// when the bench starts it as one (floor_sqlite.go).
+func TestMain(m *testing.M) {
+	releaserMain()
+	os.Exit(m.Run())
+}
+
 // TestSmoke runs every measurement of the benchmark once or twice with the
 // short timings, the many elections at 3 x 2 for a few seconds, so the
-// program cannot rot. It needs envtest (KUBEBUILDER_ASSETS) and fails
+// program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and fails
 // without it.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts envtest and some thirty processes")
 	}
 	out := t.TempDir()
-	c := smokeConfig(config{Out: out, Concurrency: 8, Command: "go run ./hack/bench -smoke", Log: func(s string) { t.Log(s) }})
+	saved := filepath.Join(t.TempDir(), "results.json")
+	c := smokeConfig(config{Out: out, Concurrency: 8, Command: "go run ./hack/bench -smoke", Save: saved, Log: func(s string) { t.Log(s) }})
 	page, err := run(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if rendered, err := run(config{Render: saved, Out: again}); err != nil || rendered != page {
+		t.Errorf("-render of the saved results: %v; the page differs: %v", err, rendered != page)
+	}
+	if fi, err := os.Stat(filepath.Join(again, handoffPlot)); err != nil || fi.Size() == 0 {
+		t.Errorf("-render wrote no %s: %v", handoffPlot, err)
 	}
 	for _, f := range []string{"benchmarks.md", handoffPlot, failoverPlot, electionsPlot} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
@@ -27,7 +42,8 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
-		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "Targets"} {
+		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "Targets",
+		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}

@@ -24,7 +24,9 @@ func measureFailover(b *bench, res *results) error {
 			res.Failover[key(sys, p, "lease")] = t
 		}
 	}
-	return nil
+	t, err := b.leaseFloor(max(b.cfg.CrashTrials, b.cfg.CrashDefault), true)
+	res.Floor[floorFailover] = t
+	return err
 }
 
 func renderFailover(w *page, r *results) {

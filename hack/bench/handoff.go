@@ -17,7 +17,9 @@ func measureHandoff(b *bench, res *results) error {
 			res.Handoff[key(sys, p, "lease")] = t
 		}
 	}
-	return nil
+	t, err := b.leaseFloor(b.cfg.Trials, false)
+	res.Floor[floorLeaseHandoff] = t
+	return err
 }
 
 // measureHandoffSQLite: the sidecar's graceful hand-offs on one SQLite
@@ -30,7 +32,9 @@ func measureHandoffSQLite(b *bench, res *results) error {
 		}
 		res.Handoff[key(sysSidecar, p, "sqlite")] = t
 	}
-	return nil
+	t, err := b.sqliteFloor(b.cfg.SQLiteTrials)
+	res.Floor[floorSQLiteHandoff] = t
+	return err
 }
 
 // profiles are the timings of a run: both, or the short ones in a smoke run.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"path/filepath"
 	"sort"
@@ -28,6 +29,23 @@ var curveColors = map[string]color.Color{
 	key(sysSidecar, profShort, "sqlite"):   color.RGBA{100, 210, 140, 255},
 	key(sysClientGo, profDefault, "lease"): color.RGBA{210, 40, 30, 255},
 	key(sysClientGo, profShort, "lease"):   color.RGBA{250, 140, 60, 255},
+	floorKey(floorLeaseHandoff):            color.RGBA{0, 0, 0, 255},
+	floorKey(floorSQLiteHandoff):           color.RGBA{110, 110, 110, 255},
+	floorKey(floorFailover):                color.RGBA{0, 0, 0, 255},
+}
+
+// floorKey is a floor's curve among the sidecar's and client-go's.
+func floorKey(latency string) string { return "floor/" + latency }
+
+// withFloors is data and the floors of the given latencies.
+func withFloors(data map[string][]trial, r *results, latencies ...string) map[string][]trial {
+	out := maps.Clone(data)
+	for _, l := range latencies {
+		if len(r.Floor[l]) > 0 {
+			out[floorKey(l)] = r.Floor[l]
+		}
+	}
+	return out
 }
 
 // plots draws the cumulative distributions of hand-off latency and of
@@ -36,13 +54,13 @@ var curveColors = map[string]color.Color{
 func plots(dir string, r *results) error {
 	if len(r.Handoff) > 0 {
 		if err := cdf("Graceful hand-off: SIGTERM to leader → standby leads", "latency (ms, log scale)",
-			filepath.Join(dir, handoffPlot), r.Handoff, lat, true); err != nil {
+			filepath.Join(dir, handoffPlot), withFloors(r.Handoff, r, floorLeaseHandoff, floorSQLiteHandoff), lat, true); err != nil {
 			return err
 		}
 	}
 	if len(r.Failover) > 0 {
 		if err := cdf("Crash fail-over: time past (last renewTime + lease duration)", "ms beyond the lease duration",
-			filepath.Join(dir, failoverPlot), r.Failover, beyond, false); err != nil {
+			filepath.Join(dir, failoverPlot), withFloors(r.Failover, r, floorFailover), beyond, false); err != nil {
 			return err
 		}
 	}
@@ -88,8 +106,11 @@ func cdf(title, xlabel, file string, data map[string][]trial, f func(trial) time
 		}
 		line.Color = curveColors[k]
 		line.Width = vg.Points(2)
-		if strings.Contains(k, "/short/") {
+		switch {
+		case strings.Contains(k, "/short/"):
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		case strings.HasPrefix(k, "floor/"):
+			line.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 		}
 		pl.Add(line)
 		pl.Legend.Add(fmt.Sprintf("%s (%d)", strings.ReplaceAll(k, "/", " "), len(d)), line)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,6 +32,7 @@ func render(c config, r *results) string {
 	renderHeader(&w, c, r)
 	renderHandoff(&w, r)
 	renderFailover(&w, r)
+	renderFloors(&w, r)
 	renderCost(&w, r)
 	renderElections(&w, r)
 	renderThroughput(&w, c, r)
@@ -52,6 +54,10 @@ func renderHeader(w *page, c config, r *results) {
 	w.p("| run took | %s |\n", r.Took.Round(time.Second))
 	w.p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", r.LoadAvg[0], r.LoadAvg[1])
 	w.p("| timings | default: lease 15s / renew deadline 10s / retry 2s (the sidecar renews every 5s, a third of the lease); short: 3s / 2s / 0.5s (renews every 1s) |\n\n")
+	if shared(r.LoadAvg) {
+		w.p("**Shared machine**: the load average was above the number of CPUs during the run, so other work competed with the processes measured; ")
+		w.p("the tails of the latencies (p90, p99) and the throughput say more about that work than about the code. The floors (section %d) were measured under the same load.\n\n", floorSection(r))
+	}
 	if c.Smoke {
 		w.p("**Smoke run**: a trial or two per figure, short timings only; the figures are not meaningful.\n\n")
 	}
@@ -60,6 +66,19 @@ func renderHeader(w *page, c config, r *results) {
 	}
 	w.p("Every candidate on a Lease talks to the API server through its own counting proxy on loopback (plain HTTP in, TLS out), ")
 	w.p("so each request is attributed to exactly one candidate; both systems pay the same proxy hop.\n\n")
+}
+
+// shared reports whether a 1-minute load average at the start or the end
+// of the run was above the number of CPUs.
+func shared(loads [2]string) bool {
+	for _, l := range loads {
+		if f := strings.Fields(l); len(f) > 0 {
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > float64(runtime.NumCPU()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sorted(ts []trial, f func(trial) time.Duration) []time.Duration {

@@ -77,6 +77,9 @@ func (b *bench) startCand(s candSpec) (*cand, error) {
 			addr = "127.0.0.1:0"
 		}
 		args := append([]string{"--http-address", addr, "--log-format", "json", "--events=false", "--identity", s.identity}, timings...)
+		if b.cfg.LogLevel != "" {
+			args = append(args, "--log-level", b.cfg.LogLevel)
+		}
 		if s.backend == "sqlite" {
 			args = append(args, "--backend", "sqlite", "--sqlite-path", s.sqlitePath, "--lease-name", s.lease)
 		} else {

@@ -15,6 +15,7 @@ import (
 type trial struct {
 	Latency time.Duration // signal -> standby reports leadership
 	Beyond  time.Duration // fail-over only: takeover - (last renewTime + lease duration)
+	Steps   []step        // the instants between, where known (floor.go)
 }
 
 // group is the candidates of one election: a leader and its standbys,
@@ -79,8 +80,8 @@ func (b *bench) trials(g *group, sig syscall.Signal, n int) ([]trial, error) {
 			return out, err
 		}
 		out = append(out, t)
-		b.logf("  %s %s %s/%s trial %d: %v (beyond lease %v)", kindOf(sig), g.sys, g.prof.Name, g.backend, i+1,
-			t.Latency.Round(time.Microsecond), t.Beyond.Round(time.Microsecond))
+		b.logf("  %s %s %s/%s trial %d: %v (beyond lease %v) %s", kindOf(sig), g.sys, g.prof.Name, g.backend, i+1,
+			t.Latency.Round(time.Microsecond), t.Beyond.Round(time.Microsecond), stepsString(t.Steps))
 	}
 	return out, nil
 }
@@ -88,12 +89,23 @@ func (b *bench) trials(g *group, sig syscall.Signal, n int) ([]trial, error) {
 // takeover signals g's leader once its standbys have seen it, at a random
 // phase of their polls and the leader's renewals, measures the first
 // standby's takeover, and starts a new standby in the old leader's place.
+//
+// Before a crash, the standbys have also run for a renew interval (a third
+// of the lease), so each has seen the leader renew: a standby counts the
+// lease from the moment it first saw the record's version, and one
+// started after the leader's last write could only count it from its own
+// start, which says how late the bench started it, not how soon it takes
+// over.
 func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
-	pause := time.After(200*time.Millisecond + time.Duration(rand.Int64N(int64(g.prof.Retry*22/10))))
+	pause := randomPause(g.prof)
 	for _, s := range g.standbys {
 		if err := settled(s, g.prof); err != nil {
 			return trial{}, err
 		}
+	}
+	if sig == syscall.SIGKILL {
+		time.Sleep(g.prof.Lease / 3)
+		pause = randomPause(g.prof)
 	}
 	<-pause
 	for _, s := range g.standbys {
@@ -105,6 +117,11 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	_ = g.leader.cmd.Process.Signal(sig)
 	var renew time.Time
 	if sig == syscall.SIGKILL && g.backend != "sqlite" {
+		// A renewal the leader sent just before the kill may still land:
+		// read the Lease once it has, and before a standby can take over
+		// (the last renewal + the lease, at the earliest two thirds of a
+		// lease after the kill).
+		time.Sleep(g.prof.Lease / 3)
 		if l, err := b.kube.Client.CoordinationV1().Leases(g.ns).Get(context.Background(), g.name, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
 			renew = l.Spec.RenewTime.Time
 		}
@@ -117,7 +134,14 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	if !renew.IsZero() {
 		t.Beyond = next.leadTime().Sub(renew.Add(g.prof.Lease))
 	}
-	g.leader.stop()
+	old := g.leader
+	old.stop() // its logs are complete once it has exited
+	if base, reported := t0, t.Latency; g.sys == sysSidecar {
+		if sig == syscall.SIGKILL {
+			base, reported = renew.Add(g.prof.Lease), t.Beyond
+		}
+		t.Steps = sidecarSteps(old, next, base, reported)
+	}
 	g.leader = next
 	g.standbys = slices.DeleteFunc(g.standbys, func(c *cand) bool { return c == next })
 	fresh, err := b.spawn(g.sys, g.prof, g.backend, g.ns, g.name, true)
@@ -126,6 +150,11 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	}
 	g.standbys = append(g.standbys, fresh)
 	return t, nil
+}
+
+// randomPause is the wait before a trial: 0.2 to 2.2 retry periods.
+func randomPause(prof profile) <-chan time.Time {
+	return time.After(200*time.Millisecond + time.Duration(rand.Int64N(int64(prof.Retry*22/10))))
 }
 
 // firstToLead waits until one of standbys leads and returns it.

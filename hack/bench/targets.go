@@ -4,12 +4,11 @@ import "time"
 
 // Targets of issue 13 and earlier ones.
 const (
-	handoffTarget       = 200 * time.Millisecond // graceful hand-off p99, Lease, default timings
-	sqliteHandoffTarget = 15 * time.Millisecond  // graceful hand-off p99, SQLite
-	failoverTarget      = 100 * time.Millisecond // p99 beyond the lease duration
-	leaderWritesTarget  = 12                     // per minute, default timings
-	rssTarget           = 21 * 1024              // KiB, idle leader and standby
-	binaryTarget        = 25 << 20               // bytes, stripped
+	handoffTarget      = 200 * time.Millisecond // graceful hand-off p99, Lease, default timings
+	failoverTarget     = 100 * time.Millisecond // p99 beyond the lease duration
+	leaderWritesTarget = 12                     // per minute, default timings
+	rssTarget          = 21 * 1024              // KiB, idle leader and standby
+	binaryTarget       = 25 << 20               // bytes, stripped
 )
 
 func met(ok bool) string {
@@ -44,11 +43,7 @@ func targetsLatency(w *page, r *results) {
 		g := sorted(r.Handoff[key(sysClientGo, profDefault, "lease")], lat)
 		w.p("| graceful hand-off p99 < %s, Lease, default timings | %s | %s | %s |\n", ms(handoffTarget), ms(pct(d, 99)), ms(pct(g, 99)), met(pct(d, 99) < handoffTarget))
 	}
-	for _, pr := range []profile{profDefault, profShort} {
-		if d := sorted(r.Handoff[key(sysSidecar, pr, "sqlite")], lat); len(d) > 0 {
-			w.p("| graceful hand-off p99 < %s, SQLite, %s timings (p50 / p99) | %s / %s | | %s |\n", ms(sqliteHandoffTarget), pr.Name, ms(pct(d, 50)), ms(pct(d, 99)), met(pct(d, 99) < sqliteHandoffTarget))
-		}
-	}
+	targetsFloor(w, r)
 	for _, pr := range []profile{profDefault, profShort} {
 		if b := sorted(r.Failover[key(sysSidecar, pr, "lease")], beyond); len(b) > 0 {
 			g := sorted(r.Failover[key(sysClientGo, pr, "lease")], beyond)

@@ -18,3 +18,16 @@ func (b *Backend) writerFor(rec backend.Record) *sql.DB {
 	}
 	return b.db
 }
+
+// WriterDSN is the modernc.org/sqlite data source name of the connections
+// a Backend writes with, at the default busy timeout: WAL journal mode,
+// BEGIN IMMEDIATE, and synchronous=FULL, or synchronous=NORMAL for the
+// connection that writes releases (release true). It is exported so that
+// a measurement of what the disk itself costs (hack/bench's floor of the
+// hand-off) commits exactly as the backend does.
+func WriterDSN(path string, release bool) string {
+	if release {
+		return dsn(path, DefaultBusyTimeout, releasePool)
+	}
+	return dsn(path, DefaultBusyTimeout, writerPool)
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/backendtest"
@@ -83,5 +84,45 @@ func TestTheReleaseConnectionIsOpenBeforeTheFirstRelease(t *testing.T) {
 	b := openT(t, filepath.Join(t.TempDir(), "leader.db"), "e")
 	if st := b.releaseDB.Stats(); st.OpenConnections != 1 || st.Idle != 1 {
 		t.Fatalf("release handle after Open: %d connections open, %d idle; want 1 and 1", st.OpenConnections, st.Idle)
+	}
+}
+
+// TestWriterDSNCommitsAsTheBackendDoes: a connection opened with
+// WriterDSN runs in WAL mode, begins IMMEDIATE (it takes the write lock at
+// BEGIN) and syncs at FULL, or NORMAL for a release.
+func TestWriterDSNCommitsAsTheBackendDoes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	const full, normal = 2, 1
+	for _, c := range []struct {
+		release bool
+		level   int
+	}{{false, full}, {true, normal}} {
+		db, err := sql.Open("sqlite", WriterDSN(path, c.release))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		var mode string
+		var level int
+		if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("release %v: journal_mode %q (%v), want wal", c.release, mode, err)
+		}
+		if err := db.QueryRow("PRAGMA synchronous").Scan(&level); err != nil || level != c.level {
+			t.Fatalf("release %v: synchronous %d (%v), want %d", c.release, level, err, c.level)
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := sql.Open("sqlite", dsn(path, time.Millisecond, writerPool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = other.Exec("CREATE TABLE IF NOT EXISTS t (x)")
+		_ = other.Close()
+		_ = tx.Rollback()
+		if err == nil {
+			t.Fatalf("release %v: another writer wrote while a transaction was open: BEGIN did not take the write lock", c.release)
+		}
 	}
 }
