@@ -62,7 +62,8 @@ type Elector struct {
 	// if a record had been seen before it.
 	deferredGap gapStart
 	// writtenVersion is the version of this candidate's last write that it
-	// knows succeeded.
+	// knows succeeded: answered, or a renewal whose answer was lost, read
+	// back (unanswered).
 	writtenVersion backend.Version
 	// unanswered holds the records of this candidate's renewals whose
 	// outcome is unknown (cancelled, timed out, a transport error), sent
