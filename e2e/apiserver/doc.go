@@ -4,7 +4,10 @@
 // hand-off, Events, interop with a client-go candidate, the API server
 // stopped, the Lease deleted or edited by hand, least-privilege RBAC,
 // leadership shown on Pods, sidecar status and kubectl-leader, a bounded
-// chaos schedule). The charts on the API server are tested in e2e/chart.
+// chaos schedule), and electors run in-process on the Lease backend where
+// a request must land with its answer lost
+// (TestShutdownReleasesARenewalWhoseAnswerWasLost). The charts on the API
+// server are tested in e2e/chart.
 // A test that covers both backends and needs the API server for one of
 // them (TestSplitBrain, TestRecordDeletedOrEmptied,
 // TestHealthWithDefaultTimings, TestChaos,

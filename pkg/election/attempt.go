@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -41,6 +42,9 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	switch a.kind {
 	case renew, acquire:
 		written, err = e.cfg.Backend.Update(ctx, version, write)
+		if a.kind == renew {
+			e.rememberUnanswered(write, err)
+		}
 	case recreate:
 		if f, ok := e.cfg.Backend.(backend.FirstCreator); ok && a.firstStart {
 			written, err = f.CreateFirst(ctx, write)
@@ -115,6 +119,7 @@ func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok boo
 	rec.LeaseDurationSeconds = e.leaseSeconds()
 	rec.Handoff = backend.Handoff{} // a renewal ends any hand-off left open
 	written, err := e.cfg.Backend.Update(ctx, v.version, rec)
+	e.rememberUnanswered(rec, err)
 	switch {
 	case err == nil:
 		e.won(rec, written, start)
@@ -287,6 +292,42 @@ func (e *Elector) won(rec backend.Record, version backend.Version, start time.Ti
 		})
 	}
 	e.notifyLocked()
+}
+
+// rememberUnanswered remembers rec, sent by a renewal that failed with
+// err, when the outcome of that write is unknown: a request cancelled,
+// timed out or lost in transport may have landed. A refusal by the store
+// (a conflict, a missing record, a lost store) says it did not. Only the
+// renewals of a record the rules let this candidate renew (its claim, or
+// a version it wrote) are remembered: a write that, answered, would have
+// been its own known write; never a create or an accept.
+func (e *Elector) rememberUnanswered(rec backend.Record, err error) {
+	if err == nil || errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrNotFound) ||
+		errors.Is(err, backend.ErrStoreLost) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.unanswered) == unansweredKept {
+		e.unanswered = slices.Delete(e.unanswered, 0, 1)
+	}
+	e.unanswered = append(e.unanswered, rec)
+}
+
+// unansweredKept is how many renewals of unknown outcome a candidate
+// remembers (Elector.unanswered): a store unreachable for long must not
+// grow the list, and forgetting one only leaves its record to expire.
+const unansweredKept = 4
+
+// sameRecord reports whether stored, as read back, is sent, as written:
+// every field equal, the times at the precision every store keeps.
+func sameRecord(stored, sent backend.Record) bool {
+	return stored.HolderIdentity == sent.HolderIdentity &&
+		stored.Transitions == sent.Transitions &&
+		stored.LeaseDurationSeconds == sent.LeaseDurationSeconds &&
+		stored.Handoff == sent.Handoff &&
+		stored.AcquireTime.Equal(sent.AcquireTime.Truncate(backend.TimePrecision)) &&
+		stored.RenewTime.Equal(sent.RenewTime.Truncate(backend.TimePrecision))
 }
 
 // failed records a failed store request. A lost store ends the election.

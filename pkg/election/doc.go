@@ -69,7 +69,20 @@
 // holder's unless the candidate still claims: the record may have landed
 // after the one it replaced was deleted under a holder that still claims.
 // For the same reason a candidate releases only a version it wrote and
-// claimed: a release is taken over at once.
+// claimed: a release is taken over at once. One exception: a renewal
+// whose answer never arrived (cancelled by a shutdown, timed out, lost in
+// transport) may have landed, so the candidate remembers the record it
+// sent, and if the next record it sees is equal to it (holder, token,
+// lease, acquire and renew time at the microseconds every store keeps,
+// hand-off marker), it takes that version as its own write, to renew or
+// release. Only this candidate writes a record naming itself with that
+// renew time (nobody else has that timestamp), so a read-back equal to it
+// is its own write, which it had claimed: a renewal is a compare-and-swap
+// on a version the candidate claimed or wrote, so it landed on that
+// version with nothing between, never on a record recreated after a
+// deletion. Creates and hand-off accepts are never taken so: only
+// renewals. Any other record seen first means the renewal did not land,
+// or was written over, and it is forgotten.
 //
 // Change signals reach the leader too. A leader keeps its renewal
 // schedule, but when the backend signals a change that is not its own

@@ -2,6 +2,7 @@ package election
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,8 +62,16 @@ type Elector struct {
 	// if a record had been seen before it.
 	deferredGap gapStart
 	// writtenVersion is the version of this candidate's last write that it
-	// knows succeeded.
+	// knows succeeded: answered, or a renewal whose answer was lost, read
+	// back (unanswered).
 	writtenVersion backend.Version
+	// unanswered holds the records of this candidate's renewals whose
+	// outcome is unknown (cancelled, timed out, a transport error), sent
+	// since it last saw the record change, the last unansweredKept of
+	// them: each may have landed. All are compare-and-swaps on the version
+	// it saw last, so at most one did; the next change it sees settles
+	// them (see observeLocked).
+	unanswered []backend.Record
 	// attemptFailed is set when the last attempt's request failed;
 	// attemptStarted is when the last attempt began.
 	attemptFailed  bool
@@ -265,10 +274,22 @@ func (e *Elector) observe(present bool, rec backend.Record, version backend.Vers
 // observeLocked records an answer that arrived at. A new version (or a
 // new absence) restarts the expiry wait; the same version again changes
 // nothing. It reports whether anything changed.
+//
+// The first new version or absence observed after renewals whose outcome
+// is unknown settles them: a record equal to one that a renewal sent is
+// its write, landed, and its version is adopted as written by this
+// candidate (the package doc says why that is safe); anything else means
+// none landed, or it was written over, and they are forgotten.
 func (e *Elector) observeLocked(present bool, rec backend.Record, version backend.Version, at time.Time) bool {
 	v := &e.view
 	if v.known && v.present == present && (!present || v.version == version) {
 		return false
+	}
+	sent := e.unanswered
+	e.unanswered = nil
+	if present && slices.ContainsFunc(sent, func(sent backend.Record) bool { return sameRecord(rec, sent) }) {
+		e.writtenVersion = version
+		e.log.Debug("a renewal whose answer was lost had landed", "token", rec.Transitions)
 	}
 	defer e.logLeaderChangeLocked(*v)
 	if present {

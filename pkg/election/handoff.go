@@ -114,6 +114,7 @@ func (h *handoff) offer(ctx context.Context) error {
 		rec.LeaseDurationSeconds = e.leaseSeconds()
 		rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: e.cfg.Identity, To: h.to, Token: token}
 		written, err := e.cfg.Backend.Update(ctx, v.version, rec)
+		e.rememberUnanswered(rec, err)
 		switch {
 		case err == nil:
 			e.won(rec, written, start)
@@ -247,6 +248,7 @@ func (h *handoff) withdraw(ctx context.Context) (backend.Version, string, bool) 
 	rec.RenewTime = start
 	rec.Handoff = backend.Handoff{}
 	written, err := e.cfg.Backend.Update(ctx, h.version, rec)
+	e.rememberUnanswered(rec, err)
 	switch {
 	case err == nil:
 		e.won(rec, written, start)

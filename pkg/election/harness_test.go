@@ -188,6 +188,9 @@ type hookedBackend struct {
 	afterCreate func()
 	// beforeUpdate runs inside the next Update, before the store writes.
 	beforeUpdate func()
+	// lostUpdateAnswer makes the next Update land but answer with this
+	// error: a request cancelled or timed out after the store wrote it.
+	lostUpdateAnswer error
 }
 
 func (b *hookedBackend) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
@@ -195,7 +198,12 @@ func (b *hookedBackend) Update(ctx context.Context, prev backend.Version, rec ba
 		b.beforeUpdate = nil
 		hook()
 	}
-	return b.Backend.Update(ctx, prev, rec)
+	v, err := b.Backend.Update(ctx, prev, rec)
+	if lost := b.lostUpdateAnswer; lost != nil && err == nil {
+		b.lostUpdateAnswer = nil
+		return "", lost
+	}
+	return v, err
 }
 
 func (b *hookedBackend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
@@ -321,6 +329,15 @@ func nextCreateLandsButFails(id string) step {
 	return func(h *harness) {
 		h.candidate(id)
 		h.handles[id].lostAnswer = errors.New("request timed out")
+	}
+}
+
+// nextUpdateLandsButFails makes id's next Update land in the store while
+// id is told it failed with err.
+func nextUpdateLandsButFails(id string, err error) step {
+	return func(h *harness) {
+		h.candidate(id)
+		h.handles[id].lostUpdateAnswer = err
 	}
 }
 

@@ -105,7 +105,10 @@ func (e *Elector) SittingOut() bool {
 // is taken at once, so releasing a record created but not yet claimed
 // (decide's deferClaim), or one naming this candidate that it does not
 // know it wrote, would let a standby lead while the holder of a deleted
-// record may still claim. Those are waited out like an expiry.
+// record may still claim. Those are waited out like an expiry. A renewal
+// whose answer was lost (a shutdown cancelled it, it timed out) is known
+// once the read after the conflict shows the very record it sent
+// (observeLocked): that version is released.
 func (e *Elector) releaseRecord(ctx context.Context) error {
 	for range 2 {
 		e.mu.Lock()

@@ -1,12 +1,15 @@
 package election
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
 )
 
@@ -218,4 +221,138 @@ func leaderAndStandby(t *testing.T) (store *memory.Store, a, b *running) {
 	b = start(t, store.Open("loop"), "b", true)
 	time.Sleep(time.Second)
 	return store, a, b
+}
+
+// A renewal whose answer never arrived (a shutdown cancelled it, it timed
+// out, the connection broke) may have landed. The next read that shows
+// the very record it sent proves it did: the candidate releases that
+// version, and a standby takes over at once. A record naming the
+// candidate that it did not write so, and a record it created but never
+// claimed, are still waited out. The defaults: lease 15s, renew deadline
+// 10s, retry 2s.
+func TestReleaseAfterARenewalWhoseAnswerWasLost(t *testing.T) {
+	justUnder := time.Nanosecond
+	// The renewal at +5s and 300ns: the store keeps microseconds.
+	renewAt := 5*time.Second + 300*time.Nanosecond
+	lost := []struct {
+		name string
+		err  error
+	}{
+		{"cancelled", context.Canceled},
+		{"timed out", context.DeadlineExceeded},
+		{"lost in transport", errors.New("read: connection reset by peer")},
+	}
+	for _, l := range lost {
+		t.Run("a renewal "+l.name+" after it landed is released", func(t *testing.T) {
+			h := newHarness(t)
+			for _, s := range []step{
+				try("a", true), try("b", false), advance(renewAt),
+				nextUpdateLandsButFails("a", l.err), try("a", false), leads("a", 1),
+				release("a"), storedAs("", 1), try("b", true), leads("b", 2),
+			} {
+				s(h)
+			}
+		})
+	}
+	ours := backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 15, AcquireTime: epoch,
+		RenewTime: epoch.Add(renewAt).Truncate(backend.TimePrecision), Transitions: 1}
+	edited := ours
+	edited.RenewTime = ours.RenewTime.Add(time.Microsecond)
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"the renewal the lost one landed on is renewed after the claim lapsed", []step{
+			// Nobody wrote over a's own write: it renews it rather than
+			// wait it out as another's.
+			try("a", true), try("b", false), advance(renewAt),
+			nextUpdateLandsButFails("a", context.DeadlineExceeded), try("a", false), storedAs("a", 1),
+			advance(6 * time.Second), follows("a", "a"), try("a", true), leads("a", 1),
+		}},
+		{"a record naming it with another renew time is not released", []step{
+			try("a", true), try("b", false), advance(renewAt),
+			nextUpdateLandsButFails("a", context.Canceled), try("a", false),
+			handEdit(edited), try("b", false),
+			release("a"), storedAs("a", 1), try("b", false), follows("b", "a"),
+			advance(15*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 2),
+		}},
+		{"the record it sent, seen only after another, is not released", []step{
+			// The lost renewal did land, was written over, and a copy of
+			// it came back: the first record seen after it settles it.
+			try("a", true), try("b", false), advance(renewAt),
+			nextUpdateLandsButFails("a", context.Canceled), try("a", false),
+			advance(5 * time.Second), handEdit(edited), try("a", false), follows("a", "a"),
+			handEdit(ours), release("a"), storedAs("a", 1),
+		}},
+		{"a recreate whose claim was deferred is not released", []step{
+			try("b", true), deleteRecord(), try("a", false), storedAs("a", 1), follows("a", "a"),
+			release("a"), storedAs("a", 1), leads("b", 1),
+		}},
+		{"a deferred recreate whose answer was lost is not released", []step{
+			try("b", true), deleteRecord(), nextCreateLandsButFails("a"), try("a", false),
+			try("a", false), storedAs("a", 1), follows("a", "a"),
+			release("a"), storedAs("a", 1), leads("b", 1),
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			for _, s := range c.steps {
+				s(h)
+			}
+		})
+	}
+}
+
+// landsThenWaits applies the next Update once armed, then answers it only
+// when its context ends, with the context's error: a renewal in flight
+// when the run is cancelled, whose write the store has made.
+type landsThenWaits struct {
+	backend.Backend
+	armed atomic.Bool
+}
+
+func (b *landsThenWaits) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	v, err := b.Backend.Update(ctx, prev, rec)
+	if err != nil || !b.armed.CompareAndSwap(true, false) {
+		return v, err
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A leader stopped while a renewal is in flight cancels it; the renewal
+// had landed, so the release on shutdown finds the record it sent and
+// releases it: the standby takes over at the same virtual instant.
+func TestShutdownReleasesARenewalItCancelledAfterItLanded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		inner := store.Open("loop")
+		hooked := &landsThenWaits{Backend: inner}
+		a := start(t, backend.Wrapped(inner, hooked), "a", true)
+		time.Sleep(time.Second)
+		b := start(t, store.Open("loop"), "b", true)
+		time.Sleep(time.Second)
+		if !a.Status().Leader || b.Status().Leader {
+			t.Fatalf("a %+v, b %+v: want a leading", a.Status(), b.Status())
+		}
+		token := a.Status().Token
+		hooked.armed.Store(true)
+		time.Sleep(5 * time.Second) // a renews every 5s: its renewal has landed and hangs
+		synctest.Wait()
+		if hooked.armed.Load() {
+			t.Fatal("a sent no renewal")
+		}
+		stoppedAt := time.Now()
+		a.stop()
+		synctest.Wait()
+		rec, _, err := inner.Get(t.Context())
+		if err != nil || rec.HolderIdentity == "a" {
+			t.Fatalf("after a stopped, the record is %+v (%v): want it released", rec, err)
+		}
+		if s := b.Status(); !s.Leader || s.Token != token+1 || !time.Now().Equal(stoppedAt) {
+			t.Fatalf("b %+v at +%v after a stopped: want leading at once with token %d", s, time.Since(stoppedAt), token+1)
+		}
+	})
 }

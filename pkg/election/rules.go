@@ -36,7 +36,8 @@ type observation struct {
 	// claiming it yet (see recreate's deferClaim); "" if none.
 	deferred backend.Version
 	// written is the version of this candidate's last write that it knows
-	// succeeded; "" if none.
+	// succeeded (answered, or read back after its answer was lost); ""
+	// if none.
 	written backend.Version
 	// accepted is the last hand-off offer this candidate accepted.
 	accepted acceptedOffer
