@@ -21,6 +21,7 @@ import (
 // shard within a few retry periods and the leaver's member Lease names no
 // holder. No shard is ever claimed by two replicas at one instant.
 func TestLeaseShardGroup(t *testing.T) {
+	t.Parallel()
 	k := sidecartest.Kube(t)
 	ns, group := k.Namespace(t), "billing"
 	kc := k.Kubeconfig(t, "")

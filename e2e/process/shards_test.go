@@ -22,6 +22,7 @@ const testShards = sidecartest.TestShards
 // one holds every shard within a few retry periods, the leaver having
 // exited 0. No shard is ever claimed by two replicas at one instant.
 func TestShardGroupOnOneSQLiteFile(t *testing.T) {
+	t.Parallel()
 	db := sidecartest.DBPath(t)
 	p := sidecartest.NewShardSampler(testShards)
 	var live []*sidecartest.Sidecar
@@ -119,6 +120,7 @@ func identityIn(t *testing.T, s *sidecartest.Sidecar) string {
 // TestShardsPageCommand runs the command docs/shards.md shows, on a file
 // of the test's own: a sidecar alone in group billing holds its 8 shards.
 func TestShardsPageCommand(t *testing.T) {
+	t.Parallel()
 	lines := docLines(docBlocks(t, "shards.md"), "sidecar ")
 	if len(lines) != 1 {
 		t.Fatalf("docs/shards.md shows %d sidecar commands, want 1: %q", len(lines), lines)
