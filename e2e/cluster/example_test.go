@@ -52,7 +52,10 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 // releases the Lease on the way out (the app has stopped first), so another
 // Pod's sidecar leads within seconds, with the next token.
 func TestExampleChartFailoverOnDelete(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it runs first and alone, as go test runs the tests
+	// that do not call t.Parallel before those that do. It bounds a
+	// graceful hand-off at 10 s from the delete, which Pods starting and
+	// stopping beside it stretched past.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
