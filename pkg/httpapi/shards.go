@@ -184,12 +184,7 @@ func shardsJSON(s shardgroup.Status) ShardsJSON {
 // (validUntil) sends nothing. Besides the group's changes it wakes when
 // the earliest claim's validUntil passes, which no store event announces.
 func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := startEventStream(w)
 
 	keepAlive := time.NewTicker(a.opts.KeepAlive)
 	defer keepAlive.Stop()

@@ -13,16 +13,23 @@ import (
 // dropped instead of holding a goroutine forever.
 const writeTimeout = 10 * time.Second
 
-// watch streams the state as Server-Sent Events: once at once, then on each
-// change, including the instant a leader's claim lapses (validUntil), which
-// no store event announces.
-func (a *api) watch(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
+// startEventStream answers 200 with the headers of a Server-Sent Events
+// stream (no caching, no proxy buffering) and returns the controller its
+// events are flushed through.
+func startEventStream(w http.ResponseWriter) *http.ResponseController {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
+}
+
+// watch streams the state as Server-Sent Events: once at once, then on each
+// change, including the instant a leader's claim lapses (validUntil), which
+// no store event announces.
+func (a *api) watch(w http.ResponseWriter, r *http.Request) {
+	rc := startEventStream(w)
 
 	keepAlive := time.NewTicker(a.opts.KeepAlive)
 	defer keepAlive.Stop()
