@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the machine has what the test suite needs beyond Go: the
+# Makes sure the machine has what the test suite needs beyond Go: curl, the
 # servers the fencing guards are tested on (PostgreSQL, MariaDB, Redis: the
 # tests start their own throwaway servers; etcd comes with the envtest
 # binaries), promtool and the Prometheus server (the alert tests,
@@ -27,6 +27,12 @@ fi
 # alert test starts one).
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   need "promtool and prometheus" prometheus
+fi
+
+# curl: the README's and docs/handoff.md's commands, run as written
+# (e2e/process).
+if ! command -v curl >/dev/null; then
+  need curl curl
 fi
 
 if ((${#missing[@]})); then

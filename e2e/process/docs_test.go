@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,14 @@ import (
 // docBlocks returns the shell blocks (```sh) of the page docs/name.
 func docBlocks(t *testing.T, name string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(sidecartest.RepoPath(t, "docs", name))
+	return shellBlocks(t, "docs", name)
+}
+
+// shellBlocks returns the shell blocks (```sh) of the repository's file
+// at path.
+func shellBlocks(t *testing.T, path ...string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(sidecartest.RepoPath(t, path...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +43,34 @@ func docBlocks(t *testing.T, name string) []string {
 		blocks = append(blocks, m[1])
 	}
 	if len(blocks) == 0 {
-		t.Fatalf("docs/%s shows no sh block", name)
+		t.Fatalf("%s shows no sh block", filepath.Join(path...))
 	}
 	return blocks
+}
+
+// blockStarting is the one block of blocks whose first line is first.
+func blockStarting(t *testing.T, blocks []string, first string) []string {
+	t.Helper()
+	for _, b := range blocks {
+		if lines := strings.Split(strings.TrimRight(b, "\n"), "\n"); lines[0] == first {
+			return lines
+		}
+	}
+	t.Fatalf("no shell block starts with %q", first)
+	return nil
+}
+
+// transcript splits a block that shows a session ("$ command" lines, each
+// followed by what it prints) into its commands and the output it shows.
+func transcript(lines []string) (commands []string, shown string) {
+	for _, l := range lines {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			commands = append(commands, c)
+		} else {
+			shown += l + "\n"
+		}
+	}
+	return commands, shown
 }
 
 // docLines are the commands of blocks that start with prefix.
@@ -275,4 +308,204 @@ func TestCitedFilesExist(t *testing.T) {
 		}
 	}
 	t.Logf("%d files, %d citations", len(texts), cited)
+}
+
+// The README's first run, as written: the build, three sidecars on ports
+// 4040-4042 in one directory, and the loop that asks all three: one
+// answers "leader": true and all name it. Then, as the next paragraph
+// says, the leader stopped with Ctrl-C (SIGINT) releases the lease and
+// another takes over with the token one higher.
+func TestReadmeQuickStart(t *testing.T) {
+	t.Parallel()
+	lines := blockStarting(t, shellBlocks(t, "README.md"), "go build -o sidecar ./cmd/sidecar")
+	dir := t.TempDir()
+	env := []string{"PATH=" + filepath.Dir(sidecartest.GoTool()) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME")}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOPROXY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	// The build runs in the repository, as the README's reader does, and
+	// writes the binary into the test's directory instead of the work tree.
+	build := exec.Command("sh", "-c", strings.Replace(lines[0], "-o sidecar", "-o "+filepath.Join(dir, "sidecar"), 1))
+	build.Dir, build.Env = sidecartest.RepoPath(t), env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", lines[0], err, out)
+	}
+
+	var ask string
+	sidecars := map[string]*exec.Cmd{} // port -> its sidecar
+	for _, line := range lines[1:] {
+		switch {
+		case strings.HasPrefix(line, "./sidecar "):
+			port := line[strings.LastIndex(line, ":")+1:]
+			cmd := exec.Command("sh", "-c", "exec "+line)
+			cmd.Dir, cmd.Env = dir, env
+			logs := &sidecartest.LockedBuffer{}
+			cmd.Stdout, cmd.Stderr = logs, logs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				if t.Failed() {
+					t.Logf("%s:\n%s", line, logs.String())
+				}
+			})
+			sidecars[port] = cmd
+		case strings.HasPrefix(line, "for p in "):
+			ask = line
+		}
+	}
+	if len(sidecars) != 3 || ask == "" {
+		t.Fatalf("the README's first run starts %d sidecars and asks with %q, want 3 and a loop", len(sidecars), ask)
+	}
+
+	// askAll runs the README's loop until exactly one of the ports that
+	// answer says "leader": true and every answer names it, and returns the
+	// leader's port and token.
+	askAll := func(want int) (string, int64) {
+		t.Helper()
+		var out []byte
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			cmd := exec.Command("sh", "-c", ask)
+			cmd.Env = env
+			var err error
+			if out, err = cmd.Output(); err != nil {
+				t.Fatalf("%s: %v", ask, err)
+			}
+			leader, token, holders, answers := "", int64(0), map[string]bool{}, 0
+			for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+				port, body, _ := strings.Cut(line, " ")
+				if body == "" {
+					continue // a stopped sidecar: curl printed nothing
+				}
+				var st sidecartest.State
+				if err := json.Unmarshal([]byte(body), &st); err != nil {
+					t.Fatalf("port %s answered %q: %v", port, body, err)
+				}
+				answers++
+				holders[st.Holder] = true
+				if st.Leader {
+					if leader != "" {
+						t.Fatalf("ports %s and %s both answered \"leader\": true:\n%s", leader, port, out)
+					}
+					leader, token = port, *st.Token
+					if st.Holder != st.Identity {
+						t.Fatalf("the leader on port %s names %q the holder, itself %q", port, st.Holder, st.Identity)
+					}
+				}
+			}
+			if answers == want && leader != "" && len(holders) == 1 {
+				return leader, token
+			}
+		}
+		t.Fatalf("%s never showed %d answers, one leader and one holder named by all; last:\n%s", ask, want, out)
+		return "", 0
+	}
+	leader, token := askAll(3)
+	if err := sidecars[leader].Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := sidecars[leader].Wait(); err != nil {
+		t.Fatalf("the leader stopped with Ctrl-C exited with %v", err)
+	}
+	next, nextToken := askAll(2)
+	if next == leader || nextToken != token+1 {
+		t.Fatalf("after Ctrl-C on port %s (token %d): port %s leads with token %d, want another with token %d",
+			leader, token, next, nextToken, token+1)
+	}
+}
+
+// The session docs/configuration.md shows, run as written: sidecar check
+// with the app health URL the page gives prints the page's error and exits
+// with status 2.
+func TestConfigurationPageCheck(t *testing.T) {
+	t.Parallel()
+	commands, shown := transcript(blockStarting(t, docBlocks(t, "configuration.md"),
+		"$ LEADER_SIDECAR_APP_HEALTH_URL=http://127.1/healthz sidecar check"))
+	script := strings.ReplaceAll(strings.Join(commands, "\n"), " sidecar check", " "+sidecartest.Binary(t)+" check")
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	if string(out) != shown {
+		t.Fatalf("docs/configuration.md shows\n%s\nthe sidecar printed\n%s", shown, out)
+	}
+}
+
+// The hand-off session docs/handoff.md shows, on two sidecars named as the
+// page's Pods: `sidecar handoff --to web-5c2a` in the leader's container
+// (which finds the API through LEADER_SIDECAR_HTTP_ADDRESS) prints the
+// page's line and moves the lease; then the two curl commands, each sent
+// to the leader of the moment: to any standby, and to web-5c2a by name.
+// Every move gives the token one higher.
+func TestHandoffPageCommands(t *testing.T) {
+	t.Parallel()
+	commands, shown := transcript(blockStarting(t, docBlocks(t, "handoff.md"),
+		"$ kubectl exec web-7d9f -c leader-sidecar -- /sidecar handoff --to web-5c2a"))
+	if len(commands) != 3 || !strings.Contains(commands[1], `"to": "web-5c2a"`) || strings.Contains(commands[2], " -d ") {
+		t.Fatalf("docs/handoff.md shows %q; want sidecar handoff, a curl to web-5c2a and one to any standby", commands)
+	}
+	// Named as the chart names them, by their Pods' names: the sidecar
+	// makes the identity "<Pod name>_<random>".
+	db := sidecartest.DBPath(t)
+	old := sidecartest.Start(t, db, "--identity", "web-7d9f")
+	sidecartest.AwaitToken(t, []*sidecartest.Sidecar{old}, 1, 10*time.Second)
+	target := sidecartest.Start(t, db, "--identity", "web-5c2a")
+	all := []*sidecartest.Sidecar{old, target}
+	sidecartest.AwaitSettled(t, all, old)
+
+	// kubectl exec <pod> -c leader-sidecar -- runs the rest in the
+	// leader's sidecar container, whose environment names its API.
+	_, inContainer, ok := strings.Cut(commands[0], " -- ")
+	if !ok {
+		t.Fatalf("%q runs nothing in the container", commands[0])
+	}
+	cmd := exec.Command("sh", "-c", strings.Replace(inContainer, "/sidecar", sidecartest.Binary(t), 1))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_HTTP_ADDRESS=" + old.Addr()}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", inContainer, err, out)
+	}
+	// The page cuts the identity's random part short ("web-5c2a_3f1e0b2d-...").
+	parts := regexp.MustCompile(`_[0-9a-f]+-\.\.\.`).Split(shown, -1)
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	if len(parts) != 2 {
+		t.Fatalf("the page's answer %q names no identity cut short", shown)
+	}
+	if !regexp.MustCompile("^" + strings.Join(parts, `_[0-9a-f-]{36}`) + "$").Match(out) {
+		t.Fatalf("%s printed %q, the page shows %q", inContainer, out, shown)
+	}
+	sidecartest.AwaitToken(t, all, 2, 5*time.Second)
+	if st, err := target.Leader(); err != nil || !st.Leader || *st.Token != 2 {
+		t.Fatalf("after the hand-off web-5c2a answers %+v, %v; want leader with token 2", st, err)
+	}
+
+	// The curl commands as written, sent to the leader's address: the
+	// one without a target first (the only standby is web-7d9f), then the
+	// one to web-5c2a.
+	for i, c := range []struct {
+		command string
+		from    *sidecartest.Sidecar
+		to      *sidecartest.Sidecar
+	}{{commands[2], target, old}, {commands[1], old, target}} {
+		line, _, _ := strings.Cut(c.command, "#")
+		cmd := exec.Command("sh", "-c", strings.Replace(line, "localhost:4040", c.from.Addr(), 1))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		want := int64(3 + i)
+		sidecartest.AwaitToken(t, all, want, 5*time.Second)
+		if st, err := c.to.Leader(); err != nil || !st.Leader || *st.Token != want {
+			t.Fatalf("after %s: %s answers %+v, %v; want leader with token %d", line, c.to.Addr(), st, err, want)
+		}
+	}
 }
