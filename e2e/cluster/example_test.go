@@ -25,16 +25,27 @@ const (
 	sidecarContainer = "leader-sidecar"
 )
 
-// TestExampleChartElectsOneLeader installs charts/leader-sidecar-example
-// with its defaults (images included) and three replicas: every Pod runs,
-// the sidecar as a native sidecar, no container restarts, and exactly one
-// sidecar leads: the Lease's holder, with the Lease's token.
+// TestExampleChartElectsOneLeader runs the README's commands for the
+// example chart as written (the same as docs/kubernetes.md's), in the
+// kubeconfig's namespace, default: every Pod runs, the sidecar as a native
+// sidecar, no container restarts, exactly one sidecar leads, the Lease's
+// holder with the Lease's token, and the README's kubectl command prints
+// its identity.
 func TestExampleChartElectsOneLeader(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns := cl.namespace(t)
-	pods := installExample(t, ctx, ns, 3)
+	commands := readmeExampleCommands(t)
+	buildChartDeps(t, ctx)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = shell(ctx, "helm uninstall --wait --timeout 20s "+release)
+	})
+	mustShell(t, ctx, commands[1])
+	const ns = "default"
+	replicas := 2 // the chart's replicaCount
+	pods := runningPods(t, ctx, ns, replicas, true)
 	for _, p := range pods {
 		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 			if s.RestartCount != 0 {
@@ -42,10 +53,33 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 			}
 		}
 	}
+	var leader fence.LeaderJSON
 	eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-		_, _, reason := oneLeader(ctx, ns, pods)
+		var reason string
+		leader, _, reason = oneLeader(ctx, ns, pods)
 		return reason == "", reason
 	})
+	if got := mustShell(t, ctx, commands[2]); got != leader.Identity {
+		t.Errorf("%s printed %q, want the leader's identity %q", commands[2], got, leader.Identity)
+	}
+}
+
+// readmeExampleCommands are the README's three commands for the example
+// chart: build its dependencies, install it, print the Lease's holder.
+func readmeExampleCommands(t *testing.T) []string {
+	t.Helper()
+	_, section := cut(t, readFile(t, filepath.Join(cl.root, "README.md")), "### The example chart")
+	_, section = cut(t, section, "```sh\n")
+	block, _ := cut(t, section, "```")
+	if manual := readFile(t, filepath.Join(cl.root, "docs", "kubernetes.md")); !strings.Contains(manual, "```sh\n"+block+"```") {
+		t.Fatalf("docs/kubernetes.md does not show the README's commands for the example chart:\n%s", block)
+	}
+	commands := strings.Split(strings.TrimSpace(block), "\n")
+	if len(commands) != 3 || !strings.HasPrefix(commands[0], "helm dependency build ") ||
+		!strings.HasPrefix(commands[1], "helm install "+release+" ") || !strings.HasPrefix(commands[2], "kubectl get lease "+fullName+" ") {
+		t.Fatalf("the README's example chart commands are %q, want helm dependency build, helm install %s, kubectl get lease %s", commands, release, fullName)
+	}
+	return commands
 }
 
 // TestExampleChartFailoverOnDelete deletes the leader's Pod: its sidecar
@@ -110,14 +144,20 @@ func installExample(t *testing.T, ctx context.Context, ns string, replicas int) 
 // install installs the example chart into ns as release demo, with args.
 func install(t *testing.T, ctx context.Context, ns string, args ...string) {
 	t.Helper()
+	buildChartDeps(t, ctx)
 	chart := filepath.Join(cl.root, "charts", "leader-sidecar-example")
-	chartDeps.Do(func() { cl.run(t, ctx, cl.helm, "dependency", "build", chart) })
 	cl.run(t, ctx, cl.helm, append([]string{"install", release, chart, "--namespace", ns}, args...)...)
 }
 
-// chartDeps builds the example chart's dependencies once: tests that run
-// in parallel must not rewrite its charts/ directory under each other.
+// chartDeps builds the example chart's dependencies once, by the README's
+// command: tests that run in parallel must not rewrite its charts/
+// directory under each other.
 var chartDeps sync.Once
+
+func buildChartDeps(t *testing.T, ctx context.Context) {
+	t.Helper()
+	chartDeps.Do(func() { mustShell(t, ctx, readmeExampleCommands(t)[0]) })
+}
 
 // runningPods waits until ns has replicas Pods of release demo, each
 // running every container (and with ready, each container ready), and
