@@ -5,8 +5,8 @@ import "time"
 // ShardsJSON is the JSON body of the sidecar's GET /shards in shard mode
 // (--shards N), and of every unnamed event of GET /shards/watch. Like
 // LeaderJSON it is the one definition of that JSON: the sidecar writes it,
-// Client.Shards, Client.ShardTerms and the sidecar's tests read it, and a reader must ignore
-// fields it does not know.
+// Client.Shards, Client.ShardTerms and the sidecar's tests read it, and a
+// reader must ignore fields it does not know.
 //
 // Example, from one replica of four shards:
 //

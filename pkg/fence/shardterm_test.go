@@ -1,0 +1,209 @@
+package fence_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+)
+
+// stubShards serves GET /shards/watch: each stream it opens is handed to
+// the test, which writes the stream's events.
+type stubShards struct {
+	*httptest.Server
+	streams chan *stubStream
+}
+
+// stubStream is one open /shards/watch; closing out ends it.
+type stubStream struct{ out chan string }
+
+func newStubShards(t *testing.T) *stubShards {
+	s := &stubShards{streams: make(chan *stubStream, 4)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/shards/watch" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		str := &stubStream{out: make(chan string)}
+		s.streams <- str
+		for {
+			select {
+			case ev, ok := <-str.out:
+				if !ok {
+					return
+				}
+				fmt.Fprint(w, ev)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// shardsState is the /shards/watch state of replica a_1 of group billing
+// (4 shards) holding held, each valid for an hour.
+func shardsState(held ...fence.ShardJSON) string {
+	if held == nil {
+		held = []fence.ShardJSON{}
+	}
+	body, _ := json.Marshal(fence.ShardsJSON{Group: "billing", Identity: "a_1", Shards: 4, Members: []string{"a_1"},
+		FairShare: 4, Held: held})
+	return "data: " + string(body) + "\n\n"
+}
+
+func held(shard int, token int64, state string) fence.ShardJSON {
+	return fence.ShardJSON{Shard: shard, Token: token, State: state, ValidUntil: time.Now().Add(time.Hour),
+		Range: fence.RangeJSON{Start: fmt.Sprintf("0x%016x", shard), End: fmt.Sprintf("0x%016x", shard+1)}}
+}
+
+func typedEvent(event string, shard int, token int64) string {
+	state := event
+	if event == fence.EventDraining || event == fence.EventAcquired || event == fence.EventUndrained {
+		state = map[string]string{fence.EventDraining: fence.ShardDraining}[event]
+		if state == "" {
+			state = fence.ShardHeld
+		}
+	}
+	body, _ := json.Marshal(fence.ShardEventJSON{Event: event, ShardJSON: fence.ShardJSON{Shard: shard, Token: token, State: state}})
+	return "event: " + event + "\ndata: " + string(body) + "\n\n"
+}
+
+func nextTerm(t *testing.T, terms *fence.ShardTerms) *fence.ShardTerm {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	term, err := terms.Next(ctx)
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	return term
+}
+
+// endedWith waits until term is over and checks its cause.
+func endedWith(t *testing.T, term *fence.ShardTerm, want error) {
+	t.Helper()
+	select {
+	case <-term.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("shard %d's term not over 10s later", term.Shard())
+	}
+	if err := term.Err(); !errors.Is(err, want) {
+		t.Fatalf("shard %d's term ended with %v, want %v", term.Shard(), err, want)
+	}
+}
+
+// ShardTerms follows the stream: a term per shard held (not one that
+// drains), renewed by renewals; ended by draining, by lost, by a stream
+// that breaks; a term whose token went back is refused once, and the
+// shard is handed out again with a higher token; after a reconnection the
+// shards held come again.
+func TestShardTermsFollowTheStream(t *testing.T) {
+	stub := newStubShards(t)
+	c, err := fence.NewClient(stub.URL, fence.WithReconnectBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms, err := c.ShardTerms(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer terms.Close()
+	str := <-stub.streams
+
+	str.out <- typedEvent(fence.EventAcquired, 0, 3) + typedEvent(fence.EventAcquired, 1, 5) + typedEvent(fence.EventDraining, 1, 5) +
+		shardsState(held(0, 3, fence.ShardHeld), held(1, 5, fence.ShardDraining))
+	t0 := nextTerm(t, terms)
+	want := fence.ShardTermID{Group: "billing", Shard: 0, TermID: fence.TermID{Token: 3, Holder: "a_1"}}
+	if t0.ID() != want || t0.ID().Resource() != "billing/shard-0" || t0.Range().End != "0x0000000000000001" || t0.Err() != nil {
+		t.Fatalf("first term %v (%v), range %v, err %v; want %v", t0.ID(), t0.ID().Resource(), t0.Range(), t0.Err(), want)
+	}
+
+	renewed := held(0, 3, fence.ShardHeld)
+	renewed.ValidUntil = time.Now().Add(2 * time.Hour)
+	str.out <- typedEvent(fence.EventUndrained, 1, 5) + shardsState(renewed, held(1, 5, fence.ShardHeld))
+	t1 := nextTerm(t, terms) // the undrained shard: its term comes once it is held
+	if t1.Shard() != 1 || t1.Token() != 5 {
+		t.Fatalf("second term %v, want shard 1 token 5", t1.ID())
+	}
+	if !t0.ValidUntil().Equal(renewed.ValidUntil) || t0.Err() != nil {
+		t.Fatalf("shard 0 after a renewal: valid until %v, err %v; want %v", t0.ValidUntil(), t0.Err(), renewed.ValidUntil)
+	}
+
+	str.out <- typedEvent(fence.EventDraining, 0, 3)
+	endedWith(t, t0, fence.ErrShardDraining)
+	str.out <- shardsState(held(0, 3, fence.ShardDraining), held(1, 5, fence.ShardHeld)) +
+		typedEvent(fence.EventReleased, 0, 3) + typedEvent(fence.EventLost, 1, 5)
+	endedWith(t, t1, fence.ErrLeadershipLost)
+	str.out <- shardsState()
+
+	// Shard 1 comes back with a lower token: refused, reported once.
+	str.out <- typedEvent(fence.EventAcquired, 1, 4) + shardsState(held(1, 4, fence.ShardHeld))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if term, err := terms.Next(ctx); !errors.Is(err, fence.ErrTokenRegressed) || term != nil {
+		t.Fatalf("Next after token 4 of shard 1 followed 5: %v, %v; want ErrTokenRegressed", term, err)
+	}
+	str.out <- shardsState(held(1, 4, fence.ShardHeld)) // the same refused term: not reported again
+	str.out <- typedEvent(fence.EventLost, 1, 4) + typedEvent(fence.EventAcquired, 1, 6) + shardsState(held(1, 6, fence.ShardHeld))
+	t2 := nextTerm(t, terms)
+	if t2.Shard() != 1 || t2.Token() != 6 {
+		t.Fatalf("after the refused term: %v, want shard 1 token 6", t2.ID())
+	}
+
+	close(str.out) // the stream breaks
+	endedWith(t, t2, fence.ErrDisconnected)
+	str = <-stub.streams
+	str.out <- typedEvent(fence.EventAcquired, 1, 6) + shardsState(held(1, 6, fence.ShardHeld))
+	t3 := nextTerm(t, terms)
+	if t3.ID() != t2.ID() || t3.Err() != nil {
+		t.Fatalf("after reconnecting: %v (%v), want %v again", t3.ID(), t3.Err(), t2.ID())
+	}
+	terms.Close()
+	endedWith(t, t3, fence.ErrTermClosed)
+	if _, err := terms.Next(context.Background()); !errors.Is(err, fence.ErrTermClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+// A held shard replaced in the state by another token of the same shard
+// ends the term (ErrLeadershipLost) even without a typed event, and a
+// term's writes through the per-shard guard are refused once the next
+// term of that shard has written.
+func TestShardTermReplacedAndItsLateWriteRefused(t *testing.T) {
+	stub := newStubShards(t)
+	c, err := fence.NewClient(stub.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms, err := c.ShardTerms(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer terms.Close()
+	str := <-stub.streams
+	str.out <- shardsState(held(2, 7, fence.ShardHeld))
+	old := nextTerm(t, terms)
+	str.out <- shardsState(held(2, 8, fence.ShardHeld))
+	endedWith(t, old, fence.ErrLeadershipLost)
+	cur := nextTerm(t, terms)
+
+	var g fence.MemoryGuard
+	if err := g.DoShard(cur.ID(), func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.DoShard(old.ID(), func() error { return nil }); !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("the old term's late write: %v, want ErrStaleToken", err)
+	}
+}
