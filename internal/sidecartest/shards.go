@@ -48,6 +48,7 @@ func (p *Proc) Shards() (httpapi.ShardsJSON, error) {
 // as the app would.
 type ShardSampler struct {
 	n      int
+	noAcks bool
 	logs   []ClaimLog
 	mu     sync.Mutex
 	latest map[*Sidecar]httpapi.ShardsJSON
@@ -60,6 +61,13 @@ type ShardSampler struct {
 func NewShardSampler(n int) *ShardSampler {
 	return &ShardSampler{n: n, logs: make([]ClaimLog, n), latest: map[*Sidecar]httpapi.ShardsJSON{},
 		acked: map[[2]int64]bool{}, stop: make(chan struct{})}
+}
+
+// WithoutAcks makes the sampler leave drains to the application: it
+// acknowledges none.
+func (p *ShardSampler) WithoutAcks() *ShardSampler {
+	p.noAcks = true
+	return p
 }
 
 // Sample follows s until it exits or Check stops the sampler. Errors are
@@ -87,7 +95,7 @@ func (p *ShardSampler) Sample(s *Sidecar) {
 			answer := time.Now()
 			for _, h := range st.Held {
 				p.logs[h.Shard].Add(Claim{Who: who, Term: Term{Token: h.Token}, Sweep: -1, Sent: sent, Answer: answer})
-				if h.State == "draining" && p.ack(s, h.Shard) {
+				if h.State == "draining" && !p.noAcks && p.ack(s, h.Shard) {
 					p.mu.Lock()
 					p.acked[[2]int64{int64(h.Shard), h.Token}] = true
 					p.mu.Unlock()
@@ -290,8 +298,8 @@ func (w *ShardsWatch) Ended() <-chan struct{} { return w.ended }
 // held (nothing at first), and returns an error unless every state holds
 // exactly what the events before it say, token and state alike, and every
 // event is one the shards held allow (acquired for a shard not held;
-// draining, undrained, released, lost for the term held). It returns the
-// named events.
+// draining, undrained, renewed, released, lost for the term held). It
+// returns the named events but renewed.
 func ReplayShardEvents(evs []ShardsEvent) ([]fence.ShardEventJSON, error) {
 	model := map[int]fence.ShardJSON{}
 	var named []fence.ShardEventJSON
@@ -324,6 +332,8 @@ func ReplayShardEvents(evs []ShardsEvent) ([]fence.ShardEventJSON, error) {
 			ok = had && m.Token == e.Token && m.State == fence.ShardHeld && e.State == fence.ShardDraining
 		case fence.EventUndrained:
 			ok = had && m.Token == e.Token && m.State == fence.ShardDraining && e.State == fence.ShardHeld
+		case fence.EventRenewed:
+			ok = had && m.Token == e.Token && m.State == e.State && e.ValidUntil.After(m.ValidUntil)
 		case fence.EventReleased, fence.EventLost:
 			ok = had && m.Token == e.Token && e.State == e.Event
 		}
@@ -335,7 +345,9 @@ func ReplayShardEvents(evs []ShardsEvent) ([]fence.ShardEventJSON, error) {
 		} else {
 			model[e.Shard] = e.ShardJSON
 		}
-		named = append(named, e)
+		if e.Event != fence.EventRenewed {
+			named = append(named, e)
+		}
 	}
 	return named, nil
 }

@@ -149,9 +149,13 @@ func (t *ShardTerm) endIfLapsed() {
 	}
 }
 
-// renew moves ValidUntil to until.
+// renew moves ValidUntil to until, if later.
 func (t *ShardTerm) renew(until time.Time) {
 	t.mu.Lock()
+	if !until.After(t.validUntil) {
+		t.mu.Unlock()
+		return
+	}
 	t.validUntil = until
 	t.mu.Unlock()
 	t.lapse.Reset(time.Until(until))
@@ -179,9 +183,10 @@ type shardNext struct {
 
 // ShardTerms follows GET /shards/watch (shard mode) until ctx is done or
 // Close is called. Next returns each term of a shard that this replica
-// begins to hold, once; the term ends (its Context is cancelled) the
-// moment the stream says the shard drains, was released or lost, or holds
-// it in another term, when the term lapses by the clock, or when the
+// begins to hold, once; each renewed event moves its ValidUntil; the term
+// ends (its Context is cancelled) the moment the stream says the shard
+// drains, was released or lost, or holds it in another term, when the
+// term lapses by the clock (no renewal reported in time), or when the
 // stream breaks. A stream that breaks is reconnected with backoff; the
 // shards held then come again as new ShardTerms (the same ShardTermID if
 // the term is the same).
@@ -313,9 +318,10 @@ func (s *ShardTerms) run(str *stream) (delivered bool, err error) {
 	return delivered, err
 }
 
-// typed ends the current term a typed event says is over, with the cause
-// it names. Events of other terms, and acquired and undrained (the state
-// that follows hands the term out), change nothing.
+// typed renews the current term a renewed event names, and ends the one
+// a typed event says is over, with the cause it names. Events of other
+// terms, and acquired and undrained (the state that follows hands the
+// term out), change nothing.
 func (s *ShardTerms) typed(name string, data []byte) error {
 	var e ShardEventJSON
 	if err := json.Unmarshal(data, &e); err != nil {
@@ -326,6 +332,9 @@ func (s *ShardTerms) typed(name string, data []byte) error {
 		return nil
 	}
 	switch name {
+	case EventRenewed:
+		t.renew(e.ValidUntil)
+		return nil
 	case EventDraining:
 		t.end(fmt.Errorf("%w: shard %d, token %d", ErrShardDraining, e.Shard, e.Token))
 	case EventReleased, EventLost:

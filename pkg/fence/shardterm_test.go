@@ -105,7 +105,7 @@ func endedWith(t *testing.T, term *fence.ShardTerm, want error) {
 }
 
 // ShardTerms follows the stream: a term per shard held (not one that
-// drains), renewed by renewals; ended by draining, by lost, by a stream
+// drains), renewed by renewed events; ended by draining, by lost, by a stream
 // that breaks; a term whose token went back is refused once, and the
 // shard is handed out again with a higher token; after a reconnection the
 // shards held come again.
@@ -132,7 +132,9 @@ func TestShardTermsFollowTheStream(t *testing.T) {
 
 	renewed := held(0, 3, fence.ShardHeld)
 	renewed.ValidUntil = time.Now().Add(2 * time.Hour)
-	str.out <- typedEvent(fence.EventUndrained, 1, 5) + shardsState(renewed, held(1, 5, fence.ShardHeld))
+	body, _ := json.Marshal(fence.ShardEventJSON{Event: fence.EventRenewed, ShardJSON: renewed})
+	str.out <- "event: renewed\ndata: " + string(body) + "\n\n" // a renewal sends no state
+	str.out <- typedEvent(fence.EventUndrained, 1, 5) + shardsState(held(0, 3, fence.ShardHeld), held(1, 5, fence.ShardHeld))
 	t1 := nextTerm(t, terms) // the undrained shard: its term comes once it is held
 	if t1.Shard() != 1 || t1.Token() != 5 {
 		t.Fatalf("second term %v, want shard 1 token 5", t1.ID())

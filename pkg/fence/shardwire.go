@@ -55,6 +55,10 @@ const (
 	// EventUndrained: a shard that drained here is kept after all (its
 	// drain was not acknowledged yet); same token.
 	EventUndrained = "undrained"
+	// EventRenewed: the claim of a shard held here was renewed: a later
+	// validUntil, same token and state. Renewals change no state, so this
+	// is the only event that says how long a term lasts now.
+	EventRenewed = "renewed"
 	// EventReleased: this replica released the shard's term (after the
 	// drain was acknowledged or timed out, or on a graceful stop).
 	EventReleased = "released"
@@ -93,8 +97,8 @@ type RangeJSON struct {
 //	event: acquired
 //	data: {"event":"acquired","shard":3,"token":5,"state":"held","range":{…},"validUntil":"…"}
 //
-// For EventAcquired, EventDraining and EventUndrained the fields are the
-// shard as it is now held; for EventReleased and EventLost they are the
+// For EventAcquired, EventDraining, EventUndrained and EventRenewed the
+// fields are the shard as it is now held; for EventReleased and EventLost they are the
 // term that ended, as last sent (State is then "released" or "lost").
 type ShardEventJSON struct {
 	Event string `json:"event"`

@@ -16,7 +16,8 @@ import (
 //     the record);
 //   - acquired for a term of next that prev did not hold with the same
 //     token, then draining if it already drains;
-//   - draining or undrained for a term in both whose state changed.
+//   - draining or undrained for a term in both whose state changed;
+//   - renewed for a term in both, in the same state, valid until later.
 //
 // A shard whose token changed between two states sends the end of the old
 // term before the start of the new one.
@@ -64,6 +65,8 @@ func shardEvents(prev, next []ShardJSON, released func(shard int) int64) []Shard
 			out = append(out, fence.ShardEventJSON{Event: fence.EventDraining, ShardJSON: cur})
 		case cur.State != old.State:
 			out = append(out, fence.ShardEventJSON{Event: fence.EventUndrained, ShardJSON: cur})
+		case cur.ValidUntil.After(old.ValidUntil):
+			out = append(out, fence.ShardEventJSON{Event: fence.EventRenewed, ShardJSON: cur})
 		}
 	}
 	return out

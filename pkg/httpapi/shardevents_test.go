@@ -24,6 +24,11 @@ func heldShard(i int, token int64, state string) ShardJSON {
 	return ShardJSON{Shard: i, Token: token, State: state, Range: rangeJSON(r)}
 }
 
+func later(h ShardJSON) ShardJSON {
+	h.ValidUntil = h.ValidUntil.Add(time.Second)
+	return h
+}
+
 func (e eventList) String() string {
 	var b strings.Builder
 	for _, ev := range e {
@@ -48,7 +53,8 @@ func TestShardEvents(t *testing.T) {
 		{"the first state counts from nothing held", nil,
 			[]ShardJSON{heldShard(0, 1, held), heldShard(2, 4, draining)}, none,
 			"acquired 0:1:held; acquired 2:4:held; draining 2:4:draining; "},
-		{"a renewal sends nothing", []ShardJSON{heldShard(1, 3, held)}, []ShardJSON{heldShard(1, 3, held)}, none, ""},
+		{"nothing changed", []ShardJSON{heldShard(1, 3, held)}, []ShardJSON{heldShard(1, 3, held)}, none, ""},
+		{"a renewal", []ShardJSON{heldShard(1, 3, draining)}, []ShardJSON{later(heldShard(1, 3, draining))}, none, "renewed 1:3:draining; "},
 		{"a drain", []ShardJSON{heldShard(1, 3, held)}, []ShardJSON{heldShard(1, 3, draining)}, none, "draining 1:3:draining; "},
 		{"a drain undone", []ShardJSON{heldShard(1, 3, draining)}, []ShardJSON{heldShard(1, 3, held)}, none, "undrained 1:3:held; "},
 		{"a release of this term", []ShardJSON{heldShard(1, 3, draining)}, nil, releasedToken(3), "released 1:3:released; "},
@@ -69,8 +75,8 @@ func TestShardEvents(t *testing.T) {
 
 // replayShardEvents applies the stream's named events, in order, to the
 // shards held, and checks that each state (unnamed event) holds exactly
-// what the events before it say, token and state alike. It returns the
-// named events.
+// what the events before it say, token, state and validUntil alike. It
+// returns the named events but renewed.
 func replayShardEvents(t *testing.T, evs []sseEvent) eventList {
 	t.Helper()
 	model := map[int]ShardJSON{}
@@ -85,7 +91,7 @@ func replayShardEvents(t *testing.T, evs []sseEvent) eventList {
 				t.Fatalf("state %s after events that hold %v", heldStates(st), model)
 			}
 			for _, h := range st.Held {
-				if m := model[h.Shard]; m.Token != h.Token || m.State != h.State {
+				if m := model[h.Shard]; m.Token != h.Token || m.State != h.State || !m.ValidUntil.Equal(h.ValidUntil) {
 					t.Fatalf("state %s after events that hold %v", heldStates(st), model)
 				}
 			}
@@ -114,6 +120,11 @@ func replayShardEvents(t *testing.T, evs []sseEvent) eventList {
 				t.Fatalf("%q while holding %v", ev.data, model)
 			}
 			model[e.Shard] = e.ShardJSON
+		case fence.EventRenewed:
+			if !had || m.Token != e.Token || m.State != e.State || !e.ValidUntil.After(m.ValidUntil) {
+				t.Fatalf("%q while holding %v", ev.data, model)
+			}
+			model[e.Shard] = e.ShardJSON
 		case fence.EventReleased, fence.EventLost:
 			if !had || m.Token != e.Token || e.State != e.Event {
 				t.Fatalf("%q while holding %v", ev.data, model)
@@ -122,7 +133,9 @@ func replayShardEvents(t *testing.T, evs []sseEvent) eventList {
 		default:
 			t.Fatalf("unknown event %q", ev.name)
 		}
-		named = append(named, e)
+		if e.Event != fence.EventRenewed {
+			named = append(named, e)
+		}
 	}
 	return named
 }
@@ -131,8 +144,9 @@ func replayShardEvents(t *testing.T, evs []sseEvent) eventList {
 // acquired for its 4 shards, draining for the 2 a newcomer is to take,
 // released for the one the app acknowledged and for the one whose drain
 // timed out, and lost for the 2 it still held when the store failed and
-// their claims lapsed. Replayed in order, the named events give exactly
-// the shards of every state sent after them.
+// their claims lapsed; renewed for every renewal between. Replayed in
+// order, the named events give exactly the shards of every state sent
+// after them, validUntil included.
 func TestShardsWatchTypedEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.NewStore()
@@ -183,10 +197,23 @@ func TestShardsWatchTypedEvents(t *testing.T) {
 				ends = append(ends, fmt.Sprintf("%s %d:%d", e.Event, e.Shard, e.Token))
 			}
 		}
+		if len(ends) == 4 {
+			slices.Sort(ends[2:]) // each claim lapses at its own validUntil
+		}
 		want := []string{fmt.Sprintf("released %d:1", acked), fmt.Sprintf("released %d:1", timedOut),
 			fmt.Sprintf("lost %d:1", kept[0]), fmt.Sprintf("lost %d:1", kept[1])}
 		if !slices.Equal(ends, want) {
 			t.Errorf("after the drains and the store's failure: %q, want %q (all events: %v)", ends, want, named)
+		}
+		renewals := 0
+		for _, ev := range rec.all() {
+			if ev.name == fence.EventRenewed {
+				renewals++
+			}
+		}
+		// Renewals every second: 4 shards for 3s and more, then 2 for 6s.
+		if renewals < 4*3+2*6 {
+			t.Errorf("%d renewed events, want one per renewal (%d or more)", renewals, 4*3+2*6)
 		}
 		if states := rec.events(t); len(states[len(states)-1].Held) != 0 {
 			t.Errorf("the last state holds %s, want nothing", heldStates(states[len(states)-1]))

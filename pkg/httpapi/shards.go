@@ -24,7 +24,8 @@ import (
 //	GET  /shards/watch        Server-Sent Events: ShardsJSON at once, then on
 //	                          every change but a renewal, each state preceded
 //	                          by a named event per shard whose term changed
-//	                          (acquired, draining, undrained, released, lost)
+//	                          (acquired, draining, undrained, released, lost),
+//	                          and a renewed event per renewal
 //	POST /shards/{i}/drained  the app let shard i go: it is released at once
 //	                          (409 when it does not drain here)
 //
@@ -161,9 +162,10 @@ func shardsJSON(s shardgroup.Status) ShardsJSON {
 
 // watch streams the group as Server-Sent Events: ShardsJSON (unnamed
 // events) at once, then on each change of members, held shards, tokens or
-// states; a renewal alone (validUntil) sends nothing. Before each state it
-// sends a named event per shard whose term here changed since the last
-// state sent (shardEvents), the first state counting from nothing held.
+// states; a renewal alone (validUntil) sends no state, only a renewed
+// event. Before each state it sends a named event per shard whose term
+// here changed since the last events sent (shardEvents), the first state
+// counting from nothing held.
 // Besides the group's changes it wakes when the earliest claim's
 // validUntil passes, which no store event announces.
 func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
@@ -174,7 +176,7 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 	lapse := time.NewTimer(0)
 	defer lapse.Stop()
 	var last []byte      // the last state sent, without validUntil
-	var sent []ShardJSON // the shards held in the last state sent
+	var sent []ShardJSON // the shards held as the events sent so far say
 	for {
 		changed := a.g.Changed() // before Status, so no change is missed
 		s := a.g.Status()
@@ -187,21 +189,23 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		if string(key) != string(last) {
-			for _, ev := range shardEvents(sent, st.Held, a.released) {
-				data, err := json.Marshal(ev)
-				if err != nil {
-					return
-				}
-				if !send(rc, w, a.opts.writeTimeout, "event: %s\ndata: %s\n\n", ev.Event, data) {
-					return
-				}
+		events := shardEvents(sent, st.Held, a.released)
+		for _, ev := range events {
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return
 			}
+			if !send(rc, w, a.opts.writeTimeout, "event: %s\ndata: %s\n\n", ev.Event, data) {
+				return
+			}
+		}
+		if string(key) != string(last) {
 			if !send(rc, w, a.opts.writeTimeout, "data: %s\n\n", body) {
 				return
 			}
-			last, sent = key, st.Held
+			last = key
 		}
+		sent = st.Held
 		var lapsed <-chan time.Time
 		if len(s.Held) > 0 {
 			first := s.Held[0].ValidUntil
