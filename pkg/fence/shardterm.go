@@ -77,7 +77,9 @@ type ShardTerm struct {
 func newShardTerm(parent context.Context, id ShardTermID, h ShardJSON) *ShardTerm {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &ShardTerm{id: id, rng: h.Range, ctx: ctx, cancel: cancel, validUntil: h.ValidUntil}
+	t.mu.Lock() // the timer may fire at once, and end reads it
 	t.lapse = time.AfterFunc(time.Until(h.ValidUntil), t.endIfLapsed)
+	t.mu.Unlock()
 	return t
 }
 
@@ -136,6 +138,8 @@ func (t *ShardTerm) Close() { t.end(ErrTermClosed) }
 
 func (t *ShardTerm) end(cause error) {
 	t.cancel(cause)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.lapse.Stop()
 }
 
@@ -157,8 +161,8 @@ func (t *ShardTerm) renew(until time.Time) {
 		return
 	}
 	t.validUntil = until
-	t.mu.Unlock()
 	t.lapse.Reset(time.Until(until))
+	t.mu.Unlock()
 }
 
 // ShardTerms follows the sidecar's GET /shards/watch and hands out a
@@ -170,10 +174,16 @@ type ShardTerms struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the follower has returned
 
-	mu      sync.Mutex
-	queue   []shardNext
-	ready   chan struct{} // closed and replaced when queue grows
-	current map[int]*ShardTerm
+	mu    sync.Mutex
+	queue []shardNext
+	ready chan struct{} // closed and replaced when queue grows
+
+	// Owned by the follower goroutine: the terms handed out and not
+	// ended by the stream, the token of each shard's drain reported,
+	// and the group and identity of the last state.
+	current         map[int]*ShardTerm
+	drained         map[int]int64
+	group, identity string
 }
 
 type shardNext struct {
@@ -187,7 +197,12 @@ type shardNext struct {
 // ends (its Context is cancelled) the moment the stream says the shard
 // drains, was released or lost, or holds it in another term, when the
 // term lapses by the clock (no renewal reported in time), or when the
-// stream breaks. A stream that breaks is reconnected with backoff; the
+// stream breaks. A term that lapsed here while the sidecar kept renewing
+// it comes again as a new ShardTerm (the same ShardTermID). Every drain
+// is reported once per term: if no live ShardTerm of it is out (it lapsed,
+// the stream broke, or the shard drained before it was handed out), Next
+// returns one already over with ErrShardDraining, so that the application
+// acknowledges every drain (Client.Drained) and the shard moves at once. A stream that breaks is reconnected with backoff; the
 // shards held then come again as new ShardTerms (the same ShardTermID if
 // the term is the same).
 //
@@ -205,7 +220,7 @@ func (c *Client) ShardTerms(ctx context.Context) (*ShardTerms, error) {
 		return nil, err
 	}
 	st := &ShardTerms{c: c, ctx: fctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}),
-		current: map[int]*ShardTerm{}}
+		current: map[int]*ShardTerm{}, drained: map[int]int64{}}
 	go st.follow(s)
 	return st, nil
 }
@@ -318,14 +333,23 @@ func (s *ShardTerms) run(str *stream) (delivered bool, err error) {
 	return delivered, err
 }
 
-// typed renews the current term a renewed event names, and ends the one
-// a typed event says is over, with the cause it names. Events of other
-// terms, and acquired and undrained (the state that follows hands the
-// term out), change nothing.
+// typed renews the current term a renewed event names (a term that
+// lapsed meanwhile comes again as a new ShardTerm), ends the one a typed
+// event says is over, with the cause it names, and reports a drain.
+// Events of other terms, and acquired and undrained (the state that
+// follows hands the term out), change nothing.
 func (s *ShardTerms) typed(name string, data []byte) error {
 	var e ShardEventJSON
 	if err := json.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%w: event %q: %v", ErrBadResponse, name, err)
+	}
+	switch name {
+	case EventDraining:
+		s.drain(e.Shard, e.Token)
+		return nil
+	case EventUndrained:
+		delete(s.drained, e.Shard)
+		return nil
 	}
 	t, ok := s.current[e.Shard]
 	if !ok || t.id.Token != e.Token {
@@ -333,24 +357,67 @@ func (s *ShardTerms) typed(name string, data []byte) error {
 	}
 	switch name {
 	case EventRenewed:
+		if t.ctx.Err() != nil && e.State == ShardHeld && s.identity != "" {
+			delete(s.current, e.Shard)
+			s.handOut(e.ShardJSON)
+			return nil
+		}
 		t.renew(e.ValidUntil)
-		return nil
-	case EventDraining:
-		t.end(fmt.Errorf("%w: shard %d, token %d", ErrShardDraining, e.Shard, e.Token))
 	case EventReleased, EventLost:
 		t.end(fmt.Errorf("%w: the sidecar reports shard %d %s (token %d)", ErrLeadershipLost, e.Shard, name, e.Token))
-	default:
-		return nil
+		delete(s.current, e.Shard)
 	}
-	delete(s.current, e.Shard)
 	return nil
 }
 
+// drain reports, once per term, that shard drains in the term of token:
+// the current term ends with ErrShardDraining, or, if this ShardTerms has
+// no live term of it (its term lapsed or the stream broke before, or the
+// shard drained before it was handed out), Next returns a ShardTerm
+// already over with ErrShardDraining, so that the application
+// acknowledges the drain all the same.
+func (s *ShardTerms) drain(shard int, token int64) {
+	if s.drained[shard] == token || s.identity == "" { // before the first state: the state reports it
+		return
+	}
+	s.drained[shard] = token
+	cause := fmt.Errorf("%w: shard %d, token %d", ErrShardDraining, shard, token)
+	if t, ok := s.current[shard]; ok && t.id.Token == token && t.ctx.Err() == nil {
+		t.end(cause)
+		delete(s.current, shard)
+		return
+	}
+	delete(s.current, shard)
+	id := ShardTermID{Group: s.group, Shard: shard, TermID: TermID{Token: token, Holder: s.identity}}
+	t := newShardTerm(s.ctx, id, ShardJSON{Shard: shard, Token: token, ValidUntil: time.Now()})
+	t.end(cause)
+	s.push(shardNext{term: t})
+}
+
+// handOut hands out a new term of h if it follows the highest handed out
+// for its shard, else reports the regression once.
+func (s *ShardTerms) handOut(h ShardJSON) {
+	if !time.Now().Before(h.ValidUntil) {
+		return
+	}
+	id := ShardTermID{Group: s.group, Shard: h.Shard, TermID: TermID{Token: h.Token, Holder: s.identity}}
+	if err := s.c.admitShard(id); err != nil {
+		if s.c.firstShardReport(id) {
+			s.push(shardNext{err: err})
+		}
+		return
+	}
+	t := newShardTerm(s.ctx, id, h)
+	s.current[h.Shard] = t
+	s.push(shardNext{term: t})
+}
+
 // state brings the current terms in line with st: a term no longer held
-// as it was ends; a renewal moves ValidUntil; a shard newly held (not
-// draining) is handed out if its term follows the highest handed out for
-// that shard.
+// as it was ends; a renewal moves ValidUntil; a shard that drains is
+// reported (drain); a shard newly held, or held again after its term here
+// lapsed, is handed out (handOut).
 func (s *ShardTerms) state(st ShardsJSON) {
+	s.group, s.identity = st.Group, st.Identity
 	held := make(map[int]ShardJSON, len(st.Held))
 	for _, h := range st.Held {
 		held[h.Shard] = h
@@ -359,10 +426,13 @@ func (s *ShardTerms) state(st ShardsJSON) {
 		h, ok := held[i]
 		switch {
 		case ok && h.Token == t.id.Token && t.id.Holder == st.Identity && t.id.Group == st.Group && h.State == ShardHeld:
-			t.renew(h.ValidUntil)
-			continue
+			if t.ctx.Err() == nil || !time.Now().Before(h.ValidUntil) {
+				t.renew(h.ValidUntil)
+				continue
+			}
+			// Lapsed here, yet renewed by the sidecar: handed out again below.
 		case ok && h.Token == t.id.Token && h.State == ShardDraining:
-			t.end(fmt.Errorf("%w: shard %d, token %d", ErrShardDraining, i, h.Token))
+			continue // drain, below
 		case ok:
 			t.end(fmt.Errorf("%w: shard %d's %v replaced by token %d of %q", ErrLeadershipLost, i, t.id.TermID, h.Token, shortName(st.Identity)))
 		default:
@@ -371,18 +441,13 @@ func (s *ShardTerms) state(st ShardsJSON) {
 		delete(s.current, i)
 	}
 	for _, h := range st.Held {
-		if _, ok := s.current[h.Shard]; ok || h.State != ShardHeld || !time.Now().Before(h.ValidUntil) {
+		if h.State == ShardDraining {
+			s.drain(h.Shard, h.Token)
 			continue
 		}
-		id := ShardTermID{Group: st.Group, Shard: h.Shard, TermID: TermID{Token: h.Token, Holder: st.Identity}}
-		if err := s.c.admitShard(id); err != nil {
-			if s.c.firstShardReport(id) {
-				s.push(shardNext{err: err})
-			}
-			continue
+		delete(s.drained, h.Shard) // held, not draining: a later drain is reported again
+		if _, ok := s.current[h.Shard]; !ok {
+			s.handOut(h)
 		}
-		t := newShardTerm(s.ctx, id, h)
-		s.current[h.Shard] = t
-		s.push(shardNext{term: t})
 	}
 }

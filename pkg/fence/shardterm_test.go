@@ -104,8 +104,9 @@ func endedWith(t *testing.T, term *fence.ShardTerm, want error) {
 	}
 }
 
-// ShardTerms follows the stream: a term per shard held (not one that
-// drains), renewed by renewed events; ended by draining, by lost, by a stream
+// ShardTerms follows the stream: a term per shard held (one that drains
+// comes over already, to be acknowledged), renewed by renewed events; a
+// drain reported for each drain of a term; ended by draining, by lost, by a stream
 // that breaks; a term whose token went back is refused once, and the
 // shard is handed out again with a higher token; after a reconnection the
 // shards held come again.
@@ -129,6 +130,11 @@ func TestShardTermsFollowTheStream(t *testing.T) {
 	if t0.ID() != want || t0.ID().Resource() != "billing/shard-0" || t0.Range().End != "0x0000000000000001" || t0.Err() != nil {
 		t.Fatalf("first term %v (%v), range %v, err %v; want %v", t0.ID(), t0.ID().Resource(), t0.Range(), t0.Err(), want)
 	}
+	// A shard that drains before it was handed out comes over already, so
+	// that the application acknowledges the drain.
+	if d := nextTerm(t, terms); d.Shard() != 1 || d.Token() != 5 || !errors.Is(d.Err(), fence.ErrShardDraining) {
+		t.Fatalf("second term %v, err %v; want shard 1 token 5 over with ErrShardDraining", d.ID(), d.Err())
+	}
 
 	renewed := held(0, 3, fence.ShardHeld)
 	renewed.ValidUntil = time.Now().Add(2 * time.Hour)
@@ -145,6 +151,14 @@ func TestShardTermsFollowTheStream(t *testing.T) {
 
 	str.out <- typedEvent(fence.EventDraining, 0, 3)
 	endedWith(t, t0, fence.ErrShardDraining)
+	// Shard 1 drains again, in the same term, after its undrain: reported again.
+	str.out <- typedEvent(fence.EventDraining, 1, 5)
+	endedWith(t, t1, fence.ErrShardDraining)
+	str.out <- typedEvent(fence.EventUndrained, 1, 5) + shardsState(held(0, 3, fence.ShardDraining), held(1, 5, fence.ShardHeld))
+	t1 = nextTerm(t, terms)
+	if t1.Shard() != 1 || t1.Token() != 5 || t1.Err() != nil {
+		t.Fatalf("after the second undrain: %v, %v; want shard 1 token 5 live", t1.ID(), t1.Err())
+	}
 	str.out <- shardsState(held(0, 3, fence.ShardDraining), held(1, 5, fence.ShardHeld)) +
 		typedEvent(fence.EventReleased, 0, 3) + typedEvent(fence.EventLost, 1, 5)
 	endedWith(t, t1, fence.ErrLeadershipLost)
