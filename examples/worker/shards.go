@@ -54,7 +54,9 @@ func (w *worker) runShards(ctx context.Context, client *fence.Client) error {
 func (w *worker) workOnShard(ctx context.Context, client *fence.Client, term *fence.ShardTerm) {
 	defer term.Close()
 	id := term.ID()
-	w.log.Info("shard-leading", "shard", id.Shard, "token", id.Token, "holder", id.Holder)
+	if term.Err() == nil { // else a drain to acknowledge, of a term not worked on here
+		w.log.Info("shard-leading", "shard", id.Shard, "token", id.Token, "holder", id.Holder)
+	}
 	jobs := 0
 	for term.Err() == nil && ctx.Err() == nil {
 		jobs++
