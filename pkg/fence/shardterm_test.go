@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,21 @@ type stubShards struct {
 type stubStream struct{ out chan string }
 
 func newStubShards(t *testing.T) *stubShards {
+	s := startStubShards()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// startStubShards starts a stubShards; Close stops it. It also answers
+// POST /shards/{i}/drained with 200, as the sidecar does for a draining
+// shard.
+func startStubShards() *stubShards {
 	s := &stubShards{streams: make(chan *stubStream, 4)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/drained") {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.URL.Path != "/shards/watch" {
 			http.NotFound(w, r)
 			return
@@ -48,7 +62,6 @@ func newStubShards(t *testing.T) *stubShards {
 			}
 		}
 	}))
-	t.Cleanup(s.Close)
 	return s
 }
 
