@@ -236,3 +236,57 @@ func TestShardTermReplacedAndItsLateWriteRefused(t *testing.T) {
 		t.Fatalf("the old term's late write: %v, want ErrStaleToken", err)
 	}
 }
+
+// Client.Shards reads GET /shards, and refuses an answer it cannot use
+// (ErrBadResponse): no group or identity, no shards, a held shard out of
+// range or twice, without a token or validUntil, or in an unknown state.
+func TestShardsDecodesAndRefusesUnusableAnswers(t *testing.T) {
+	good := fence.ShardsJSON{Group: "billing", Identity: "a_1", Shards: 4, Members: []string{"a_1"}, FairShare: 4,
+		Held: []fence.ShardJSON{held(1, 3, fence.ShardHeld), held(2, 4, fence.ShardDraining)}}
+	bad := map[string]func(*fence.ShardsJSON){
+		"no group":           func(s *fence.ShardsJSON) { s.Group = "" },
+		"no identity":        func(s *fence.ShardsJSON) { s.Identity = "" },
+		"no shards":          func(s *fence.ShardsJSON) { s.Shards = 0 },
+		"shard out of range": func(s *fence.ShardsJSON) { s.Held[0].Shard = 4 },
+		"shard held twice":   func(s *fence.ShardsJSON) { s.Held[1].Shard = 1 },
+		"token 0":            func(s *fence.ShardsJSON) { s.Held[0].Token = 0 },
+		"no validUntil":      func(s *fence.ShardsJSON) { s.Held[0].ValidUntil = time.Time{} },
+		"unknown state":      func(s *fence.ShardsJSON) { s.Held[0].State = "owned" },
+	}
+	answer := func(st fence.ShardsJSON) *httptest.Server {
+		body, _ := json.Marshal(st)
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/shards" {
+				http.NotFound(w, r)
+				return
+			}
+			_, _ = w.Write(body)
+		}))
+	}
+	srv := answer(good)
+	defer srv.Close()
+	c, err := fence.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Shards(context.Background())
+	if err != nil || got.Group != "billing" || len(got.Held) != 2 || got.Held[1].State != fence.ShardDraining || got.Held[0].Token != 3 {
+		t.Fatalf("Shards = %+v, %v", got, err)
+	}
+	for name, spoil := range bad {
+		t.Run(name, func(t *testing.T) {
+			st := good
+			st.Held = append([]fence.ShardJSON(nil), good.Held...)
+			spoil(&st)
+			srv := answer(st)
+			defer srv.Close()
+			c, err := fence.NewClient(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Shards(context.Background()); !errors.Is(err, fence.ErrBadResponse) {
+				t.Fatalf("Shards = %v, want ErrBadResponse", err)
+			}
+		})
+	}
+}
