@@ -2,6 +2,7 @@ package process
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
@@ -21,6 +23,9 @@ const testShards = sidecartest.TestShards
 // tokens, once its claims expire; after a SIGTERM of another, the last
 // one holds every shard within a few retry periods, the leaver having
 // exited 0. No shard is ever claimed by two replicas at one instant.
+// Every replica's /shards/watch is followed too: its typed events agree
+// with its states; the leaver's say draining, then released, for each of
+// its shards, and the last one's say acquired with the new tokens.
 func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 	t.Parallel()
 	db := sidecartest.DBPath(t)
@@ -30,9 +35,11 @@ func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 		live = append(live, sidecartest.Launch(t, db, sidecartest.ShardArgs()...))
 	}
 	start := time.Now()
+	var watches []*sidecartest.ShardsWatch
 	for _, s := range live {
 		s.WaitServing()
 		p.Sample(s)
+		watches = append(watches, s.WatchShards(t))
 	}
 	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
@@ -59,13 +66,51 @@ func TestShardGroupOnOneSQLiteFile(t *testing.T) {
 	stopped := time.Now()
 	leaver.Signal(syscall.SIGTERM)
 	live = live[1:]
-	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, before))
+	_, tokens = p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, before))
 	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
 	if code := leaver.WaitExit(5 * time.Second); code != 0 {
 		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
 	}
 	p.Check(t)
+	checkShardEvents(t, watches, moved, before, tokens)
 	checkRows(t, db, live[0], leaver, victim)
+}
+
+// checkShardEvents checks the /shards/watch streams of the three replicas
+// (the killed one, the leaver, the last one): each one's typed events
+// agree with its states; the leaver's stream says draining, then
+// released, for each shard of moved with its token before; the last
+// one's says acquired for each with its token after.
+func checkShardEvents(t *testing.T, watches []*sidecartest.ShardsWatch, moved []int, before, after []int64) {
+	t.Helper()
+	<-watches[1].Ended() // the leaver has exited
+	var named [3][]fence.ShardEventJSON
+	for i, w := range watches {
+		var err error
+		if named[i], err = sidecartest.ReplayShardEvents(w.Events()); err != nil {
+			t.Errorf("replica %d's /shards/watch: %v", i, err)
+		}
+	}
+	has := func(evs []fence.ShardEventJSON, event string, shard int, token int64) bool {
+		return slices.ContainsFunc(evs, func(e fence.ShardEventJSON) bool {
+			return e.Event == event && e.Shard == shard && e.Token == token
+		})
+	}
+	for _, i := range moved {
+		draining := slices.IndexFunc(named[1], func(e fence.ShardEventJSON) bool {
+			return e.Event == fence.EventDraining && e.Shard == i && e.Token == before[i]
+		})
+		released := slices.IndexFunc(named[1], func(e fence.ShardEventJSON) bool {
+			return e.Event == fence.EventReleased && e.Shard == i && e.Token == before[i]
+		})
+		if draining < 0 || released < draining {
+			t.Errorf("the leaver's stream has no draining then released of shard %d token %d: %+v", i, before[i], named[1])
+		}
+		if !has(named[2], fence.EventAcquired, i, after[i]) {
+			t.Errorf("the last replica's stream has no acquired of shard %d token %d: %+v", i, after[i], named[2])
+		}
+	}
+	t.Logf("/shards/watch: %d, %d and %d typed events", len(named[0]), len(named[1]), len(named[2]))
 }
 
 // checkRows reads the file: a row per shard, a member row per replica;

@@ -46,6 +46,23 @@
 // over and write, then creates the file and resumes A: A's write is certain
 // to come after B's, with no race against a timer.
 //
+// # Shards
+//
+// With --shards, the worker runs next to a sidecar in shard mode
+// (--shards N): for each shard its replica holds, a goroutine runs one job
+// every --interval and writes it through the per-shard guard
+// (guard.CheckShard with the shard's term, resource "<group>/shard-<i>"),
+// into the shard's row of results and a row of shard_writes (resource,
+// token, holder, writer, value), the log of every accepted write, in
+// commit order by rowid on SQLite. A draining shard's jobs stop, then the
+// worker acknowledges the drain (POST /shards/{i}/drained). Its events
+// name the shard:
+//
+//	{"event":"shard-leading","shard":3,"token":5,"holder":"a_0b1e"}
+//	{"event":"write","shard":3,"token":5,"holder":"a_0b1e","writer":"a","value":"a-3-1","accepted":true}
+//	{"event":"shard-term-over","shard":3,"token":5,"reason":"fence: shard draining: shard 3, token 5"}
+//	{"event":"drained","shard":3,"token":5}
+//
 // SIGTERM or SIGINT: the job in progress finishes (a held job is abandoned
 // before it writes), then the worker exits 0.
 package main
@@ -82,6 +99,7 @@ func main() {
 	sidecar := flag.String("sidecar", fence.DefaultBaseURL, "base URL of the sidecar's app API")
 	dsn := flag.String("db", "results.db", "results database: an SQLite file or DSN, or a postgres:// URL")
 	unguarded := flag.Bool("unguarded", false, "skip the token check (only to demonstrate the lost update)")
+	shards := flag.Bool("shards", false, "work on the shards the sidecar holds (its --shards N), each fenced by its own term")
 	w := &worker{log: slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			switch {
@@ -103,14 +121,14 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := w.run(ctx, *sidecar, *dsn, *unguarded); err != nil {
+	if err := w.run(ctx, *sidecar, *dsn, *unguarded, *shards); err != nil {
 		w.log.Error("failed", "error", err.Error())
 		os.Exit(1)
 	}
 	w.log.Info("stopped")
 }
 
-func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) error {
+func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded, shards bool) error {
 	client, err := fence.NewClient(sidecar)
 	if err != nil {
 		return err
@@ -135,6 +153,13 @@ func (w *worker) run(ctx context.Context, sidecar, dsn string, unguarded bool) e
 	}
 	if unguarded {
 		w.guard = nil
+	}
+	if shards {
+		if _, err := w.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS shard_writes (resource TEXT NOT NULL,
+			token BIGINT NOT NULL, holder TEXT NOT NULL, writer TEXT NOT NULL, value TEXT NOT NULL)`); err != nil {
+			return fmt.Errorf("creating table shard_writes: %w", err)
+		}
+		return w.runShards(ctx, client)
 	}
 	for {
 		w.log.Info("waiting")

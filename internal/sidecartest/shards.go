@@ -1,15 +1,19 @@
 package sidecartest
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
@@ -44,6 +48,7 @@ func (p *Proc) Shards() (httpapi.ShardsJSON, error) {
 // as the app would.
 type ShardSampler struct {
 	n      int
+	noAcks bool
 	logs   []ClaimLog
 	mu     sync.Mutex
 	latest map[*Sidecar]httpapi.ShardsJSON
@@ -56,6 +61,13 @@ type ShardSampler struct {
 func NewShardSampler(n int) *ShardSampler {
 	return &ShardSampler{n: n, logs: make([]ClaimLog, n), latest: map[*Sidecar]httpapi.ShardsJSON{},
 		acked: map[[2]int64]bool{}, stop: make(chan struct{})}
+}
+
+// WithoutAcks makes the sampler leave drains to the application: it
+// acknowledges none.
+func (p *ShardSampler) WithoutAcks() *ShardSampler {
+	p.noAcks = true
+	return p
 }
 
 // Sample follows s until it exits or Check stops the sampler. Errors are
@@ -83,7 +95,7 @@ func (p *ShardSampler) Sample(s *Sidecar) {
 			answer := time.Now()
 			for _, h := range st.Held {
 				p.logs[h.Shard].Add(Claim{Who: who, Term: Term{Token: h.Token}, Sweep: -1, Sent: sent, Answer: answer})
-				if h.State == "draining" && p.ack(s, h.Shard) {
+				if h.State == "draining" && !p.noAcks && p.ack(s, h.Shard) {
 					p.mu.Lock()
 					p.acked[[2]int64{int64(h.Shard), h.Token}] = true
 					p.mu.Unlock()
@@ -211,4 +223,131 @@ func IdentityOfShards(t testing.TB, s *Sidecar) string {
 		t.Fatal(err)
 	}
 	return st.Identity
+}
+
+// ShardsEvent is one Server-Sent Event of GET /shards/watch: Name is ""
+// for a state (ShardsJSON), else the typed event's name
+// (fence.ShardEventJSON).
+type ShardsEvent struct{ Name, Data string }
+
+// ShardsWatch is one open GET /shards/watch, read in the background until
+// the stream ends or its test ends.
+type ShardsWatch struct {
+	mu     sync.Mutex
+	events []ShardsEvent
+	ended  chan struct{}
+}
+
+// WatchShards opens GET /shards/watch on s, failing t if it cannot.
+func (s *Sidecar) WatchShards(t testing.TB) *ShardsWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+s.addr+"/shards/watch", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("GET /shards/watch: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		t.Fatalf("GET /shards/watch: %s", resp.Status)
+	}
+	w := &ShardsWatch{ended: make(chan struct{})}
+	go func() {
+		defer close(w.ended)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		var ev ShardsEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.Data != "" {
+					w.mu.Lock()
+					w.events = append(w.events, ev)
+					w.mu.Unlock()
+				}
+				ev = ShardsEvent{}
+			case strings.HasPrefix(line, "event: "):
+				ev.Name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.Data = strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-w.ended })
+	return w
+}
+
+// Events are the events read so far.
+func (w *ShardsWatch) Events() []ShardsEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.events)
+}
+
+// Ended is closed once the stream has ended.
+func (w *ShardsWatch) Ended() <-chan struct{} { return w.ended }
+
+// ReplayShardEvents applies the named events, in order, to the shards
+// held (nothing at first), and returns an error unless every state holds
+// exactly what the events before it say, token and state alike, and every
+// event is one the shards held allow (acquired for a shard not held;
+// draining, undrained, renewed, released, lost for the term held). It
+// returns the named events but renewed.
+func ReplayShardEvents(evs []ShardsEvent) ([]fence.ShardEventJSON, error) {
+	model := map[int]fence.ShardJSON{}
+	var named []fence.ShardEventJSON
+	for _, ev := range evs {
+		if ev.Name == "" {
+			var st httpapi.ShardsJSON
+			if err := json.Unmarshal([]byte(ev.Data), &st); err != nil {
+				return named, err
+			}
+			ok := len(st.Held) == len(model)
+			for _, h := range st.Held {
+				m := model[h.Shard]
+				ok = ok && m.Token == h.Token && m.State == h.State
+			}
+			if !ok {
+				return named, fmt.Errorf("state %+v after events that hold %+v", st.Held, model)
+			}
+			continue
+		}
+		var e fence.ShardEventJSON
+		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+			return named, err
+		}
+		m, had := model[e.Shard]
+		var ok bool
+		switch e.Event {
+		case fence.EventAcquired:
+			ok = !had && e.State == fence.ShardHeld && e.Token >= 1
+		case fence.EventDraining:
+			ok = had && m.Token == e.Token && m.State == fence.ShardHeld && e.State == fence.ShardDraining
+		case fence.EventUndrained:
+			ok = had && m.Token == e.Token && m.State == fence.ShardDraining && e.State == fence.ShardHeld
+		case fence.EventRenewed:
+			ok = had && m.Token == e.Token && m.State == e.State && e.ValidUntil.After(m.ValidUntil)
+		case fence.EventReleased, fence.EventLost:
+			ok = had && m.Token == e.Token && e.State == e.Event
+		}
+		if !ok || e.Event != ev.Name {
+			return named, fmt.Errorf("event %s %s while holding %+v", ev.Name, ev.Data, model)
+		}
+		if e.Event == fence.EventReleased || e.Event == fence.EventLost {
+			delete(model, e.Shard)
+		} else {
+			model[e.Shard] = e.ShardJSON
+		}
+		if e.Event != fence.EventRenewed {
+			named = append(named, e)
+		}
+	}
+	return named, nil
 }

@@ -41,6 +41,7 @@ type Client struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	delivered  delivered
+	shards     shardsDelivered
 }
 
 // Option configures a Client.

@@ -73,15 +73,59 @@
 // The sidecar and the application share a host, so ValidUntil (the
 // sidecar's wall clock) is compared with this process's wall clock.
 //
+// # Shard groups
+//
+// A sidecar in shard mode (--shards N) runs one election per shard, each
+// with its own tokens. [Client.ShardTerms] follows its GET /shards/watch
+// and hands out a [ShardTerm] for each term of a shard this replica
+// begins to hold; the term ends the moment the sidecar says the shard
+// drains ([ErrShardDraining]: stop, then [Client.Drained]), was released
+// or lost, or is held in another term ([ErrLeadershipLost]), when its
+// ValidUntil passes by this process's clock ([ErrLeadershipExpired]), or
+// when the stream breaks ([ErrDisconnected]). Per shard, a Client never
+// hands out a term below one it has handed out ([ErrTokenRegressed]).
+//
+// The guarantee is again the guard's, per shard: a write of shard i's
+// data presents its [ShardTermID] (the group, the shard, the token and the
+// holder) under the one resource name "<group>/shard-<i>"
+// ([ShardResource]), through [MemoryGuard.DoShard] or
+// [SQLGuard.CheckShard], which apply the rules above to that shard's own
+// last accepted term. A term of one shard says nothing about another's
+// data: write each shard's data only under its own shard's term.
+//
+//	terms, err := c.ShardTerms(ctx)
+//	for {
+//		term, err := terms.Next(ctx) // each shard term this replica begins
+//		if errors.Is(err, fence.ErrTokenRegressed) {
+//			log.Print(err)
+//			continue
+//		}
+//		if err != nil {
+//			return err // ctx is done
+//		}
+//		go func() {
+//			defer term.Close()
+//			for term.Err() == nil {
+//				tx, err := db.BeginTx(term.Context(), nil)
+//				err = guard.CheckShard(term.Context(), tx, term.ID())
+//				// on error: tx.Rollback(); else the shard's write, then tx.Commit()
+//			}
+//			if errors.Is(term.Err(), fence.ErrShardDraining) {
+//				_ = c.Drained(ctx, term.Shard()) // the shard's work has stopped
+//			}
+//		}()
+//	}
+//
 // # The module
 //
 // This package is a Go module of its own,
 // github.com/leader-sidecar/leader-sidecar/pkg/fence, that needs Go 1.22
 // and imports the standard library only, at run time and in its tests:
 // importing it adds no other module to an application (no client-go, no
-// database driver). [LeaderJSON] is the JSON the sidecar answers, the
-// one definition its server, this client, its tests and tools share; a
-// client in another language reads the same fields. Package fencetest
+// database driver). [LeaderJSON] is the JSON the sidecar answers, and
+// [ShardsJSON] and [ShardEventJSON] that of shard mode, the one definition
+// its server, this client, its tests and tools share; a client in another
+// language reads the same fields. Package fencetest
 // holds the rules every guard follows, as steps to replay against a guard
 // of an application's own.
 package fence
@@ -104,7 +148,8 @@ var (
 	// for it first to tell an operator that tokens repeat.
 	ErrTokenReused = fmt.Errorf("%w: token reused by another holder", ErrStaleToken)
 	// ErrInvalidToken is returned by the guards for a term they cannot
-	// accept: a negative token, or no holder identity.
+	// accept: a negative token, or no holder identity; for a shard's term
+	// also no group or a negative shard.
 	ErrInvalidToken = errors.New("fence: invalid token")
 	// ErrBadResponse wraps answers from the sidecar that this client cannot
 	// use: an unexpected status, a body that is not the documented JSON, a

@@ -91,3 +91,44 @@ func ExampleMemoryGuard() {
 	// true
 	// true
 }
+
+func ExampleClient_ShardTerms() {
+	sidecar := startStubShards() // a sidecar in shard mode (--shards 4), group billing
+	defer sidecar.Close()
+	c, err := fence.NewClient(sidecar.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	ctx := context.Background()
+	terms, err := c.ShardTerms(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer terms.Close()
+	stream := <-sidecar.streams
+	stream.out <- typedEvent(fence.EventAcquired, 2, 7) + shardsState(held(2, 7, fence.ShardHeld)) // this replica takes shard 2
+
+	term, err := terms.Next(ctx) // in an application: one goroutine per term
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("shard", term.Shard(), "token", term.Token(), "resource", term.ID().Resource())
+
+	// Each write of the shard's data presents the shard's term.
+	var guard fence.MemoryGuard
+	err = guard.DoShard(term.ID(), func() error { return nil })
+	fmt.Println("write:", err)
+
+	// The sidecar drains the shard (another replica is to take it).
+	stream.out <- typedEvent(fence.EventDraining, 2, 7) + shardsState(held(2, 7, fence.ShardDraining))
+	<-term.Done()
+	fmt.Println("draining:", errors.Is(term.Err(), fence.ErrShardDraining))
+	// Once the shard's work has stopped, let it go.
+	fmt.Println("acknowledged:", c.Drained(ctx, term.Shard()))
+	// Output:
+	// shard 2 token 7 resource billing/shard-2
+	// write: <nil>
+	// draining: true
+	// acknowledged: <nil>
+}

@@ -56,6 +56,18 @@ func (g *MemoryGuard) Do(resource string, term TermID, write func() error) error
 	return nil
 }
 
+// DoShard is Do for the data of one shard of a shard group: it runs write
+// if term follows the last term accepted for the shard's resource
+// (term.Resource(), "<group>/shard-<i>"). Each shard has its own last
+// accepted term, as it has its own election and tokens. A term with no
+// group or a negative shard returns ErrInvalidToken.
+func (g *MemoryGuard) DoShard(term ShardTermID, write func() error) error {
+	if err := term.check(); err != nil {
+		return err
+	}
+	return g.Do(term.Resource(), term.TermID, write)
+}
+
 // Accepted returns the last term accepted for resource (the highest token,
 // and the holder that wrote with it), and false if none has been.
 func (g *MemoryGuard) Accepted(resource string) (TermID, bool) {

@@ -90,3 +90,84 @@ func TestMemoryGuardConcurrent(t *testing.T) {
 		t.Fatalf("accepted %v, last write %v", accepted, ran[len(ran)-1:])
 	}
 }
+
+// The per-shard guard: every rule of GuardSteps on one shard's resource,
+// and each shard (of each group) with a last accepted term of its own.
+func TestMemoryGuardPerShard(t *testing.T) {
+	if got := fence.ShardResource("billing", 3); got != "billing/shard-3" {
+		t.Fatalf("ShardResource = %q", got)
+	}
+	var g fence.MemoryGuard
+	var last fence.TermID
+	for _, s := range fencetest.GuardSteps() {
+		t.Run(s.Name, func(t *testing.T) {
+			term := fence.ShardTermID{Group: "billing", Shard: 3, TermID: s.Term}
+			err := g.DoShard(term, func() error { return nil })
+			checkGuardAnswer(t, err, s.Term, s.Want)
+			if s.Want == nil {
+				last = s.Term
+			}
+			if accepted, ok := g.Accepted("billing/shard-3"); !ok || accepted != last {
+				t.Fatalf("accepted %v %v, want %v", accepted, ok, last)
+			}
+		})
+	}
+	// Tokens are per shard: a low token of another shard, or of the same
+	// shard number in another group, is not stale.
+	for _, other := range []fence.ShardTermID{
+		{Group: "billing", Shard: 4, TermID: fencetest.Term(1)},
+		{Group: "reports", Shard: 3, TermID: fencetest.Term(1)},
+	} {
+		if err := g.DoShard(other, func() error { return nil }); err != nil {
+			t.Errorf("%v after token 6 on shard 3 of billing: %v", other, err)
+		}
+	}
+	if err := g.DoShard(fence.ShardTermID{Group: "billing", Shard: 3, TermID: fencetest.Term(2)}, func() error { return nil }); !errors.Is(err, fence.ErrStaleToken) || !strings.Contains(err.Error(), "billing/shard-3") {
+		t.Errorf("a stale term of shard 3: %v, want ErrStaleToken naming billing/shard-3", err)
+	}
+	for _, bad := range []fence.ShardTermID{
+		{Shard: 1, TermID: fencetest.Term(9)},
+		{Group: "billing", Shard: -1, TermID: fencetest.Term(9)},
+		{Group: "billing", Shard: 1, TermID: fence.TermID{Token: 9}},
+	} {
+		ran := false
+		if err := g.DoShard(bad, func() error { ran = true; return nil }); !errors.Is(err, fence.ErrInvalidToken) || ran {
+			t.Errorf("%v: %v (write ran: %v), want ErrInvalidToken", bad, err, ran)
+		}
+	}
+}
+
+// Concurrent writers on four shards, two holders reusing random tokens on
+// each: on every shard, every write that ran follows the one that ran
+// before it on that shard.
+func TestMemoryGuardPerShardConcurrent(t *testing.T) {
+	g := fence.NewMemoryGuard()
+	ran := make([][]fence.TermID, 4) // appended inside DoShard, under the guard's lock
+	var wg sync.WaitGroup
+	for i := range 16 {
+		shard, holder := i%4, fmt.Sprintf("app-%d_1", i%2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				term := fence.ShardTermID{Group: "billing", Shard: shard, TermID: fence.TermID{Token: rand.Int64N(50), Holder: holder}}
+				err := g.DoShard(term, func() error { ran[shard] = append(ran[shard], term.TermID); return nil })
+				if err != nil && !errors.Is(err, fence.ErrStaleToken) {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for shard, terms := range ran {
+		for i := 1; i < len(terms); i++ {
+			prev, cur := terms[i-1], terms[i]
+			if cur.Token < prev.Token || (cur.Token == prev.Token && cur.Holder != prev.Holder) {
+				t.Fatalf("shard %d: write %d ran with %v after %v", shard, i, cur, prev)
+			}
+		}
+		if accepted, _ := g.Accepted(fence.ShardResource("billing", shard)); len(terms) == 0 || accepted != terms[len(terms)-1] {
+			t.Fatalf("shard %d: accepted %v, last write %v", shard, accepted, terms)
+		}
+	}
+}

@@ -20,7 +20,7 @@ func FuzzReadEvents(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		err := readEvents(strings.NewReader(string(stream)), func() {}, func(data []byte) error {
+		err := readEvents(strings.NewReader(string(stream)), func() {}, func(_ string, data []byte) error {
 			s, err := decodeState(data)
 			if err == nil && s.Leader && s.Token < 1 {
 				t.Fatalf("leader with token %d from %q", s.Token, data)
@@ -54,22 +54,23 @@ func FuzzDecodeState(f *testing.F) {
 }
 
 // Every line counts as activity, comments included: that is what keeps a
-// quiet stream from being dropped for idleness.
+// quiet stream from being dropped for idleness. An event: line names the
+// event it is in, and only that one.
 func TestReadEventsReportsActivityAndSplitsEvents(t *testing.T) {
-	stream := ": keep-alive\n\ndata: one\n\ndata: two\ndata: lines\n\nid: 3\n\n: keep-alive\n\n"
+	stream := ": keep-alive\n\ndata: one\n\nevent: lost\ndata: two\ndata: lines\n\nid: 3\n\n: keep-alive\n\ndata: three\n\n"
 	lines, events := 0, []string{}
-	err := readEvents(strings.NewReader(stream), func() { lines++ }, func(data []byte) error {
-		events = append(events, string(data))
+	err := readEvents(strings.NewReader(stream), func() { lines++ }, func(name string, data []byte) error {
+		events = append(events, name+"="+string(data))
 		return nil
 	})
 	if !errors.Is(err, errEnded) {
 		t.Fatalf("readEvents = %v, want errEnded", err)
 	}
-	if lines != 11 || len(events) != 2 || events[0] != "one" || events[1] != "two\nlines" {
+	if lines != 14 || len(events) != 3 || events[0] != "=one" || events[1] != "lost=two\nlines" || events[2] != "=three" {
 		t.Fatalf("%d lines, events %q", lines, events)
 	}
 	stop := errors.New("stop")
-	if err := readEvents(strings.NewReader(stream), func() {}, func([]byte) error { return stop }); err != stop {
+	if err := readEvents(strings.NewReader(stream), func() {}, func(string, []byte) error { return stop }); err != stop {
 		t.Fatalf("readEvents = %v, want the event handler's error", err)
 	}
 }

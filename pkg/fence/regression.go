@@ -58,3 +58,45 @@ func (c *Client) firstReport(err error) bool {
 	c.delivered.reported = r.got
 	return true
 }
+
+// shardsDelivered is what a Client remembers of the shard terms it has
+// handed out, per shard resource, so that it never hands out one that
+// does not follow them.
+type shardsDelivered struct {
+	mu       sync.Mutex
+	highest  map[string]TermID // by ShardResource
+	reported map[string]TermID // the last refused term Next returned
+}
+
+// admitShard checks a shard term before it is handed out: one that follows
+// the highest handed out for its shard raises it and passes (nil); any
+// other returns the regression.
+func (c *Client) admitShard(id ShardTermID) error {
+	d := &c.shards
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if highest, ok := d.highest[id.Resource()]; ok && !id.TermID.follows(highest) {
+		return fmt.Errorf("shard %d of %q: %w", id.Shard, shortName(id.Group), &regression{got: id.TermID, after: highest})
+	}
+	if d.highest == nil {
+		d.highest = map[string]TermID{}
+	}
+	d.highest[id.Resource()] = id.TermID
+	return nil
+}
+
+// firstShardReport reports whether the refused term id was not reported
+// yet, and records it as reported.
+func (c *Client) firstShardReport(id ShardTermID) bool {
+	d := &c.shards
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.reported[id.Resource()] == id.TermID {
+		return false
+	}
+	if d.reported == nil {
+		d.reported = map[string]TermID{}
+	}
+	d.reported[id.Resource()] = id.TermID
+	return true
+}

@@ -85,3 +85,30 @@ func TestTermEndedByTheClockStaysEnded(t *testing.T) {
 		}
 	})
 }
+
+// A ShardTerm ends at its ValidUntil by its own timer, with no call to
+// wake it, unless a renewal moved ValidUntil first; a late renewal does
+// not revive it.
+func TestShardTermLapsesAtValidUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		id := ShardTermID{Group: "billing", Shard: 2, TermID: TermID{Token: 4, Holder: "a_1"}}
+		term := newShardTerm(context.Background(), id, ShardJSON{Shard: 2, Token: 4, State: ShardHeld, ValidUntil: time.Now().Add(10 * time.Second)})
+		defer term.Close()
+		time.Sleep(5 * time.Second)
+		term.renew(time.Now().Add(10 * time.Second)) // now valid until 15s
+		time.Sleep(10*time.Second - time.Nanosecond)
+		synctest.Wait()
+		if term.ctx.Err() != nil {
+			t.Fatalf("over at 15s-1ns: %v; the renewal moved ValidUntil to 15s", context.Cause(term.ctx))
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if cause := context.Cause(term.ctx); !errors.Is(cause, ErrLeadershipExpired) {
+			t.Fatalf("at ValidUntil the timer left the term with cause %v, want ErrLeadershipExpired", cause)
+		}
+		term.renew(time.Now().Add(time.Hour))
+		if err := term.Err(); !errors.Is(err, ErrLeadershipExpired) {
+			t.Fatalf("after a late renewal: %v, want ErrLeadershipExpired still", err)
+		}
+	})
+}

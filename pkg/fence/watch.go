@@ -29,7 +29,7 @@ import (
 // Each state is delivered only after the previous one was received, so
 // receive promptly. The channel is closed once ctx is done.
 func (c *Client) Watch(ctx context.Context) (<-chan State, error) {
-	s, err := c.open(ctx)
+	s, err := c.open(ctx, "/leader/watch")
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (c *Client) follow(ctx context.Context, out chan<- State, s *stream) {
 	for {
 		var err error
 		if s == nil {
-			s, err = c.open(ctx)
+			s, err = c.open(ctx, "/leader/watch")
 		}
 		if s != nil {
 			var delivered bool
@@ -97,7 +97,7 @@ var (
 	errEnded = errors.New("the sidecar ended the stream")
 )
 
-// stream is one open GET /leader/watch.
+// stream is one open event stream: GET /leader/watch or /shards/watch.
 type stream struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -105,7 +105,8 @@ type stream struct {
 	body   io.ReadCloser
 }
 
-func (c *Client) open(ctx context.Context) (*stream, error) {
+// open opens the event stream at path.
+func (c *Client) open(ctx context.Context, path string) (*stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	idle := time.AfterFunc(c.idle, func() { cancel(errIdle) })
 	fail := func(err error) (*stream, error) {
@@ -113,7 +114,7 @@ func (c *Client) open(ctx context.Context) (*stream, error) {
 		cancel(nil)
 		return nil, err
 	}
-	url := c.base + "/leader/watch"
+	url := c.base + path
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fail(fmt.Errorf("fence: %w", err))
@@ -142,7 +143,8 @@ func (c *Client) run(ctx context.Context, s *stream, out chan<- State, last *Sta
 		s.body.Close()
 		s.cancel(nil)
 	}()
-	err = readEvents(s.body, func() { s.idle.Reset(c.idle) }, func(data []byte) error {
+	err = readEvents(s.body, func() { s.idle.Reset(c.idle) }, func(_ string, data []byte) error {
+		// Every event of /leader/watch is a state, whatever its name.
 		st, err := decodeState(data)
 		if err != nil {
 			return err
@@ -164,15 +166,17 @@ func (c *Client) run(ctx context.Context, s *stream, out chan<- State, last *Sta
 }
 
 // readEvents parses a Server-Sent Events stream: "data:" lines are joined
-// into an event, a blank line dispatches it to event, lines starting with
-// ":" are comments, other fields are ignored. active is called on every
+// into an event, an "event:" line names it, a blank line dispatches it to
+// event with its name ("" for an unnamed event), lines starting with ":"
+// are comments, other fields are ignored. active is called on every
 // line. A line or an event longer than maxBody ends the stream with
 // ErrBadResponse. It returns why the stream ended, errEnded if it simply
 // ended.
-func readEvents(r io.Reader, active func(), event func(data []byte) error) error {
+func readEvents(r io.Reader, active func(), event func(name string, data []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxBody)
 	var data []byte
+	name := ""
 	pending := false
 	for sc.Scan() {
 		active()
@@ -180,14 +184,18 @@ func readEvents(r io.Reader, active func(), event func(data []byte) error) error
 		switch {
 		case len(line) == 0:
 			if pending {
-				if err := event(data); err != nil {
+				if err := event(name, data); err != nil {
 					return err
 				}
 			}
-			data, pending = data[:0], false
+			data, name, pending = data[:0], "", false
 		case line[0] == ':':
 		default:
 			field, value, _ := bytes.Cut(line, []byte(":"))
+			if string(field) == "event" {
+				name = string(bytes.TrimPrefix(value, []byte(" ")))
+				continue
+			}
 			if string(field) != "data" {
 				continue
 			}

@@ -23,7 +23,8 @@
 // tests and tools read too.
 //
 // In shard mode (--shards N) the app API is NewShardsAppHandler's instead
-// (shards.go): GET /shards, /shards/watch, /shards/{i},
+// (shards.go): GET /shards, /shards/watch (the state, and a typed event
+// per change of a shard's term: shardevents.go), /shards/{i},
 // /shards/owner?key=K and POST /shards/{i}/drained, with the /leader paths answering 409 with an error
 // that points to /shards.
 //

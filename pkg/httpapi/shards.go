@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
@@ -21,7 +22,10 @@ import (
 //	GET  /shards/{i}          200 ShardJSON while held here, 409 with the holder otherwise
 //	GET  /shards/owner?key=K  OwnerJSON: the shard of key K and its holder
 //	GET  /shards/watch        Server-Sent Events: ShardsJSON at once, then on
-//	                          every change but a renewal
+//	                          every change but a renewal, each state preceded
+//	                          by a named event per shard whose term changed
+//	                          (acquired, draining, undrained, released, lost),
+//	                          and a renewed event per renewal
 //	POST /shards/{i}/drained  the app let shard i go: it is released at once
 //	                          (409 when it does not drain here)
 //
@@ -39,39 +43,16 @@ type ShardGroup interface {
 	Changed() <-chan struct{}
 }
 
-// ShardsJSON is the answer of GET /shards.
-type ShardsJSON struct {
-	Group    string   `json:"group"`
-	Identity string   `json:"identity"`
-	Shards   int      `json:"shards"`
-	Members  []string `json:"members"`
-	// FairShare is ceil(shards/members).
-	FairShare int         `json:"fairShare"`
-	Leaving   bool        `json:"leaving"`
-	Held      []ShardJSON `json:"held"`
-	// ShardSelector selects the objects whose UID falls in the held
-	// ranges, in the API server's shardSelector grammar; "" when nothing
-	// is held (an empty selector would select everything).
-	ShardSelector string `json:"shardSelector"`
-}
-
-// ShardJSON is a shard held here.
-type ShardJSON struct {
-	Shard int   `json:"shard"`
-	Token int64 `json:"token"`
-	// State is "held", or "draining" while the app is to let it go and
-	// POST /shards/{i}/drained.
-	State string    `json:"state"`
-	Range RangeJSON `json:"range"`
-	// ValidUntil is when this claim ends unless renewed first.
-	ValidUntil time.Time `json:"validUntil"`
-}
-
-// RangeJSON is a shard's range of FNV-1a 64 hashes, [start, end).
-type RangeJSON struct {
-	Start string `json:"start"`
-	End   string `json:"end"`
-}
+// ShardsJSON is the answer of GET /shards; ShardJSON a shard held here;
+// RangeJSON a shard's range; ShardEventJSON a typed event of
+// /shards/watch. They are defined once, in package fence, which
+// applications read them with.
+type (
+	ShardsJSON     = fence.ShardsJSON
+	ShardJSON      = fence.ShardJSON
+	RangeJSON      = fence.RangeJSON
+	ShardEventJSON = fence.ShardEventJSON
+)
 
 // OwnerJSON is the answer of GET /shards/owner.
 type OwnerJSON struct {
@@ -179,10 +160,14 @@ func shardsJSON(s shardgroup.Status) ShardsJSON {
 	return out
 }
 
-// watch streams ShardsJSON as Server-Sent Events: once at once, then on
-// each change of members, held shards, tokens or states; a renewal alone
-// (validUntil) sends nothing. Besides the group's changes it wakes when
-// the earliest claim's validUntil passes, which no store event announces.
+// watch streams the group as Server-Sent Events: ShardsJSON (unnamed
+// events) at once, then on each change of members, held shards, tokens or
+// states; a renewal alone (validUntil) sends no state, only a renewed
+// event. Before each state it sends a named event per shard whose term
+// here changed since the last events sent (shardEvents), the first state
+// counting from nothing held.
+// Besides the group's changes it wakes when the earliest claim's
+// validUntil passes, which no store event announces.
 func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 	rc := startEventStream(w)
 
@@ -190,7 +175,8 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 	defer keepAlive.Stop()
 	lapse := time.NewTimer(0)
 	defer lapse.Stop()
-	var last []byte // the last event sent, without validUntil
+	var last []byte      // the last state sent, without validUntil
+	var sent []ShardJSON // the shards held as the events sent so far say
 	for {
 		changed := a.g.Changed() // before Status, so no change is missed
 		s := a.g.Status()
@@ -199,12 +185,19 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		for i := range st.Held {
-			st.Held[i].ValidUntil = time.Time{}
-		}
-		key, err := json.Marshal(st)
+		key, err := json.Marshal(withoutValidUntil(st))
 		if err != nil {
 			return
+		}
+		events := shardEvents(sent, st.Held, a.released)
+		for _, ev := range events {
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return
+			}
+			if !send(rc, w, a.opts.writeTimeout, "event: %s\ndata: %s\n\n", ev.Event, data) {
+				return
+			}
 		}
 		if string(key) != string(last) {
 			if !send(rc, w, a.opts.writeTimeout, "data: %s\n\n", body) {
@@ -212,6 +205,7 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 			}
 			last = key
 		}
+		sent = st.Held
 		var lapsed <-chan time.Time
 		if len(s.Held) > 0 {
 			first := s.Held[0].ValidUntil
@@ -238,10 +232,32 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// withoutValidUntil is st with every held shard's validUntil zeroed: what
+// tells a change from a renewal.
+func withoutValidUntil(st ShardsJSON) ShardsJSON {
+	held := make([]ShardJSON, len(st.Held))
+	for i, h := range st.Held {
+		h.ValidUntil = time.Time{}
+		held[i] = h
+	}
+	st.Held = held
+	return st
+}
+
+// released is the token of the last term of shard i this replica
+// released (0 if none, or i is not a shard).
+func (a *shardAPI) released(i int) int64 {
+	st, err := a.g.Shard(i)
+	if err != nil {
+		return 0
+	}
+	return st.Released
+}
+
 func heldJSON(i int, token int64, draining bool, r shard.Range, validUntil time.Time) ShardJSON {
-	state := "held"
+	state := fence.ShardHeld
 	if draining {
-		state = "draining"
+		state = fence.ShardDraining
 	}
 	return ShardJSON{Shard: i, Token: token, State: state, Range: rangeJSON(r), ValidUntil: validUntil}
 }

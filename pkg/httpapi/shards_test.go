@@ -168,19 +168,42 @@ func (r *streamRecorder) Write(p []byte) (int, error) {
 	return r.body.Write(p)
 }
 
-// events are the data of every event written so far.
-func (r *streamRecorder) events(t *testing.T) []ShardsJSON {
+// sseEvent is one event of a stream: its name ("" for an unnamed event)
+// and its data.
+type sseEvent struct{ name, data string }
+
+// all are the events written so far.
+func (r *streamRecorder) all() []sseEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var out []sseEvent
+	for block := range strings.SplitSeq(r.body.String(), "\n\n") {
+		var ev sseEvent
+		for line := range strings.SplitSeq(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				ev.name = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				ev.data = v
+			}
+		}
+		if ev.data != "" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// events are the states (the unnamed events) written so far.
+func (r *streamRecorder) events(t *testing.T) []ShardsJSON {
 	var out []ShardsJSON
-	for ev := range strings.SplitSeq(r.body.String(), "\n\n") {
-		data, ok := strings.CutPrefix(ev, "data: ")
-		if !ok {
+	for _, ev := range r.all() {
+		if ev.name != "" {
 			continue
 		}
 		var st ShardsJSON
-		if err := json.Unmarshal([]byte(data), &st); err != nil {
-			t.Fatalf("event %q: %v", data, err)
+		if err := json.Unmarshal([]byte(ev.data), &st); err != nil {
+			t.Fatalf("event %q: %v", ev.data, err)
 		}
 		out = append(out, st)
 	}

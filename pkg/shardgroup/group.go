@@ -31,6 +31,10 @@ type Group struct {
 	// its clock; drained those its application acknowledged.
 	draining map[int]time.Time
 	drained  map[int]bool
+	// released is, per shard, the token of the last term this replica
+	// released (SitOut after a drain), so that a term that ends can be
+	// told released from lost.
+	released map[int]int64
 	leaving  bool
 	// member is the version of this replica's member record it last
 	// wrote; "" when it must read it first.
@@ -56,6 +60,7 @@ func New(cfg Config) (*Group, error) {
 		seen:     map[string]seenMember{},
 		draining: map[int]time.Time{},
 		drained:  map[int]bool{},
+		released: map[int]int64{},
 		changed:  make(chan struct{}),
 	}
 	for i, b := range cfg.Shards {
@@ -269,6 +274,9 @@ func (g *Group) act(ctx context.Context) {
 			delete(g.draining, a.Shard)
 			delete(g.drained, a.Shard)
 			g.moves++
+			if st := e.Status(); st.Leader {
+				g.released[a.Shard] = st.Token // before the release, which a reader may see at once
+			}
 			g.mu.Unlock()
 			g.log.Info("releasing a drained shard", "shard", a.Shard, "target", a.Target, "acknowledged", drained)
 			g.sitOut(ctx, e, "released to move")

@@ -50,6 +50,11 @@ type ShardStatus struct {
 	// Holder is the holder the shard's record names as last seen; "" for
 	// none (released, missing, or not seen yet).
 	Holder string
+	// Released is the token of the last term of this shard that this
+	// replica released (after a drain, or on a graceful stop); 0 if none.
+	// A term of this replica that ended with another token was lost: it
+	// lapsed, or the record names another holder.
+	Released int64
 }
 
 // ErrNoSuchShard is returned for a shard number outside the group.
@@ -100,8 +105,9 @@ func (g *Group) Shard(i int) (ShardStatus, error) {
 	st := g.electors[i].Status()
 	g.mu.Lock()
 	_, draining := g.draining[i]
+	released := g.released[i]
 	g.mu.Unlock()
-	out := ShardStatus{Holder: st.Holder}
+	out := ShardStatus{Holder: st.Holder, Released: released}
 	if st.Leader {
 		out.Held, out.Token, out.Draining = true, st.Token, draining
 	}
