@@ -8,19 +8,22 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // serveShards builds shard mode from cfg (--shards N) and runs it until
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
-// single election's record is), a shardgroup.Group, and the shard API.
+// single election's record is), a shardgroup.Group, the shard API, and
+// the metrics of every shard (metrics.WatchShards) on /metrics.
 // When ctx ends the group leaves gracefully (drains and releases every
 // shard) while the API still serves, so the app can see its shards drain
 // and acknowledge them; then the servers shut down.
 func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
 	el, sc := cfg.election, cfg.shards
 	log.Info("shard mode", "group", sc.group, "shards", sc.count)
+	m := metrics.New(metrics.Info{Lease: sc.group, Version: currentVersion(), Backend: el.backend, Identity: el.identity})
 	kube := el.kubeClients()
 	var stores []*store
 	defer func() {
@@ -51,14 +54,17 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		if shards[i], err = open(shardgroup.ShardRecord(sc.group, i)); err != nil {
 			return err
 		}
+		shards[i] = m.InstrumentBackend(shards[i])
 	}
+	ec := el.electorConfig(nil, log)
+	ec.Observer = m
 	g, err := shardgroup.New(shardgroup.Config{
 		Group:          sc.group,
 		Identity:       el.identity,
 		Shards:         shards,
 		Member:         member,
 		Members:        members,
-		Election:       el.electorConfig(nil, log),
+		Election:       ec,
 		RebalanceDelay: sc.rebalanceDelay,
 		DrainTimeout:   sc.drainTimeout,
 		MaxPerMember:   sc.maxPerMember,
@@ -66,8 +72,9 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	m.WatchShards(g)
 	streamsDone := make(chan struct{}) // ends the open /shards/watch streams
-	opts := httpapi.Options{AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
+	opts := httpapi.Options{Metrics: m.Handler(), AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
 	servers, err := listen(log, []listener{
 		{"app", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
 		{"ops", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -20,6 +21,8 @@ type Group struct {
 	log      *slog.Logger
 	policy   shard.Policy
 	electors []*election.Elector
+	// acquired, drainsStarted and released count the moves (Moves).
+	acquired, drainsStarted, released atomic.Int64
 	// wake asks the loop to decide again at once (an acknowledged drain).
 	wake chan struct{}
 
@@ -35,8 +38,6 @@ type Group struct {
 	// member is the version of this replica's member record it last
 	// wrote; "" when it must read it first.
 	member backend.Version
-	// moves counts the shards this replica released to move.
-	moves int
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }
@@ -63,7 +64,7 @@ func New(cfg Config) (*Group, error) {
 		ec.Backend = b
 		ec.Identity = cfg.Identity
 		ec.ReleaseOnCancel = false
-		ec.Observer = nil
+		ec.Observer = &shardObserver{acquired: &g.acquired, next: cfg.Election.Observer}
 		ec.Logger = cfg.Election.Logger.With("shard", i)
 		e, err := election.New(ec)
 		if err != nil {
@@ -254,6 +255,7 @@ func (g *Group) act(ctx context.Context) {
 			g.mu.Lock()
 			g.draining[a.Shard], g.drained[a.Shard] = v.Now, false
 			g.mu.Unlock()
+			g.drainsStarted.Add(1)
 			g.log.Info("draining a shard", "shard", a.Shard, "target", a.Target)
 		case shard.Undrain:
 			acted[a.Shard] = true
@@ -268,8 +270,8 @@ func (g *Group) act(ctx context.Context) {
 			drained := g.drained[a.Shard]
 			delete(g.draining, a.Shard)
 			delete(g.drained, a.Shard)
-			g.moves++
 			g.mu.Unlock()
+			g.released.Add(1)
 			g.log.Info("releasing a drained shard", "shard", a.Shard, "target", a.Target, "acknowledged", drained)
 			g.sitOut(ctx, e, "released to move")
 		}
