@@ -15,7 +15,8 @@ import (
 // serveShards builds shard mode from cfg (--shards N) and runs it until
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
-// single election's record is), a shardgroup.Group, the shard API, and
+// single election's record is; the member's Lease owned by the Pod under
+// --shard-member-owner pod), a shardgroup.Group, the shard API, and
 // the metrics of every shard (metrics.WatchShards) on /metrics.
 // When ctx ends the group leaves gracefully (drains and releases every
 // shard) while the API still serves, so the app can see its shards drain
@@ -31,9 +32,10 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 			st.close()
 		}
 	}()
-	open := func(name string) (backend.Backend, error) {
+	openRecord := func(name string, ownedByPod bool) (backend.Backend, error) {
 		rc := el
 		rc.leaseName = name
+		rc.ownedByPod = ownedByPod
 		st, err := openStore(ctx, rc, kube, log)
 		if err != nil {
 			return nil, err
@@ -41,7 +43,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		stores = append(stores, st)
 		return st.backend, nil
 	}
-	member, err := open(shardgroup.MemberRecord(sc.group, el.identity))
+	member, err := openRecord(shardgroup.MemberRecord(sc.group, el.identity), sc.memberOwner == memberOwnerPod)
 	if err != nil {
 		return err
 	}
@@ -51,7 +53,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	}
 	shards := make([]backend.Backend, sc.count)
 	for i := range shards {
-		if shards[i], err = open(shardgroup.ShardRecord(sc.group, i)); err != nil {
+		if shards[i], err = openRecord(shardgroup.ShardRecord(sc.group, i), false); err != nil {
 			return err
 		}
 		shards[i] = m.InstrumentBackend(shards[i])
