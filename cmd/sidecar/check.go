@@ -91,7 +91,7 @@ func (c *sidecarConfig) settings() []setting {
 		{"app-health-failures", strconv.Itoa(c.appHealth.failures)},
 		{"app-health-timeout", c.appHealth.timeout.String()},
 	}
-	s = append(s, c.shards.settings()...)
+	s = append(s, c.shards.settings(&c.election)...)
 	s = append(s, setting{"log-format", c.log.format}, setting{"log-level", c.log.level})
 	pod := el.pod
 	return append(s, setting{"pod", fmt.Sprintf("POD_NAME=%q POD_NAMESPACE=%q POD_UID=%q", pod.name, pod.namespace, pod.uid)})

@@ -99,6 +99,7 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 		{[]string{"--shard-rebalance-delay=-1s"}, nil, "--shard-rebalance-delay: must not be negative, got -1s"},
 		{[]string{"--shard-drain-timeout=-1s"}, nil, "--shard-drain-timeout: must not be negative, got -1s"},
 		{[]string{"--shard-max-per-member=-2"}, nil, "--shard-max-per-member: must not be negative, got -2"},
+		{[]string{"--shard-member-owner=node"}, nil, `--shard-member-owner: must be pod or none, got "node"`},
 	} {
 		code, stdout, stderr := runArgs(t, append([]string{"check"}, c.args...), c.env...)
 		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "sidecar: ") || !strings.Contains(stderr, c.want) ||
@@ -194,9 +195,36 @@ func TestCheckResolvesShardMode(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
 	}
 	for _, want := range []string{"\nshards: 8\n", "\nshard-group: billing\n", "\nshard-rebalance-delay: 30s\n",
-		"\nshard-drain-timeout: 5s\n", "\nshard-max-per-member: 0 (the fair share)\n"} {
+		"\nshard-drain-timeout: 5s\n", "\nshard-max-per-member: 0 (the fair share)\n",
+		"\nshard-member-owner: pod (no owner on the sqlite backend)\n"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check printed no %q:\n%s", strings.TrimSpace(want), stdout)
 		}
+	}
+}
+
+// --shard-member-owner pod names the Pod the member Lease will be owned by
+// when the Downward API gives its name, namespace and UID, and says why
+// there is none otherwise.
+func TestCheckResolvesTheMemberLeasesOwner(t *testing.T) {
+	pod := []string{"POD_NAME=web-0", "POD_NAMESPACE=shop", "POD_UID=6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f"}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		environ []string
+		want    string
+	}{
+		{"in its Pod", nil, pod, "pod (the Pod shop/web-0, uid 6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f)"},
+		{"without a UID", nil, pod[:2], "pod (no owner: POD_NAME and POD_UID are not both set)"},
+		{"in another namespace", []string{"--namespace=jobs"}, pod, `pod (no owner: the Pod's namespace (POD_NAMESPACE "shop") is not the Lease's ("jobs"))`},
+		{"none", []string{"--shard-member-owner=none"}, pod, "none"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"check", "--backend=lease", "--kubeconfig=/dev/null", "--shards=4"}, c.args...)
+			code, stdout, stderr := runArgs(t, args, c.environ...)
+			if code != 0 || !strings.Contains(stdout, "\nshard-member-owner: "+c.want+"\n") {
+				t.Errorf("exit %d, stderr %q; want 0 and shard-member-owner: %s in:\n%s", code, stderr, c.want, stdout)
+			}
+		})
 	}
 }

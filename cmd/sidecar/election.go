@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -46,6 +48,11 @@ type electionConfig struct {
 	kube          kubeConfig
 	// pod is this process's Pod, from the Downward API variables (check).
 	pod podInfo
+	// ownedByPod makes a Lease this candidate creates name pod as its
+	// owner, when its name and UID are known and the Lease is in its
+	// namespace (shard mode's member record, --shard-member-owner pod).
+	// Not a flag.
+	ownedByPod bool
 	// set is the flag set the election's flags are in, to tell a
 	// --renew-interval given (flag or variable) from its default.
 	set *pflag.FlagSet
@@ -241,6 +248,20 @@ func podFromEnv(environ []string) podInfo {
 	return podInfo{name: get("POD_NAME"), namespace: get("POD_NAMESPACE"), uid: get("POD_UID")}
 }
 
+// ownerIn is the owner reference to this Pod from an object in namespace,
+// or why there is none: its name or UID unknown, or another namespace (an
+// owner must be in its dependent's namespace, or the garbage collector
+// deletes the dependent as an orphan).
+func (p podInfo) ownerIn(namespace string) (metav1.OwnerReference, string) {
+	switch {
+	case p.name == "" || p.uid == "":
+		return metav1.OwnerReference{}, "POD_NAME and POD_UID are not both set"
+	case p.namespace != namespace:
+		return metav1.OwnerReference{}, fmt.Sprintf("the Pod's namespace (POD_NAMESPACE %q) is not the Lease's (%q)", p.namespace, namespace)
+	}
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: p.name, UID: types.UID(p.uid)}, ""
+}
+
 // inCluster reports whether the process runs in a Kubernetes Pod, by the
 // variables the kubelet sets (client-go's in-cluster check).
 func inCluster(environ []string) bool {
@@ -360,7 +381,15 @@ func openLease(_ context.Context, cfg electionConfig, kube *kubeclient.Clients, 
 	if err != nil {
 		return nil, fmt.Errorf("--namespace: %w", err)
 	}
-	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Logger: log})
+	var owners []metav1.OwnerReference
+	if cfg.ownedByPod {
+		if owner, why := cfg.pod.ownerIn(namespace); why != "" {
+			log.Info("the Lease gets no owner reference", "lease", namespace+"/"+cfg.leaseName, "why", why)
+		} else {
+			owners = []metav1.OwnerReference{owner}
+		}
+	}
+	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Owners: owners, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,15 @@ type shardsConfig struct {
 	rebalanceDelay time.Duration
 	drainTimeout   time.Duration
 	maxPerMember   int
+	// memberOwner is --shard-member-owner: pod or none.
+	memberOwner string
 }
+
+// The values of --shard-member-owner.
+const (
+	memberOwnerPod  = "pod"
+	memberOwnerNone = "none"
+)
 
 func (c *shardsConfig) add(fs *pflag.FlagSet) {
 	fs.IntVar(&c.count, "shards", 0, "run a shard group of this many shards (1 to 256), each an election of its own, spread over the replicas; 0: one leader")
@@ -40,6 +48,8 @@ func (c *shardsConfig) add(fs *pflag.FlagSet) {
 	fs.IntVar(&c.maxPerMember, "shard-max-per-member", 0, "most shards this replica contends for or holds; 0: its fair share, ceil(shards/members)")
 	docDefault(fs, "shard-max-per-member", "`0` (the fair share)")
 	docMeaning(fs, "shard-max-per-member", "most shards this replica contends for or holds; `0`: the fair share, ceil(shards / members), which a replica may exceed while others join")
+	fs.StringVar(&c.memberOwner, "shard-member-owner", memberOwnerPod, "pod: on the lease backend, this replica's member Lease is owned by its Pod ($POD_NAME and $POD_UID), so it is deleted with the Pod; none: no owner")
+	docMeaning(fs, "shard-member-owner", "`pod`: on the `lease` backend, the member Lease this replica creates names its Pod (`$POD_NAME`, `$POD_UID`, when both are set and `$POD_NAMESPACE` is the Lease's namespace) as its owner, so Kubernetes' garbage collector deletes it with the Pod; `none`: no owner")
 }
 
 // enabled reports shard mode.
@@ -61,6 +71,9 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 	}
 	if c.maxPerMember < 0 {
 		return fmt.Errorf("--shard-max-per-member: must not be negative, got %d", c.maxPerMember)
+	}
+	if c.memberOwner != memberOwnerPod && c.memberOwner != memberOwnerNone {
+		return fmt.Errorf("--shard-member-owner: must be %s or %s, got %q", memberOwnerPod, memberOwnerNone, c.memberOwner)
 	}
 	if c.group == "" {
 		c.group = cfg.election.leaseName
@@ -91,8 +104,9 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 	return nil
 }
 
-// settings are sidecar check's lines of shard mode.
-func (c *shardsConfig) settings() []setting {
+// settings are sidecar check's lines of shard mode; el is the resolved
+// election (its backend and Pod).
+func (c *shardsConfig) settings(el *electionConfig) []setting {
 	count := strconv.Itoa(c.count)
 	if !c.enabled() {
 		count = "0 (one leader)"
@@ -107,5 +121,26 @@ func (c *shardsConfig) settings() []setting {
 		{"shard-rebalance-delay", c.rebalanceDelay.String()},
 		{"shard-drain-timeout", c.drainTimeout.String()},
 		{"shard-max-per-member", maxPer},
+		{"shard-member-owner", c.memberOwnerSetting(el)},
 	}
+}
+
+// memberOwnerSetting says what --shard-member-owner does with el: the
+// owner the member Lease will name, or why none. The Lease's namespace,
+// unless --namespace gives it, is known only once the store is opened.
+func (c *shardsConfig) memberOwnerSetting(el *electionConfig) string {
+	switch {
+	case c.memberOwner == memberOwnerNone:
+		return memberOwnerNone
+	case el.backend != "lease":
+		return memberOwnerPod + " (no owner on the " + el.backend + " backend)"
+	}
+	namespace := el.kube.namespace
+	if namespace == "" {
+		namespace = el.pod.namespace
+	}
+	if _, why := el.pod.ownerIn(namespace); why != "" {
+		return memberOwnerPod + " (no owner: " + why + ")"
+	}
+	return fmt.Sprintf("%s (the Pod %s/%s, uid %s)", memberOwnerPod, el.pod.namespace, el.pod.name, el.pod.uid)
 }

@@ -8,19 +8,23 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // serveShards builds shard mode from cfg (--shards N) and runs it until
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
-// single election's record is), a shardgroup.Group, and the shard API.
+// single election's record is; the member's Lease owned by the Pod under
+// --shard-member-owner pod), a shardgroup.Group, the shard API, and
+// the metrics of every shard (metrics.WatchShards) on /metrics.
 // When ctx ends the group leaves gracefully (drains and releases every
 // shard) while the API still serves, so the app can see its shards drain
 // and acknowledge them; then the servers shut down.
 func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error {
 	el, sc := cfg.election, cfg.shards
 	log.Info("shard mode", "group", sc.group, "shards", sc.count)
+	m := metrics.New(metrics.Info{Lease: sc.group, Version: currentVersion(), Backend: el.backend, Identity: el.identity})
 	kube := el.kubeClients()
 	var stores []*store
 	defer func() {
@@ -28,9 +32,10 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 			st.close()
 		}
 	}()
-	open := func(name string) (backend.Backend, error) {
+	openRecord := func(name string, ownedByPod bool) (backend.Backend, error) {
 		rc := el
 		rc.leaseName = name
+		rc.ownedByPod = ownedByPod
 		st, err := openStore(ctx, rc, kube, log)
 		if err != nil {
 			return nil, err
@@ -38,7 +43,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		stores = append(stores, st)
 		return st.backend, nil
 	}
-	member, err := open(shardgroup.MemberRecord(sc.group, el.identity))
+	member, err := openRecord(shardgroup.MemberRecord(sc.group, el.identity), sc.memberOwner == memberOwnerPod)
 	if err != nil {
 		return err
 	}
@@ -48,17 +53,20 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	}
 	shards := make([]backend.Backend, sc.count)
 	for i := range shards {
-		if shards[i], err = open(shardgroup.ShardRecord(sc.group, i)); err != nil {
+		if shards[i], err = openRecord(shardgroup.ShardRecord(sc.group, i), false); err != nil {
 			return err
 		}
+		shards[i] = m.InstrumentBackend(shards[i])
 	}
+	ec := el.electorConfig(nil, log)
+	ec.Observer = m
 	g, err := shardgroup.New(shardgroup.Config{
 		Group:          sc.group,
 		Identity:       el.identity,
 		Shards:         shards,
 		Member:         member,
 		Members:        members,
-		Election:       el.electorConfig(nil, log),
+		Election:       ec,
 		RebalanceDelay: sc.rebalanceDelay,
 		DrainTimeout:   sc.drainTimeout,
 		MaxPerMember:   sc.maxPerMember,
@@ -66,8 +74,9 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	m.WatchShards(g)
 	streamsDone := make(chan struct{}) // ends the open /shards/watch streams
-	opts := httpapi.Options{AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
+	opts := httpapi.Options{Metrics: m.Handler(), AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
 	servers, err := listen(log, []listener{
 		{"app", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
 		{"ops", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},

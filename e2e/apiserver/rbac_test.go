@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,5 +144,87 @@ func TestLeaseElectionDoesNotNeedEvents(t *testing.T) {
 	time.Sleep(2 * sidecartest.RenewDeadline)
 	if _, again := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, time.Second); again != token {
 		t.Fatalf("token moved from %d to %d", token, again)
+	}
+}
+
+// renderedShardRules are the Role rules the example chart renders for
+// shard mode on the lease backend (the library's leader-sidecar-lib.rules),
+// failing t unless they are the one rule the chart documents: get, list,
+// watch, create and update on every Lease of the namespace, no delete, no
+// Events.
+func renderedShardRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	r := sidecartest.RenderChart(t, sidecartest.Charts(t), "apps", "sidecar:\n  sharding:\n    enabled: true\n")
+	rules := sidecartest.One[*rbacv1.Role](t, r).Rules
+	want := []string{"get", "list", "watch", "create", "update"}
+	if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"leases"}) || len(rules[0].ResourceNames) != 0 || !slices.Equal(rules[0].Verbs, want) {
+		t.Fatalf("the chart's Role in shard mode: %+v, want one rule on leases with verbs %v", rules, want)
+	}
+	return rules
+}
+
+// TestShardGroupWorksWithTheRenderedRole runs two sidecars in shard mode
+// as a ServiceAccount bound to the Role the chart renders for shard mode,
+// on a real API server: the 8 shards spread over them (Leases created,
+// renewed, watched, members listed), one stops gracefully and the other
+// takes every shard, and nothing was forbidden: the Role is sufficient.
+// Then, with each of its verbs dropped in turn, a sidecar logs the
+// request the API server refused, naming the verb, and keeps running:
+// every verb is needed.
+func TestShardGroupWorksWithTheRenderedRole(t *testing.T) {
+	t.Parallel()
+	rules := renderedShardRules(t)
+	args := append(sidecartest.ShardArgs(), "--kube-api-qps", "50", "--kube-api-burst", "100")
+	t.Run("sufficient", func(t *testing.T) {
+		t.Parallel()
+		k := sidecartest.Kube(t)
+		ns := k.Namespace(t)
+		kc := serviceAccount(t, k, ns, rules)
+		p := sidecartest.NewShardSampler(sidecartest.TestShards)
+		var live []*sidecartest.Sidecar
+		for _, pod := range []string{"app-0", "app-1"} {
+			s := sidecartest.LeaseSidecar(t, kc, ns, "billing", pod, args...)
+			p.Sample(s)
+			live = append(live, s)
+		}
+		holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
+		leaver := live[0]
+		moved := sidecartest.HeldBy(leaver, holders)
+		leaver.Signal(syscall.SIGTERM)
+		if code := leaver.WaitExit(15 * time.Second); code != 0 {
+			t.Errorf("the leaver exited %d", code)
+		}
+		p.AwaitSpread(t, live[1:], 5*time.Second, sidecartest.HigherThan(moved, tokens))
+		p.Check(t)
+		for _, s := range live {
+			if logs := s.Logs(); strings.Contains(logs, "forbidden") {
+				t.Fatalf("a request was forbidden with the chart's Role:\n%s", logs)
+			}
+		}
+	})
+	for _, c := range []struct{ verb, mention string }{
+		{"get", `cannot get resource \"leases\"`},
+		{"list", `cannot list resource \"leases\"`},
+		{"watch", `cannot watch resource \"leases\"`},
+		{"create", `cannot create resource \"leases\"`},
+		{"update", `cannot update resource \"leases\"`},
+	} {
+		t.Run("without "+c.verb, func(t *testing.T) {
+			t.Parallel()
+			k := sidecartest.Kube(t)
+			ns := k.Namespace(t)
+			kc := serviceAccount(t, k, ns, dropVerb(rules, c.verb))
+			s := sidecartest.LeaseSidecar(t, kc, ns, "billing", "app-0", args...)
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(s.Logs(), c.mention) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no log line saying %s within 20s", c.mention)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !s.Alive() {
+				t.Fatal("a missing permission crashed the sidecar")
+			}
+		})
 	}
 }

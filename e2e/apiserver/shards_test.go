@@ -19,7 +19,8 @@ import (
 // one, its shards are held again by the others with higher tokens once its
 // claims expire; after a SIGTERM of another, the last one holds every
 // shard within a few retry periods and the leaver's member Lease names no
-// holder. No shard is ever claimed by two replicas at one instant.
+// holder. No shard is ever claimed by two replicas at one instant. The
+// member Lease of a replica whose POD_UID is set is owned by its Pod.
 func TestLeaseShardGroup(t *testing.T) {
 	t.Parallel()
 	k := sidecartest.Kube(t)
@@ -28,27 +29,65 @@ func TestLeaseShardGroup(t *testing.T) {
 	p := sidecartest.NewShardSampler(sidecartest.TestShards)
 	var live []*sidecartest.Sidecar
 	start := time.Now()
+	// app-0 and app-1 are Pods of the API server, and their sidecars know
+	// their UIDs (POD_UID, as the chart gives it); app-2's does not.
+	uids := map[string]string{}
+	for _, pod := range []string{"app-0", "app-1"} {
+		uids[pod] = k.CreatePod(t, ns, pod)
+	}
+	podOf := map[*sidecartest.Sidecar]string{}
 	for _, pod := range []string{"app-0", "app-1", "app-2"} {
+		env := []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}
+		if uid, ok := uids[pod]; ok {
+			env = append(env, "POD_UID="+uid)
+		}
 		// Every shard's renewals go through the one client: at these
 		// timings 8 shards renew 8 times a second, above the default rate.
-		s := sidecartest.LeaseSidecar(t, kc, ns, group, pod, append(sidecartest.ShardArgs(), "--kube-api-qps", "50", "--kube-api-burst", "100")...)
+		s := sidecartest.Spawn(t, env, append([]string{"--backend", "lease", "--kubeconfig", kc, "--namespace", ns, "--lease-name", group,
+			"--kube-api-qps", "50", "--kube-api-burst", "100"}, sidecartest.ShardArgs()...)...)
+		s.WaitServing()
 		p.Sample(s)
 		live = append(live, s)
+		podOf[s] = pod
 	}
 	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
+	var owners map[string][]metav1.OwnerReference
 	leases := func() map[string]string {
 		list, err := k.Client.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		holder := map[string]string{}
+		owners = map[string][]metav1.OwnerReference{}
 		for _, l := range list.Items {
 			holder[l.Name] = sidecartest.Deref(l.Spec.HolderIdentity).(string)
+			owners[l.Name] = l.OwnerReferences
 		}
 		return holder
 	}
 	all := leases()
+	// The member Lease of a sidecar that knows its Pod's UID is owned by
+	// that Pod, still after its renewals (so the garbage collector of a
+	// real cluster deletes it with the Pod); the others and the shards'
+	// Leases name no owner.
+	for _, s := range live {
+		pod := podOf[s]
+		got := owners[shardgroup.MemberRecord(group, sidecartest.IdentityOfShards(t, s))]
+		uid, known := uids[pod]
+		switch {
+		case known && (len(got) != 1 || got[0].APIVersion != "v1" || got[0].Kind != "Pod" || got[0].Name != pod || string(got[0].UID) != uid ||
+			got[0].Controller != nil || got[0].BlockOwnerDeletion != nil):
+			t.Errorf("the member Lease of %s has owners %+v, want only its Pod (uid %s)", pod, got, uid)
+		case !known && len(got) != 0:
+			t.Errorf("the member Lease of %s, whose sidecar has no POD_UID, has owners %+v", pod, got)
+		}
+	}
+	for i := range sidecartest.TestShards {
+		if got := owners[shardgroup.ShardRecord(group, i)]; len(got) != 0 {
+			t.Errorf("the Lease of shard %d has owners %+v, want none", i, got)
+		}
+	}
 	for i := range sidecartest.TestShards {
 		if _, ok := all[shardgroup.ShardRecord(group, i)]; !ok {
 			t.Errorf("no Lease of shard %d: %v", i, all)

@@ -87,6 +87,15 @@ var agreementCases = []agreementCase{
 	{name: "extra args and env", values: `extraArgs: ["--kube-api-qps=20"], extraEnv: [{name: LEADER_SIDECAR_KUBE_API_BURST, value: "30"}]`},
 	{name: "app health; all settings", values: "appHealth: {url: http://127.0.0.1:8080/healthz, period: 5s, failures: 2, timeout: 500ms}"},
 
+	{name: "sharding", values: "sharding: {enabled: true}"},
+	{name: "sharding; all settings", values: "sharding: {enabled: true, shards: 256, group: billing.jobs, rebalanceDelay: 0s, drainTimeout: 1m, maxPerMember: 3}"},
+	{name: "sharding of one shard on sqlite", values: "backend: sqlite, sharding: {enabled: true, shards: 1}"},
+	{name: "sharding in a plain container", values: "native: false, sharding: {enabled: true}"},
+	{name: "sharding; release on shutdown", values: "releaseOnShutdown: true, sharding: {enabled: true}"},
+	{name: "sharding; longest group on Leases", values: "sharding: {enabled: true, group: " + strings.Repeat("g", 145) + "}"},
+	{name: "sharding; longest group on sqlite", values: "backend: sqlite, sharding: {enabled: true, group: " + strings.Repeat("g", 253) + "}"},
+	{name: "sharding off; its settings kept", values: "sharding: {enabled: false, shards: 3, group: billing}, readiness: {mode: probe}"},
+
 	// The app health URL: the loopback hosts and listener ports the
 	// sidecar accepts, and those it refuses.
 	urlCase("http://localhost:8080/healthz", "", ""),
@@ -185,6 +194,37 @@ var agreementCases = []agreementCase{
 		sidecar: []string{"LEADER_SIDECAR_HTTP_ADDRESS=127.0.0.1:70000"}, says: "--http-address: port must be a number from 0 to 65535"},
 	{name: "port not a number", values: "opsPort: ops", refuse: "sidecar.opsPort must be a port number from 1 to 65535, not ops", schema: "at '/sidecar/opsPort'",
 		sidecar: []string{"--ops-address=:ops", "LEADER_SIDECAR_OPS_ADDRESS=:ops"}, says: "--ops-address: port must be a number from 0 to 65535"},
+
+	// Shard mode, refused by the sidecar too.
+	{name: "sharding of 257 shards", values: "sharding: {enabled: true, shards: 257}", refuse: "sidecar.sharding.shards must be a whole number from 1 to 256",
+		schema: "at '/sidecar/sharding/shards'", sidecar: []string{"LEADER_SIDECAR_SHARDS=257"}, says: "--shards: must be from 0 (one leader) to 256"},
+	{name: "sharding; max per member -1", values: "sharding: {enabled: true, maxPerMember: -1}", refuse: "sidecar.sharding.maxPerMember must be a whole number from 0",
+		schema: "at '/sidecar/sharding/maxPerMember'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_MAX_PER_MEMBER=-1"}, says: "--shard-max-per-member: must not be negative"},
+	{name: "sharding; group not a DNS name", values: "sharding: {enabled: true, group: Billing_Jobs}", refuse: "sidecar.sharding.group must be a lowercase RFC 1123 subdomain",
+		schema: "at '/sidecar/sharding/group'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_GROUP=Billing_Jobs"}, says: "--shard-group: \"Billing_Jobs\" is not a valid name"},
+	{name: "sharding; group too long for a member's Lease", values: "sharding: {enabled: true, group: " + strings.Repeat("g", 208) + "}", refuse: "must have at most 145 characters with the lease backend, not 208",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_GROUP=" + strings.Repeat("g", 208)}, says: "--shard-group: the group's Lease " + strings.Repeat("g", 208) + "-member-<identity> would not be a valid name"},
+	{name: "sharding; lease name too long for a member's Lease", values: "leaseName: " + strings.Repeat("l", 208) + ", sharding: {enabled: true}", refuse: "must have at most 145 characters with the lease backend, not 208",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_LEASE_NAME=" + strings.Repeat("l", 208)}, says: "--shard-group: the group's Lease"},
+	{name: "sharding; rebalance delay negative", values: "sharding: {enabled: true, rebalanceDelay: -1s}", refuse: "sidecar.sharding.rebalanceDelay must be a duration such as 15s",
+		schema: "at '/sidecar/sharding/rebalanceDelay'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_REBALANCE_DELAY=-1s"}, says: "--shard-rebalance-delay: must not be negative"},
+	{name: "sharding; drain timeout not a duration", values: "sharding: {enabled: true, drainTimeout: ten}", refuse: "sidecar.sharding.drainTimeout must be a duration such as 15s",
+		schema: "at '/sidecar/sharding/drainTimeout'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_DRAIN_TIMEOUT=ten"}, says: `invalid duration "ten"`},
+	{name: "sharding; readiness probe", values: "readiness: {mode: probe}, sharding: {enabled: true}", refuse: "sidecar.readiness.mode probe publishes one leader; sidecar.sharding takes none",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_READINESS_MODE=probe"}, says: "--shards: --readiness-mode probe publishes one leader"},
+	{name: "sharding; readiness label", values: "readiness: {mode: label}, sharding: {enabled: true}", refuse: "sidecar.readiness.mode label publishes one leader",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_READINESS_MODE=label"}, says: "--shards: --readiness-mode label publishes one leader"},
+	{name: "sharding; app health", values: "appHealth: {url: http://127.0.0.1:8080/healthz}, sharding: {enabled: true}", refuse: "sidecar.appHealth.url gates one election",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_APP_HEALTH_URL=http://127.0.0.1:8080/healthz"}, says: "--shards: --app-health-url gates one election"},
+	{name: "sharding; no release on shutdown", values: "releaseOnShutdown: false, sharding: {enabled: true}", refuse: "sidecar.sharding does not take sidecar.releaseOnShutdown false",
+		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_RELEASE_ON_SHUTDOWN=false"}, says: "it does not take --release-on-shutdown=false"},
+
+	// Shard mode, the chart's own rules.
+	{name: "sharding of 0 shards", values: "sharding: {enabled: true, shards: 0}", refuse: "sidecar.sharding.shards must be a whole number from 1 to 256", schema: "at '/sidecar/sharding/shards'"},
+	{name: "sharding; group just too long for any Pod name", values: "sharding: {enabled: true, group: " + strings.Repeat("g", 146) + "}", refuse: "must have at most 145 characters with the lease backend, not 146"},
+	{name: "sharding; wait for leadership", values: "waitForLeadership: true, sharding: {enabled: true}", refuse: "sidecar.waitForLeadership waits for one leader"},
+	{name: "sharding; Lease created", values: "lease: {create: true}, sharding: {enabled: true}", refuse: "sidecar.lease.create creates the single election's Lease"},
+	{name: "sharding not a map", values: "sharding: true", refuse: "sidecar.sharding must be a map", schema: "at '/sidecar/sharding'"},
 
 	// The chart's own rules: what the sidecar never sees (the image, the
 	// Pod, the volume, the Lease object) or cannot check alone.

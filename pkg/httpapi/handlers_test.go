@@ -136,6 +136,16 @@ func TestMetricsEndpoint(t *testing.T) {
 	if rec := serve(NewAppHandler(f, testInfo, Options{}), "GET", "/metrics"); rec.Code != 404 {
 		t.Fatalf("metrics without a handler: %d, want 404", rec.Code)
 	}
+	// Shard mode serves them on both listeners alike.
+	var g ShardGroup // not called by /metrics
+	for _, h := range []http.Handler{NewShardsAppHandler(g, Options{Metrics: metrics}), NewShardsOpsHandler(g, Options{Metrics: metrics})} {
+		if rec := serve(h, "GET", "/metrics"); rec.Code != 200 || rec.Body.String() != "x_total 1\n" {
+			t.Fatalf("metrics in shard mode: %d %q", rec.Code, rec.Body)
+		}
+	}
+	if rec := serve(NewShardsOpsHandler(g, Options{}), "GET", "/metrics"); rec.Code != 404 {
+		t.Fatalf("metrics in shard mode without a handler: %d, want 404", rec.Code)
+	}
 }
 
 func TestWrongMethodAndUnknownPath(t *testing.T) {

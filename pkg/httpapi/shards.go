@@ -95,7 +95,8 @@ func NewShardsAppHandler(g ShardGroup, opts Options) http.Handler {
 	return mux
 }
 
-// NewShardsOpsHandler returns the read-only probes of shard mode.
+// NewShardsOpsHandler returns the read-only probes of shard mode, and
+// /metrics when Options.Metrics is set.
 func NewShardsOpsHandler(g ShardGroup, opts Options) http.Handler {
 	a := &shardAPI{g: g, opts: opts.withDefaults()}
 	return a.readOnly()
@@ -106,6 +107,9 @@ func (a *shardAPI) readOnly() *http.ServeMux {
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /leader/ready", a.noLeader)
+	if a.opts.Metrics != nil {
+		mux.Handle("GET /metrics", a.opts.Metrics)
+	}
 	return mux
 }
 

@@ -13,6 +13,12 @@
 // written for client-go's leader election work unchanged. Durations are in
 // seconds, as the metric names say.
 //
+// In shard mode (WatchShards) the lease label is the group's name and
+// leader_election_master_status has one series per shard,
+// name="<group>-shard-<i>", 0 unless this replica claims that shard, on
+// every replica from its start: summed by name over the replicas it is 1
+// for a shard held once.
+//
 // Package election knows nothing of Prometheus: it reports through the
 // election.Observer this package implements, and the store latency comes
 // from wrapping the backend.Backend.

@@ -38,7 +38,9 @@ type Config struct {
 	Members backend.Lister
 	// Election holds the timings, clock, logger and jitter of every
 	// shard's elector; zero timings take election's defaults. Its
-	// Backend, Identity, ReleaseOnCancel and Observer are ignored.
+	// Observer, when set, hears every shard's elector alike (an
+	// election.TermObserver hears their terms too). Its Backend,
+	// Identity and ReleaseOnCancel are ignored.
 	Election election.Config
 	// RebalanceDelay is how long a member must have been live before a
 	// shard held here is drained towards it (shard.Policy).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -20,6 +21,8 @@ type Group struct {
 	log      *slog.Logger
 	policy   shard.Policy
 	electors []*election.Elector
+	// acquired, drainsStarted and released count the moves (Moves).
+	acquired, drainsStarted, released atomic.Int64
 	// wake asks the loop to decide again at once (an acknowledged drain).
 	wake chan struct{}
 
@@ -31,16 +34,14 @@ type Group struct {
 	// its clock; drained those its application acknowledged.
 	draining map[int]time.Time
 	drained  map[int]bool
-	// released is, per shard, the token of the last term this replica
-	// released (SitOut after a drain), so that a term that ends can be
-	// told released from lost.
-	released map[int]int64
-	leaving  bool
+	// releasedTokens is, per shard, the token of the last term this
+	// replica released (SitOut after a drain), so that a term that ends
+	// can be told released from lost.
+	releasedTokens map[int]int64
+	leaving        bool
 	// member is the version of this replica's member record it last
 	// wrote; "" when it must read it first.
 	member backend.Version
-	// moves counts the shards this replica released to move.
-	moves int
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }
@@ -53,22 +54,22 @@ func New(cfg Config) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{
-		cfg:      cfg,
-		log:      cfg.Election.Logger.With("group", cfg.Group),
-		policy:   shard.Policy{RebalanceDelay: cfg.RebalanceDelay, DrainTimeout: cfg.DrainTimeout},
-		wake:     make(chan struct{}, 1),
-		seen:     map[string]seenMember{},
-		draining: map[int]time.Time{},
-		drained:  map[int]bool{},
-		released: map[int]int64{},
-		changed:  make(chan struct{}),
+		cfg:            cfg,
+		log:            cfg.Election.Logger.With("group", cfg.Group),
+		policy:         shard.Policy{RebalanceDelay: cfg.RebalanceDelay, DrainTimeout: cfg.DrainTimeout},
+		wake:           make(chan struct{}, 1),
+		seen:           map[string]seenMember{},
+		draining:       map[int]time.Time{},
+		drained:        map[int]bool{},
+		releasedTokens: map[int]int64{},
+		changed:        make(chan struct{}),
 	}
 	for i, b := range cfg.Shards {
 		ec := cfg.Election
 		ec.Backend = b
 		ec.Identity = cfg.Identity
 		ec.ReleaseOnCancel = false
-		ec.Observer = nil
+		ec.Observer = &shardObserver{acquired: &g.acquired, next: cfg.Election.Observer}
 		ec.Logger = cfg.Election.Logger.With("shard", i)
 		e, err := election.New(ec)
 		if err != nil {
@@ -259,6 +260,7 @@ func (g *Group) act(ctx context.Context) {
 			g.mu.Lock()
 			g.draining[a.Shard], g.drained[a.Shard] = v.Now, false
 			g.mu.Unlock()
+			g.drainsStarted.Add(1)
 			g.log.Info("draining a shard", "shard", a.Shard, "target", a.Target)
 		case shard.Undrain:
 			acted[a.Shard] = true
@@ -273,11 +275,11 @@ func (g *Group) act(ctx context.Context) {
 			drained := g.drained[a.Shard]
 			delete(g.draining, a.Shard)
 			delete(g.drained, a.Shard)
-			g.moves++
 			if st := e.Status(); st.Leader {
-				g.released[a.Shard] = st.Token // before the release, which a reader may see at once
+				g.releasedTokens[a.Shard] = st.Token // before the release, which a reader may see at once
 			}
 			g.mu.Unlock()
+			g.released.Add(1)
 			g.log.Info("releasing a drained shard", "shard", a.Shard, "target", a.Target, "acknowledged", drained)
 			g.sitOut(ctx, e, "released to move")
 		}

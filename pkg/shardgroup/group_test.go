@@ -180,12 +180,23 @@ func TestThreeReplicasConvergeAndAGracefulStopMovesItsShards(t *testing.T) {
 
 		leaver := all[0]
 		gone := heldBy(leaver)
+		leaverBefore := leaver.g.Moves()
+		acquiredBefore := all[1].g.Moves().Acquired + all[2].g.Moves().Acquired
 		stopped := make(chan struct{})
 		go func() { leaver.stop(t); close(stopped) }()
 		rest := all[1:]
 		moved := awaitSettled(t, s, all, rest, n, 4*testRetry+time.Second)
 		<-stopped
 		t.Logf("shards %v moved within %v of the graceful stop", gone, moved)
+		// The leaver drained and released each of its shards once, and the
+		// other two began one term for each.
+		after := leaver.g.Moves()
+		if d, r := after.DrainsStarted-leaverBefore.DrainsStarted, after.Released-leaverBefore.Released; d != int64(len(gone)) || r != int64(len(gone)) {
+			t.Errorf("the leaver started %d drains and released %d shards, want %d each", d, r, len(gone))
+		}
+		if got := all[1].g.Moves().Acquired + all[2].g.Moves().Acquired - acquiredBefore; got != int64(len(gone)) {
+			t.Errorf("the others began %d terms, want %d (the leaver's shards)", got, len(gone))
+		}
 		if s.overlaps != 0 || s.regressions != 0 {
 			t.Errorf("%d overlaps, %d token regressions in %d samples", s.overlaps, s.regressions, s.samples)
 		}
@@ -229,8 +240,11 @@ func TestADrainWaitsForTheAcknowledgement(t *testing.T) {
 		}
 		took := awaitSettled(t, s, both, both, n, 3*testRetry)
 		t.Logf("moved %v within %v of the acknowledgement", draining, took)
-		if first.g.Moves() != 2 {
-			t.Errorf("moves = %d, want 2", first.g.Moves())
+		if got, want := first.g.Moves(), (Moves{Acquired: n, DrainsStarted: 2, Released: 2}); got != want {
+			t.Errorf("the first replica's moves %+v, want %+v", got, want)
+		}
+		if got, want := second.g.Moves(), (Moves{Acquired: 2}); got != want {
+			t.Errorf("the newcomer's moves %+v, want %+v", got, want)
 		}
 	})
 }

@@ -105,7 +105,7 @@ func (g *Group) Shard(i int) (ShardStatus, error) {
 	st := g.electors[i].Status()
 	g.mu.Lock()
 	_, draining := g.draining[i]
-	released := g.released[i]
+	released := g.releasedTokens[i]
 	g.mu.Unlock()
 	out := ShardStatus{Holder: st.Holder, Released: released}
 	if st.Leader {
@@ -158,9 +158,21 @@ func (g *Group) ReachedStore() bool {
 	return true
 }
 
-// Moves counts the shards this replica released to move to another.
-func (g *Group) Moves() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.moves
+// Moves counts the moves of shards to and from this replica since New.
+type Moves struct {
+	// Acquired counts the terms this replica began on a shard (each a
+	// shard's election won, so a new token).
+	Acquired int64
+	// DrainsStarted counts the shards this replica began to drain (to
+	// move to another member, or on a graceful stop); a drain undone
+	// before its release counts too.
+	DrainsStarted int64
+	// Released counts the draining shards this replica released, on the
+	// application's acknowledgement or at the drain timeout.
+	Released int64
+}
+
+// Moves reports the moves so far; every count only grows.
+func (g *Group) Moves() Moves {
+	return Moves{Acquired: g.acquired.Load(), DrainsStarted: g.drainsStarted.Load(), Released: g.released.Load()}
 }

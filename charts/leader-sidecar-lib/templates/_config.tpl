@@ -73,6 +73,32 @@ releaseOnShutdown: null
 # Record Kubernetes Events on leadership changes (lease backend); false also
 # drops events from the Role.
 events: true
+# Shard mode (docs/shards.md): instead of one leader, the replicas split
+# `shards` shards among them, each an election of its own with its own
+# token; the app reads its shards from GET /shards. It takes readiness.mode
+# none, no appHealth.url, no waitForLeadership and no lease.create, and
+# releaseOnShutdown true (null is true here). With the lease backend the
+# Role grants get, list, watch, create and update on every Lease of the
+# namespace (the members' Leases are named after their Pods): run these
+# Pods under a ServiceAccount of their own.
+sharding:
+  enabled: false
+  # 1 to 256.
+  shards: 8
+  # Names the group's records, <group>-shard-<i> and <group>-member-<pod>.
+  # Default: the lease name. With the lease backend at most 145 characters,
+  # so that a member's Lease name fits with any Pod name (63).
+  group: ""
+  # How long a new replica must have been live before shards move to it.
+  rebalanceDelay: 30s
+  # How long a draining shard waits for the app's POST /shards/{i}/drained
+  # before it is released anyway. A replica stopping drains every shard
+  # first: keep terminationGracePeriodSeconds above drainTimeout +
+  # renewDeadline.
+  drainTimeout: 30s
+  # Most shards one replica contends for or holds; 0: its fair share,
+  # ceil(shards / replicas).
+  maxPerMember: 0
 # The app API, on loopback only.
 httpPort: 4040
 # The read-only probes and metrics listener, on the Pod IP.
@@ -182,7 +208,8 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 {{- fail (printf "leader-sidecar-lib: sidecar.native true needs Kubernetes 1.29 or later (native sidecar containers), and the cluster is %s: set sidecar.native=false to run the sidecar as a plain container" .Capabilities.KubeVersion.Version) }}
 {{- end }}
 {{- if kindIs "invalid" $c.releaseOnShutdown }}
-{{- $_ := set $c "releaseOnShutdown" $c.native }}
+{{- /* Shard mode always drains and releases its shards when it stops. */}}
+{{- $_ := set $c "releaseOnShutdown" (or $c.native $c.sharding.enabled) }}
 {{- end }}
 {{- toYaml $c }}
 {{- end }}

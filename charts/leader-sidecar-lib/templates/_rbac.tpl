@@ -8,6 +8,11 @@ rules (list items); empty when it does not talk to the Kubernetes API
   resourceNames); create on leases unless the chart creates the Lease (RBAC
   cannot restrict create by name); create on events.k8s.io events when
   Events are on.
+- lease backend in shard mode: get, list, watch, create and update on every
+  Lease of the namespace, and nothing else: the group's Leases include one
+  per member, named after its Pod, so no resourceNames can list them, and a
+  replica lists the members' Leases. It never deletes a Lease, and records
+  no Events. Whoever holds this Role can edit every Lease of the namespace.
 - pod-condition mode: get pods and patch pods/status (its own Pod's
   condition).
 - label mode: get and patch pods (its own Pod's label).
@@ -16,7 +21,9 @@ rules (list items); empty when it does not talk to the Kubernetes API
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
 {{- $mode := $c.readiness.mode }}
 {{- $rules := list }}
-{{- if eq $c.backend "lease" }}
+{{- if and (eq $c.backend "lease") $c.sharding.enabled }}
+{{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "get" "list" "watch" "create" "update")) }}
+{{- else if eq $c.backend "lease" }}
 {{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "resourceNames" (list (include "leader-sidecar-lib.leaseName" .)) "verbs" (list "get" "update" "watch")) }}
 {{- if not $c.lease.create }}
 {{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "create")) }}

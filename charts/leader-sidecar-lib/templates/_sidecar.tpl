@@ -189,6 +189,20 @@ env:
   - name: LEADER_SIDECAR_EVENTS
     value: {{ $c.events | toString | quote }}
   {{- end }}
+  {{- if $c.sharding.enabled }}
+  - name: LEADER_SIDECAR_SHARDS
+    value: {{ $c.sharding.shards | toString | quote }}
+  {{- with $c.sharding.group }}
+  - name: LEADER_SIDECAR_SHARD_GROUP
+    value: {{ . | quote }}
+  {{- end }}
+  - name: LEADER_SIDECAR_SHARD_REBALANCE_DELAY
+    value: {{ $c.sharding.rebalanceDelay | quote }}
+  - name: LEADER_SIDECAR_SHARD_DRAIN_TIMEOUT
+    value: {{ $c.sharding.drainTimeout | quote }}
+  - name: LEADER_SIDECAR_SHARD_MAX_PER_MEMBER
+    value: {{ $c.sharding.maxPerMember | toString | quote }}
+  {{- end }}
   {{- if eq $c.backend "sqlite" }}
   - name: LEADER_SIDECAR_SQLITE_PATH
     value: {{ printf "%s/%s" $c.sqlite.dir $c.sqlite.file | quote }}

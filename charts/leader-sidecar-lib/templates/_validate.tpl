@@ -84,6 +84,60 @@ listeners' (compared as numbers). */}}
 {{- fail "leader-sidecar-lib: sidecar.sqlite.volume.claimName is required with sidecar.sqlite.volume.type persistentVolumeClaim" }}
 {{- end }}
 
+{{- /* Shard mode. As shardsConfig.check (cmd/sidecar/shards.go): --shards
+from 0 to shard.MaxShards (256; the chart renders it only when enabled, and
+takes 1 and up), the delays not negative, --shard-max-per-member not
+negative, --shard-group a DNS subdomain; and with shards, readiness mode
+none, no app health URL, release on shutdown. */}}
+{{- if not (kindIs "map" $c.sharding) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding must be a map, not %v" $c.sharding) }}
+{{- end }}
+{{- $sh := $c.sharding }}
+{{- if not (kindIs "bool" $sh.enabled) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding.enabled must be true or false, not %v" $sh.enabled) }}
+{{- end }}
+{{- $n := $sh.shards }}
+{{- if not (and (or (kindIs "float64" $n) (kindIs "int64" $n) (kindIs "int" $n)) (eq (float64 $n) (float64 (int64 $n))) (ge (int64 $n) 1) (le (int64 $n) 256)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding.shards must be a whole number from 1 to 256, not %v" $n) }}
+{{- end }}
+{{- $m := $sh.maxPerMember }}
+{{- if not (and (or (kindIs "float64" $m) (kindIs "int64" $m) (kindIs "int" $m)) (eq (float64 $m) (float64 (int64 $m))) (ge (int64 $m) 0)) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding.maxPerMember must be a whole number from 0 (the fair share), not %v" $m) }}
+{{- end }}
+{{- range $key := list "rebalanceDelay" "drainTimeout" }}
+{{- $_ := include "leader-sidecar-lib.milliseconds" (list (printf "sidecar.sharding.%s" $key) (index $sh $key)) }}
+{{- end }}
+{{- $group := toString $sh.group }}
+{{- if and $group (or (gt (len $group) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $group))) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding.group must be a lowercase RFC 1123 subdomain (a-z, 0-9, - and .) of at most 253 characters, not %q" $group) }}
+{{- end }}
+{{- if $sh.enabled }}
+{{- if ne $c.readiness.mode "none" }}
+{{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode %s publishes one leader; sidecar.sharding takes none" $c.readiness.mode) }}
+{{- end }}
+{{- if $c.appHealth.url }}
+{{- fail "leader-sidecar-lib: sidecar.appHealth.url gates one election; sidecar.sharding does not take it" }}
+{{- end }}
+{{- if and (kindIs "bool" $c.releaseOnShutdown) (not $c.releaseOnShutdown) }}
+{{- fail "leader-sidecar-lib: a replica in shard mode always drains and releases its shards when it stops; sidecar.sharding does not take sidecar.releaseOnShutdown false" }}
+{{- end }}
+{{- /* The chart's own: what the sidecar cannot check alone. */}}
+{{- if $c.waitForLeadership }}
+{{- fail "leader-sidecar-lib: sidecar.waitForLeadership waits for one leader, and shard mode has none: the app would never start; sidecar.sharding does not take it" }}
+{{- end }}
+{{- if $c.lease.create }}
+{{- fail "leader-sidecar-lib: sidecar.lease.create creates the single election's Lease; shard mode creates its own Leases: sidecar.sharding does not take it" }}
+{{- end }}
+{{- /* The member Lease <group>-member-<identity> (shardgroup.MemberRecord,
+which --shard-group's check on the lease backend builds): the identity is
+the Pod name, _ and 36 characters, and a Pod name a controller makes has at
+most 63, so the group (the lease name by default) has at most 145. */}}
+{{- $effective := $group | default (toString $c.leaseName) }}
+{{- if and (eq $c.backend "lease") (gt (len $effective) 145) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.sharding.group (or sidecar.leaseName, its default) must have at most 145 characters with the lease backend, not %d: a member's Lease is named <group>-member-<Pod name>_<36 characters>, and Lease names have at most 253" (len $effective)) }}
+{{- end }}
+{{- end }}
+
 {{- /* Timings: leaseDuration > renewDeadline > 1.2 x retryPeriod > 0. */}}
 {{- $lease := include "leader-sidecar-lib.milliseconds" (list "sidecar.leaseDuration" $c.leaseDuration) | float64 }}
 {{- $renew := include "leader-sidecar-lib.milliseconds" (list "sidecar.renewDeadline" $c.renewDeadline) | float64 }}

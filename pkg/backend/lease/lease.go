@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,8 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-// Options configures a Backend. Every field but Logger is required.
+// Options configures a Backend. Every field but Owners and Logger is
+// required.
 type Options struct {
 	// Client talks to the API server; the sidecar makes it with
 	// kubeclient.NewClient.
@@ -27,6 +29,10 @@ type Options struct {
 	Namespace string
 	// Name is the name of the Lease, which is the name of the election.
 	Name string
+	// Owners, optional, are the owner references of a Lease that Create
+	// makes (Kubernetes' garbage collector deletes the Lease once they are
+	// all gone). Update keeps whatever owner references the Lease has.
+	Owners []metav1.OwnerReference
 	// Logger receives what Watch cannot do by itself (a watch refused or
 	// failing); nil means slog.Default().
 	Logger *slog.Logger
@@ -38,6 +44,7 @@ type Backend struct {
 	leases    *kubeclient.Leases
 	namespace string
 	name      string
+	owners    []metav1.OwnerReference
 	log       *slog.Logger
 	known     objectCache
 	// latest is the Lease as a Watch last saw it (nil: not seen, or deleted).
@@ -86,6 +93,7 @@ func New(opts Options) (*Backend, error) {
 		leases:    opts.Client.Leases(opts.Namespace),
 		namespace: opts.Namespace,
 		name:      opts.Name,
+		owners:    slices.Clone(opts.Owners),
 		log:       log.With("lease", opts.Namespace+"/"+opts.Name),
 		closing:   closing,
 		close:     cancel,
@@ -107,13 +115,13 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 }
 
 // Create implements backend.Backend. The new Lease carries only its name,
-// namespace and the record (its hand-off marker, if any, as the
-// HandoffAnnotation).
+// namespace, Options.Owners and the record (its hand-off marker, if any,
+// as the HandoffAnnotation).
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	if err := backend.CheckRecord(rec); err != nil {
 		return "", b.errorf("create", "%w", err)
 	}
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace}}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace, OwnerReferences: slices.Clone(b.owners)}}
 	applyRecord(&l.Spec, rec)
 	applyHandoff(&l.ObjectMeta, rec.Handoff)
 	created, err := b.leases.Create(ctx, l, metav1.CreateOptions{})
