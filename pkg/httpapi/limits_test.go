@@ -250,7 +250,9 @@ func TestBadInputManyWatchers(t *testing.T) {
 // stays a constant), and shrinks the server's send buffer and the slow
 // client's receive buffer so that a few events fill them.
 func TestBadInputSlowWatcherIsDropped(t *testing.T) {
-	const timeout = 300 * time.Millisecond
+	// Long enough for the paced changes below to pass the point where the
+	// slow watcher's buffers are full on a loaded machine.
+	const timeout = time.Second
 	info := Info{Lease: strings.Repeat("l", 4<<10), Backend: "sqlite"} // 4 KiB events
 	f := newFake(leading(1, time.Hour))
 	srv, tr, _, _ := newServer(t, f, info, Options{writeTimeout: timeout, KeepAlive: time.Hour}, 4<<10)
@@ -282,7 +284,9 @@ func TestBadInputSlowWatcherIsDropped(t *testing.T) {
 	}
 
 	// Changes, paced so that the fast watcher sees each: every one is an
-	// event the slow watcher does not read.
+	// event the slow watcher does not read. Its buffers (4 KiB each way)
+	// hold two 4 KiB events: after stuckAfter, its writes block.
+	const stuckAfter = 10
 	start := time.Now()
 	var token int64 = 1
 	received := 0
@@ -304,7 +308,7 @@ func TestBadInputSlowWatcherIsDropped(t *testing.T) {
 			t.Fatalf("the reading watcher, change %d: %v, %v", token, m, err)
 		}
 		received++
-		if received == 50 { // the slow watcher's buffers are full by now
+		if received == stuckAfter {
 			if m := getLeader(t, hc, srv.URL); m["token"] != float64(token) {
 				t.Fatalf("GET /leader while a watcher is stuck: %v, want token %d", m, token)
 			}
@@ -312,7 +316,7 @@ func TestBadInputSlowWatcherIsDropped(t *testing.T) {
 	}
 	t.Logf("the watcher that never reads was dropped %v after the changes began (write timeout %v); the reading one got all %d changes meanwhile",
 		droppedAfter, timeout, received)
-	if received < 50 {
+	if received < stuckAfter {
 		t.Fatalf("only %d changes reached the reading watcher before the slow one was dropped", received)
 	}
 	f.Set(following("final_9"))
