@@ -7,15 +7,17 @@ import (
 )
 
 // footprint is the resident memory of an idle leader and standby: all of
-// it (RSS), and the part no other process shares (private: anonymous
-// memory and the binary's pages only this process maps). The binary's
-// text and read-only data, most of the RSS, are file pages that every
-// process of the same binary on a node shares.
+// it (RSS), the part no other process shares (private: anonymous memory
+// and the binary's pages only this process maps), and the anonymous part
+// (heap, stacks, runtime; the rest of the RSS is file-backed). The
+// binary's text and read-only data, most of the RSS, are file pages that
+// every process of the same binary on a node shares.
 type footprint struct {
 	Prof                          string
 	Idle                          time.Duration
 	LeaderRSS, StandbyRSS         int64 // KiB
 	LeaderPrivate, StandbyPrivate int64 // KiB
+	LeaderAnon, StandbyAnon       int64 // KiB; 0 in results saved before they were measured
 }
 
 // footprintKey is where Footprint keeps a system's figures on a backend.
@@ -46,10 +48,11 @@ func measureFootprint(b *bench, res *results) error {
 			leader, standby := g.leader.cmd.Process.Pid, g.standbys[0].cmd.Process.Pid
 			f := footprint{Prof: profDefault.Name, Idle: b.cfg.Idle,
 				LeaderRSS: rssKiB(leader), StandbyRSS: rssKiB(standby),
-				LeaderPrivate: privateKiB(leader), StandbyPrivate: privateKiB(standby)}
+				LeaderPrivate: privateKiB(leader), StandbyPrivate: privateKiB(standby),
+				LeaderAnon: anonKiB(leader), StandbyAnon: anonKiB(standby)}
 			res.Footprint[key] = f
-			b.logf("  %s idle RSS: leader %s, standby %s; private: leader %s, standby %s",
-				key, mib(f.LeaderRSS), mib(f.StandbyRSS), mib(f.LeaderPrivate), mib(f.StandbyPrivate))
+			b.logf("  %s idle RSS: leader %s, standby %s; private: leader %s, standby %s; anonymous: leader %s, standby %s",
+				key, mib(f.LeaderRSS), mib(f.StandbyRSS), mib(f.LeaderPrivate), mib(f.StandbyPrivate), mib(f.LeaderAnon), mib(f.StandbyAnon))
 		}
 		g.stop()
 		if err != nil {
@@ -60,6 +63,11 @@ func measureFootprint(b *bench, res *results) error {
 }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+// anonPlusFile writes an RSS as its anonymous and file-backed parts.
+func anonPlusFile(rss, anon int64) string {
+	return fmt.Sprintf("%.1f + %.1f MiB", float64(anon)/1024, float64(rss-anon)/1024)
+}
 
 func renderFootprint(w *page, r *results) {
 	s, g := r.Footprint[sysSidecar], r.Footprint[sysClientGo]
@@ -75,9 +83,17 @@ func renderFootprint(w *page, r *results) {
 			w.p("| private memory (not shared with other processes of the binary), idle leader / standby | %s / %s | %s / %s | %s |\n",
 				mib(s.LeaderPrivate), mib(s.StandbyPrivate), mib(g.LeaderPrivate), mib(g.StandbyPrivate), ratio(float64(g.StandbyPrivate), float64(s.StandbyPrivate)))
 		}
+		if s.LeaderAnon > 0 {
+			w.p("| RSS split, idle leader / standby: anonymous (heap, stacks, runtime) + file-backed (the binary's pages) | %s / %s | %s / %s | |\n",
+				anonPlusFile(s.LeaderRSS, s.LeaderAnon), anonPlusFile(s.StandbyRSS, s.StandbyAnon), anonPlusFile(g.LeaderRSS, g.LeaderAnon), anonPlusFile(g.StandbyRSS, g.StandbyAnon))
+		}
 		if q := r.Footprint[footprintKey(sysSidecar, "sqlite")]; q.Prof != "" {
 			w.p("| RSS on SQLite, idle leader / standby (private) | %s / %s (%s / %s) | (no SQLite) | |\n",
 				mib(q.LeaderRSS), mib(q.StandbyRSS), mib(q.LeaderPrivate), mib(q.StandbyPrivate))
+			if q.LeaderAnon > 0 {
+				w.p("| RSS split on SQLite, idle leader / standby: anonymous + file-backed | %s / %s | | |\n",
+					anonPlusFile(q.LeaderRSS, q.LeaderAnon), anonPlusFile(q.StandbyRSS, q.StandbyAnon))
+			}
 		}
 	}
 	w.p("| binary size (`-trimpath -ldflags='-s -w'`, CGO off) | %s | %s | %s |\n", mib(r.BinSize[sysSidecar]/1024), mib(r.BinSize[sysClientGo]/1024), ratio(float64(r.BinSize[sysClientGo]), float64(r.BinSize[sysSidecar])))

@@ -30,13 +30,28 @@ func rssKiB(pid int) int64 {
 // /proc/<pid>/smaps_rollup): what one more process of the same binary adds
 // on a machine that already runs one. -1 if it cannot be read.
 func privateKiB(pid int) int64 {
+	return smapsRollupKiB(pid, "Private_Clean:", "Private_Dirty:")
+}
+
+// anonKiB is the anonymous part of pid's RSS (Anonymous of
+// /proc/<pid>/smaps_rollup): the Go heap, stacks and runtime structures,
+// and the binary's data pages the process wrote to. The rest of the RSS is
+// file-backed: pages of the binary read from the page cache. -1 if it
+// cannot be read.
+func anonKiB(pid int) int64 {
+	return smapsRollupKiB(pid, "Anonymous:")
+}
+
+// smapsRollupKiB is the sum of fields of /proc/<pid>/smaps_rollup, in KiB,
+// or -1 if it cannot be read.
+func smapsRollupKiB(pid int, fields ...string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return -1
 	}
 	var sum int64
 	for _, line := range strings.Split(string(b), "\n") {
-		for _, field := range []string{"Private_Clean:", "Private_Dirty:"} {
+		for _, field := range fields {
 			if v, ok := strings.CutPrefix(line, field); ok {
 				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 				if err != nil {

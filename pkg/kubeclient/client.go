@@ -10,20 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/client-go/util/flowcontrol"
 )
-
-// Leases reads, writes and watches the Leases of one namespace.
-type Leases = gentype.ClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]
-
-// Pods reads and patches the Pods of one namespace.
-type Pods = gentype.Client[*corev1.Pod]
-
-// Events writes the events.k8s.io/v1 Events of one namespace.
-type Events = gentype.Client[*eventsv1.Event]
 
 // Client talks to one API server about Leases, Pods and Events. It is safe
 // for concurrent use.
@@ -157,21 +147,15 @@ func NewClient(cfg *rest.Config, o Options) (*Client, error) {
 
 // Leases returns a client of the Leases in namespace.
 func (c *Client) Leases(namespace string) *Leases {
-	return gentype.NewClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList](
-		"leases", c.coordination, parameterCodec, namespace,
-		func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
-		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
-		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+	return &Leases{resource{c.coordination, "leases", namespace}}
 }
 
 // Pods returns a client of the Pods in namespace.
 func (c *Client) Pods(namespace string) *Pods {
-	return gentype.NewClient[*corev1.Pod]("pods", c.core, parameterCodec, namespace,
-		func() *corev1.Pod { return &corev1.Pod{} }, gentype.PrefersProtobuf[*corev1.Pod]())
+	return &Pods{resource{c.core, "pods", namespace}}
 }
 
 // Events returns a client of the events.k8s.io/v1 Events in namespace.
 func (c *Client) Events(namespace string) *Events {
-	return gentype.NewClient[*eventsv1.Event]("events", c.events, parameterCodec, namespace,
-		func() *eventsv1.Event { return &eventsv1.Event{} }, gentype.PrefersProtobuf[*eventsv1.Event]())
+	return &Events{resource{c.events, "events", namespace}}
 }

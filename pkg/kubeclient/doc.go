@@ -32,15 +32,24 @@
 //   - Objects travel as protobuf, as with the clientset.
 //   - A config passed to New or NewClient is copied, never changed.
 //
-// # Why not client-go's clientset
+// # Why not client-go's clientset, nor its generic typed clients
 //
 // k8s.io/client-go/kubernetes, and k8s.io/client-go/kubernetes/scheme,
 // which every typed client under k8s.io/client-go/kubernetes/typed
 // imports, register every API group of k8s.io/api when the program starts:
 // dozens of groups the sidecar never sends, which cost megabytes of binary
-// and of heap in every replica. The clients here are client-go's own
-// generic typed clients (k8s.io/client-go/gentype) over client-go's REST
-// client, so requests, errors, rate limiting, protobuf encoding and
-// watches behave exactly as with the clientset; only the scheme is
-// smaller. Nothing in this package imports k8s.io/client-go/kubernetes.
+// and of heap in every replica. client-go's generic typed clients
+// (k8s.io/client-go/gentype) avoid the scheme but import
+// k8s.io/client-go/testing for their fakes, and with it managed fields,
+// strategic merge patch, the OpenAPI models and their protobuf
+// descriptors, all initialised at start-up: about a megabyte of binary and
+// of resident memory in every replica (docs/benchmarks.md, Footprint).
+// So each resource here makes its requests with client-go's REST client
+// (rest.Interface) as the generic typed clients do, verb for verb:
+// protobuf first, options encoded by the scheme's parameter codec, the
+// answer decoded into the typed object. Requests, errors, rate limiting,
+// protobuf encoding and watches are client-go's own; only the scheme is
+// smaller, and only the eight operations the sidecar sends exist. Nothing
+// in this package imports k8s.io/client-go/kubernetes or
+// k8s.io/client-go/gentype.
 package kubeclient
