@@ -103,4 +103,5 @@ func renderFootprint(w *page, r *results) {
 	}
 	w.p("\nThe client-go candidate is a minimal `main` around `leaderelection.RunOrDie`'s elector (`hack/bench/clientgo`); a real controller links far more. ")
 	w.p("Start-up times are single samples and include the counting proxy.\n\n")
+	w.p("Where an idle replica's memory goes, and what was cut: [footprint.md](footprint.md).\n\n")
 }
