@@ -16,8 +16,8 @@
 // themselves and leave the cluster running. Every test works in a
 // namespace of its own and runs in parallel with the others, four at a
 // time (-parallel 4): most of their time is spent waiting for Pods, a
-// lease duration or a soak. Two run first, alone, as their bounds are
-// timings that Pods starting and stopping beside them would stretch:
-// TestExampleChartFailoverOnDelete and TestExampleChartFencesPausedLeader. LEADER_SIDECAR_SOAK (default 2m) is how long
+// lease duration or a soak. One runs first, alone:
+// TestExampleChartFencesPausedLeader, whose short leases Pods starting
+// and stopping beside it would starve. LEADER_SIDECAR_SOAK (default 2m) is how long
 // TestReadinessModes watches for container restarts.
 package cluster

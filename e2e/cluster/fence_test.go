@@ -29,8 +29,8 @@ import (
 func TestExampleChartFencesPausedLeader(t *testing.T) {
 	// Not parallel: it runs first and alone, as go test runs the tests
 	// that do not call t.Parallel before those that do. It wants one
-	// takeover, at exactly the next token, with 4 s leases, which
-	// renewals starved by Pods starting beside it broke.
+	// takeover, at exactly the next token, with 6 s leases, which
+	// renewals starved by Pods starting beside it would break.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
@@ -58,8 +58,9 @@ func TestExampleChartFencesPausedLeader(t *testing.T) {
 		"--set-json", "app.dataVolume="+string(volume),
 		"--set-json", "app.args="+mustJSON(t, args),
 		// Short timings, so the pause outlasts the lease well within the
-		// liveness probe's 30 s.
-		"--set", "sidecar.leaseDuration=4s", "--set", "sidecar.renewDeadline=3s", "--set", "sidecar.retryPeriod=1s",
+		// liveness probe's 30 s; a renew deadline of four retry periods,
+		// so a loaded node does not starve a leader out of its term.
+		"--set", "sidecar.leaseDuration=6s", "--set", "sidecar.renewDeadline=4s", "--set", "sidecar.retryPeriod=1s",
 		"--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, 3, true)
 	var old struct {
