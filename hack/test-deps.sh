@@ -6,7 +6,15 @@
 # e2e/alerts), the envtest binaries (built by hack/envtest-binaries.sh)
 # and Helm 3 and 4 (hack/helm.sh). Installs the missing Debian packages
 # in one apt-get run when root; otherwise says what to install.
+#
+#   hack/test-deps.sh            all of it
+#   hack/test-deps.sh packages   the Debian packages only (.ci/run builds
+#                                the rest beside other builds)
 set -euo pipefail
+case ${1:-all} in
+all | packages) ;;
+*) echo "usage: hack/test-deps.sh [packages]" >&2; exit 2 ;;
+esac
 
 # The Debian packages of what is missing, with what each is for.
 missing=() why=()
@@ -45,6 +53,8 @@ if ((${#missing[@]})); then
     exit 1
   fi
 fi
+
+[[ ${1:-all} == packages ]] && exit 0
 
 "$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null
 
