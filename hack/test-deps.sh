@@ -56,9 +56,12 @@ fi
 
 [[ ${1:-all} == packages ]] && exit 0
 
-"$(dirname "${BASH_SOURCE[0]}")/envtest-binaries.sh" >/dev/null
-
-# Helm 3 and Helm 4 for the chart tests, built once into the cache (Helm 4
-# takes many minutes cold): before go test, so its timeout never covers it.
-"$(dirname "${BASH_SOURCE[0]}")/helm.sh" >/dev/null
-"$(dirname "${BASH_SOURCE[0]}")/helm.sh" 4 >/dev/null
+# kube-apiserver and etcd, and Helm 3 and Helm 4 for the chart tests,
+# built once into the cache (minutes each when cold): before go test, so
+# its timeout never covers them. The two builds run at once: one go build
+# leaves a core idle during its links and largest packages.
+hack=$(dirname "${BASH_SOURCE[0]}")
+"$hack/envtest-binaries.sh" >/dev/null &
+envtest=$!
+"$hack/helm.sh" >/dev/null && "$hack/helm.sh" 4 >/dev/null
+wait "$envtest"

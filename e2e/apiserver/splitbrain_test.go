@@ -69,7 +69,7 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	// A leads alone; its first job takes the token and is held before writing.
 	a := replica(t, "a", newSidecar, results, append(mode, "--hold-file", release)...)
 	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{a.sidecar}, 15*time.Second)
-	pending := a.worker.await(t, "A's job to take its token", 10*time.Second, func(e workerEvent) bool {
+	pending := a.worker.Await(t, "A's job to take its token", 10*time.Second, func(e workerEvent) bool {
 		return e.Event == "about-to-write" && e.Token == token
 	})
 	b := replica(t, "b", newSidecar, results, mode...)
@@ -78,7 +78,7 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	}
 
 	// Freeze A mid-write, past the lease: B takes over and writes.
-	a.worker.signal(t, syscall.SIGSTOP)
+	a.worker.Signal(t, syscall.SIGSTOP)
 	a.sidecar.Signal(syscall.SIGSTOP)
 	frozen := time.Now()
 	_, next := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{b.sidecar}, 3*sidecartest.LeaseDuration)
@@ -92,7 +92,7 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	if takeover < sidecartest.LeaseDuration-sidecartest.RenewInterval-sidecartest.RetryPeriod {
 		t.Fatalf("B took over %v after A froze, before A's lease could have run out", takeover)
 	}
-	bWrite := b.worker.await(t, "B's write", 10*time.Second, func(e workerEvent) bool {
+	bWrite := b.worker.Await(t, "B's write", 10*time.Second, func(e workerEvent) bool {
 		return e.Event == "write" && e.Token == next
 	})
 	bRow := resultRow{bWrite.Value, "b", next}
@@ -103,8 +103,8 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 		t.Fatalf("after B's write the results row is %+v, want %+v", got, bRow)
 	}
 	// From here on only A's late write can change the row.
-	b.worker.signal(t, syscall.SIGTERM)
-	if code := b.worker.waitExit(t, 10*time.Second); code != 0 {
+	b.worker.Signal(t, syscall.SIGTERM)
+	if code := b.worker.WaitExit(t, 10*time.Second); code != 0 {
 		t.Fatalf("B's worker: exit status %d after SIGTERM, want 0", code)
 	}
 
@@ -114,8 +114,8 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a.worker.signal(t, syscall.SIGCONT)
-	aWrite := a.worker.await(t, "A's pending write", 10*time.Second, func(e workerEvent) bool {
+	a.worker.Signal(t, syscall.SIGCONT)
+	aWrite := a.worker.Await(t, "A's pending write", 10*time.Second, func(e workerEvent) bool {
 		return e.Event == "write"
 	})
 	if aWrite.Token != token || aWrite.Value != pending.Value {

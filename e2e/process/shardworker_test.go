@@ -1,16 +1,12 @@
 package process
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,70 +26,23 @@ type shardWorkerEvent struct {
 }
 
 // shardWorker is one running examples/worker --shards.
-type shardWorker struct {
-	cmd    *exec.Cmd
-	output *sidecartest.LockedBuffer
-	mu     sync.Mutex
-	events []shardWorkerEvent
-	done   chan struct{}
-}
+type shardWorker = sidecartest.Worker[shardWorkerEvent]
 
 // startShardWorker starts the worker binary in shard mode with args.
 func startShardWorker(t *testing.T, binary string, args ...string) *shardWorker {
 	t.Helper()
-	w := &shardWorker{output: &sidecartest.LockedBuffer{}, done: make(chan struct{})}
-	w.cmd = exec.Command(binary, append([]string{"--shards"}, args...)...)
-	w.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	w.cmd.Stderr = w.output
-	stdout, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			_, _ = w.output.Write([]byte(sc.Text() + "\n"))
-			var e shardWorkerEvent
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				w.mu.Lock()
-				w.events = append(w.events, e)
-				w.mu.Unlock()
-			}
-		}
-		_ = w.cmd.Wait()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		_ = w.cmd.Process.Signal(syscall.SIGCONT)
-		_ = w.cmd.Process.Kill()
-		<-w.done
-		if t.Failed() {
-			t.Logf("worker %d output:\n%s", w.cmd.Process.Pid, w.output.String())
-		}
-	})
-	return w
+	return sidecartest.StartWorker[shardWorkerEvent](t, binary, append([]string{"--shards"}, args...)...)
 }
 
-func (w *shardWorker) writes() []shardWorkerEvent {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// shardWrites returns the write events w printed so far.
+func shardWrites(w *shardWorker) []shardWorkerEvent {
 	var out []shardWorkerEvent
-	for _, e := range w.events {
+	for _, e := range w.Events() {
 		if e.Event == "write" {
 			out = append(out, e)
 		}
 	}
 	return out
-}
-
-func (w *shardWorker) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := w.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v to worker %d: %v", sig, w.cmd.Process.Pid, err)
-	}
 }
 
 // replica is a sidecar in shard mode and the worker next to it.
@@ -104,7 +53,7 @@ type replica struct {
 
 func (r replica) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	r.worker.signal(t, sig)
+	r.worker.Signal(t, sig)
 	r.sidecar.Signal(sig)
 }
 
@@ -202,7 +151,7 @@ func TestShardWorkersFenceEveryShard(t *testing.T) {
 		sidecartest.HigherThan(moved, before))
 	awaitWritten(t, results, tokens, 10*time.Second)
 	wokeAt := time.Now()
-	paused.worker.signal(t, syscall.SIGCONT)
+	paused.worker.Signal(t, syscall.SIGCONT)
 	paused.sidecar.Signal(syscall.SIGCONT)
 	late := awaitLateWritesRefused(t, paused.worker, moved, before, 5*time.Second)
 	t.Logf("SIGSTOP of the holder of shards %v: held and written by the others after %v; %d late writes of its old terms refused",
@@ -235,18 +184,16 @@ func TestShardWorkersFenceEveryShard(t *testing.T) {
 	}
 	awaitWritten(t, results, tokens, 10*time.Second)
 	drained := 0
-	leaver.worker.mu.Lock()
-	for _, e := range leaver.worker.events {
+	for _, e := range leaver.worker.Events() {
 		if e.Event == "drained" && slices.Contains(movedOnStop, e.Shard) {
 			drained++
 		}
 	}
-	leaver.worker.mu.Unlock()
 	if drained < len(movedOnStop) {
 		t.Errorf("the leaver's worker acknowledged %d drains of shards %v, want each", drained, movedOnStop)
 	}
 	for _, r := range []replica{all[0], all[2]} {
-		r.worker.signal(t, syscall.SIGTERM)
+		r.worker.Signal(t, syscall.SIGTERM)
 	}
 
 	p.Check(t)
@@ -263,7 +210,7 @@ func TestShardWorkersFenceEveryShard(t *testing.T) {
 	}
 	refused := 0
 	for _, r := range all {
-		for _, e := range r.worker.writes() {
+		for _, e := range shardWrites(r.worker) {
 			if !e.Accepted && e.Stale {
 				refused++
 			}
@@ -310,7 +257,7 @@ func awaitLateWritesRefused(t *testing.T, w *shardWorker, moved []int, before []
 	deadline := time.Now().Add(within)
 	for {
 		n := 0
-		for _, e := range w.writes() {
+		for _, e := range shardWrites(w) {
 			if slices.Contains(moved, e.Shard) && e.Token == before[e.Shard] && !e.Accepted && e.Stale {
 				n++
 			}
@@ -318,7 +265,7 @@ func awaitLateWritesRefused(t *testing.T, w *shardWorker, moved []int, before []
 		if n > 0 {
 			time.Sleep(500 * time.Millisecond) // the other shards' jobs, woken at the same time
 			n = 0
-			for _, e := range w.writes() {
+			for _, e := range shardWrites(w) {
 				if slices.Contains(moved, e.Shard) && e.Token == before[e.Shard] && !e.Accepted && e.Stale {
 					n++
 				}
@@ -348,7 +295,7 @@ func pauseOutsideWrites(t *testing.T, r replica, files ...string) {
 			}
 		}
 	}
-	pids := map[string]bool{strconv.Itoa(r.sidecar.Pid()): true, strconv.Itoa(r.worker.cmd.Process.Pid): true}
+	pids := map[string]bool{strconv.Itoa(r.sidecar.Pid()): true, strconv.Itoa(r.worker.Pid()): true}
 	for try := range 100 {
 		r.signal(t, syscall.SIGSTOP)
 		locks, err := os.ReadFile("/proc/locks")
