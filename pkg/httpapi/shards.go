@@ -221,16 +221,7 @@ func (a *shardAPI) watch(w http.ResponseWriter, r *http.Request) {
 			lapse.Reset(time.Until(first))
 			lapsed = lapse.C
 		}
-		select {
-		case <-changed:
-		case <-lapsed:
-		case <-keepAlive.C:
-			if !send(rc, w, a.opts.writeTimeout, ": keep-alive\n\n") {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-a.opts.Done:
+		if !awaitNext(rc, w, r, a.opts, changed, lapsed, keepAlive.C) {
 			return
 		}
 	}

@@ -54,16 +54,7 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request) {
 			lapse.Reset(time.Until(s.ValidUntil))
 			lapsed = lapse.C
 		}
-		select {
-		case <-changed:
-		case <-lapsed:
-		case <-keepAlive.C:
-			if !send(rc, w, a.opts.writeTimeout, ": keep-alive\n\n") {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-a.opts.Done:
+		if !awaitNext(rc, w, r, a.opts, changed, lapsed, keepAlive.C) {
 			return
 		}
 	}
@@ -81,6 +72,27 @@ func event(st fence.LeaderJSON) (body, key []byte, err error) {
 	return body, key, err
 }
 
+// awaitNext waits for a reason to send a stream's next event: a change,
+// the lapse of a claim, or the keep-alive period (whose comment it sends).
+// It returns false when the stream ends: the client left, the server
+// stops, or a write failed.
+func awaitNext(rc *http.ResponseController, w http.ResponseWriter, r *http.Request, opts Options,
+	changed <-chan struct{}, lapsed, keepAlive <-chan time.Time) bool {
+	select {
+	case <-changed:
+	case <-lapsed:
+	case <-keepAlive:
+		return send(rc, w, opts.writeTimeout, ": keep-alive\n\n")
+	case <-r.Context().Done():
+		return false
+	case <-opts.Done:
+		return false
+	}
+	return true
+}
+
+// send writes one event (or comment) of a stream within timeout and
+// flushes it; false when the client cannot be written to.
 func send(rc *http.ResponseController, w http.ResponseWriter, timeout time.Duration, format string, args ...any) bool {
 	_ = rc.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintf(w, format, args...); err != nil {
