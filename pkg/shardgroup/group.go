@@ -270,11 +270,13 @@ func (g *Group) act(ctx context.Context) {
 			g.mu.Unlock()
 			g.log.Info("keeping a shard it was draining", "shard", a.Shard)
 		case shard.Release:
+			// The draining mark goes once the elector has stepped down
+			// (SitOut does that before it writes the release): the shard
+			// is shown draining until it is no longer held here, never
+			// held again in between.
 			acted[a.Shard] = true
 			g.mu.Lock()
 			drained := g.drained[a.Shard]
-			delete(g.draining, a.Shard)
-			delete(g.drained, a.Shard)
 			if st := e.Status(); st.Leader {
 				g.releasedTokens[a.Shard] = st.Token // before the release, which a reader may see at once
 			}
@@ -282,6 +284,10 @@ func (g *Group) act(ctx context.Context) {
 			g.released.Add(1)
 			g.log.Info("releasing a drained shard", "shard", a.Shard, "target", a.Target, "acknowledged", drained)
 			g.sitOut(ctx, e, "released to move")
+			g.mu.Lock()
+			delete(g.draining, a.Shard)
+			delete(g.drained, a.Shard)
+			g.mu.Unlock()
 		}
 	}
 	for i, e := range g.electors {
