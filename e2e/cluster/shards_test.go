@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
@@ -36,11 +34,13 @@ func TestExampleChartShardMode(t *testing.T) {
 		"--set", "app.args={--sidecar=$(LEADER_SIDECAR_URL),--db=/data/results.db,--resource=example,--name=$(POD_NAME),--shards}",
 		"--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, replicas, true)
+	claims := newClaimLog()
+	defer claims.check(t)
 
 	var held map[int]shardHolder
 	eventually(t, ctx, "every shard held by one Pod, none above 3, as the Leases say", func() (bool, string) {
 		var reason string
-		held, reason = spread(t, ctx, ns, pods, shards, 3)
+		held, _, reason = spread(ctx, ns, pods, shards, 3, claims)
 		return reason == "", reason
 	})
 
@@ -62,11 +62,28 @@ func TestExampleChartShardMode(t *testing.T) {
 	if !hasLease(members.Items, goneMember) {
 		t.Fatalf("no member Lease %s for the Pod %s", goneMember, gone.Name)
 	}
+	history := watchShardLeases(t, ctx, ns, shards)
+	sidecarLog := follow(ctx, ns, gone.Name, sidecarContainer)
+	time.Sleep(time.Second)
 	deleted := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--grace-period=0", "--force", gone.Name)
-	eventually(t, ctx, "the deleted Pod's shards held again with higher tokens", func() (bool, string) {
+	var again time.Duration
+	eventually(t, ctx, "every shard Lease of the deleted Pod naming another holder", func() (bool, string) {
+		for _, i := range goneShards {
+			r, ok := history.firstHolderAfter(i, held[i].identity)
+			if !ok {
+				return false, fmt.Sprintf("shard %d: its Lease still names %s", i, held[i].identity)
+			}
+			if r.token <= held[i].token {
+				t.Fatalf("shard %d: held by %s with token %d, was %d", i, r.holder, r.token, held[i].token)
+			}
+			again = max(again, r.at.Sub(deleted))
+		}
+		return true, ""
+	})
+	eventually(t, ctx, "the shards spread again over the Pods, none above 3", func() (bool, string) {
 		now := runningPods(t, ctx, ns, replicas, true)
-		next, reason := spread(t, ctx, ns, now, shards, 3)
+		next, _, reason := spread(ctx, ns, now, shards, 3, claims)
 		if reason != "" {
 			return false, reason
 		}
@@ -78,6 +95,17 @@ func TestExampleChartShardMode(t *testing.T) {
 		return true, ""
 	})
 	rehold := time.Since(deleted)
+	logTimeline(t, sidecarLog, gone.Name, deleted)
+	history.log(t, deleted)
+	if now, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}); err == nil {
+		for _, p := range now.Items {
+			for _, s := range p.Status.InitContainerStatuses {
+				if s.Name == sidecarContainer && s.State.Running != nil && s.State.Running.StartedAt.After(deleted) {
+					t.Logf("%s: its sidecar started %v after the delete", p.Name, s.State.Running.StartedAt.Sub(deleted).Round(time.Second))
+				}
+			}
+		}
+	}
 	eventually(t, ctx, "the deleted Pod's member Lease collected", func() (bool, string) {
 		list, err := cl.client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -85,8 +113,8 @@ func TestExampleChartShardMode(t *testing.T) {
 		}
 		return !hasLease(list.Items, goneMember), goneMember + " still there"
 	})
-	t.Logf("%s held shards %v; held again with higher tokens %v after the delete, its member Lease collected %v after it",
-		gone.Name, goneShards, rehold.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
+	t.Logf("%s held shards %v: their Leases named other holders, with higher tokens, %v after the delete; the shards spread again, none above 3, %v after it; its member Lease collected %v after it",
+		gone.Name, goneShards, again.Round(time.Millisecond), rehold.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
 }
 
 // shardHolder is the Pod holding a shard, with its sidecar's identity and
@@ -96,52 +124,74 @@ type shardHolder struct {
 	token         int64
 }
 
-// spread asks every Pod's sidecar for GET /shards and returns who holds
-// each shard, or why the shards are not spread: a shard claimed by two
-// Pods in one sweep fails t at once; a shard unheld, a Pod above
-// fairShare, or a shard Lease that names another holder or token is a
-// reason to wait.
-func spread(t *testing.T, ctx context.Context, ns string, pods []corev1.Pod, shards, fairShare int) (map[int]shardHolder, string) {
-	t.Helper()
+// spread asks every Pod's sidecar for GET /shards (the claims go to
+// claims, which judges them) and returns who holds each shard and each
+// Pod's answer, or why the shards are not spread: a Pod that does not
+// answer, a shard unheld or listed by two Pods, a Pod above fairShare, or
+// a shard Lease that names another holder or token.
+func spread(ctx context.Context, ns string, pods []corev1.Pod, shards, fairShare int, claims *claimLog) (map[int]shardHolder, []shardsAnswer, string) {
+	answers, err := sweep(ctx, ns, podNames(pods))
+	claims.add(answers)
+	if err != nil {
+		return nil, nil, err.Error()
+	}
 	held := map[int]shardHolder{}
-	for _, p := range pods {
-		out, err := cl.try(ctx, cl.kubectl, "exec", "--namespace", ns, p.Name, "--container", sidecarContainer, "--",
-			"/sidecar", "probe", "--address", "127.0.0.1:4040", "/shards")
-		if err != nil {
-			return nil, fmt.Sprintf("%s: %v", p.Name, err)
+	for _, a := range answers {
+		if len(a.Held) > fairShare {
+			return nil, nil, fmt.Sprintf("%s holds %d shards", a.pod, len(a.Held))
 		}
-		var st fence.ShardsJSON
-		if i := strings.Index(out, "{"); i < 0 {
-			return nil, fmt.Sprintf("%s: no JSON in %q", p.Name, out)
-		} else if err := json.Unmarshal([]byte(out[i:]), &st); err != nil {
-			return nil, fmt.Sprintf("%s: %v in %q", p.Name, err, out)
-		}
-		if len(st.Held) > fairShare {
-			return nil, fmt.Sprintf("%s holds %d shards", p.Name, len(st.Held))
-		}
-		for _, s := range st.Held {
+		for _, s := range a.Held {
 			if other, ok := held[s.Shard]; ok {
-				t.Fatalf("shard %d claimed by %s and %s in one sweep", s.Shard, other.pod, p.Name)
+				return nil, nil, fmt.Sprintf("shard %d listed by %s and %s in one sweep", s.Shard, other.pod, a.pod)
 			}
-			held[s.Shard] = shardHolder{pod: p.Name, identity: st.Identity, token: s.Token}
+			held[s.Shard] = shardHolder{pod: a.pod, identity: a.Identity, token: s.Token}
 		}
 	}
 	for i := range shards {
 		h, ok := held[i]
 		if !ok {
-			return nil, fmt.Sprintf("shard %d held by no Pod", i)
+			return nil, nil, fmt.Sprintf("shard %d held by no Pod", i)
 		}
 		lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, shardgroup.ShardRecord(fullName, i), metav1.GetOptions{})
 		if err != nil {
-			return nil, err.Error()
+			return nil, nil, err.Error()
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != h.identity ||
 			lease.Spec.LeaseTransitions == nil || int64(*lease.Spec.LeaseTransitions) != h.token {
-			return nil, fmt.Sprintf("shard %d: held by %s with token %d, its Lease names %v with %v", i, h.identity, h.token,
+			return nil, nil, fmt.Sprintf("shard %d: held by %s with token %d, its Lease names %v with %v", i, h.identity, h.token,
 				lease.Spec.HolderIdentity, lease.Spec.LeaseTransitions)
 		}
 	}
-	return held, ""
+	return held, answers, ""
+}
+
+// logTimeline logs the lines of a followed sidecar log that tell how it
+// left its group, with the time since from.
+func logTimeline(t *testing.T, log <-chan string, pod string, from time.Time) {
+	t.Helper()
+	var all string
+	select {
+	case all = <-log:
+	case <-time.After(30 * time.Second):
+		t.Logf("%s: its sidecar's log did not end within 30 s", pod)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(all), "\n")
+	t.Logf("%s: its sidecar logged %d lines, the last %q", pod, len(lines), lines[len(lines)-1])
+	for _, line := range lines {
+		stamp, rest, _ := strings.Cut(line, " ")
+		ts, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || ts.Before(from.Add(-time.Second)) {
+			continue
+		}
+		for _, text := range []string{"signal", "leaving the group", "draining a shard", "releasing a drained shard",
+			"released the lease", "left the group", "stopped leading", "exit"} {
+			if strings.Contains(rest, text) {
+				t.Logf("%s +%v: %s", pod, ts.Sub(from).Round(time.Millisecond), rest)
+				break
+			}
+		}
+	}
 }
 
 func hasLease(leases []coordinationv1.Lease, name string) bool {
