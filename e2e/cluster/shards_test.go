@@ -78,6 +78,10 @@ func TestExampleChartShardMode(t *testing.T) {
 				t.Fatalf("shard %d: held by %s with token %d, was %d", i, r.holder, r.token, held[i].token)
 			}
 			again = max(again, r.at.Sub(deleted))
+			if last, ok := history.lastNaming(i, held[i].identity, r.at); ok {
+				t.Logf("shard %d: the deleted Pod's last record (a renewal) arrived %v after the delete, the next holder's %v after it",
+					i, last.at.Sub(deleted).Round(time.Millisecond), r.at.Sub(last.at).Round(time.Millisecond))
+			}
 		}
 		return true, ""
 	})
@@ -95,7 +99,7 @@ func TestExampleChartShardMode(t *testing.T) {
 		return true, ""
 	})
 	rehold := time.Since(deleted)
-	logTimeline(t, sidecarLog, gone.Name, deleted)
+	logTimeline(t, sidecarLog, gone.Name, deleted, sidecarStopLines)
 	history.log(t, deleted)
 	if now, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}); err == nil {
 		for _, p := range now.Items {
@@ -165,27 +169,35 @@ func spread(ctx context.Context, ns string, pods []corev1.Pod, shards, fairShare
 	return held, answers, ""
 }
 
-// logTimeline logs the lines of a followed sidecar log that tell how it
-// left its group, with the time since from.
-func logTimeline(t *testing.T, log <-chan string, pod string, from time.Time) {
+// sidecarStopLines are the texts of the lines of a sidecar's log that
+// tell how it left its group; appStopLines those of the example worker's
+// that tell how it stopped.
+var (
+	sidecarStopLines = []string{"shutting down", "leaving the group", "draining a shard", "releasing a drained shard",
+		"released the lease", "left the group", "\"stopped\""}
+	appStopLines = []string{"shard-term-over", "drained", "\"stopped\"", "failed"}
+)
+
+// logTimeline logs the lines of a followed log that contain one of texts,
+// from the second before from on, with the time since from.
+func logTimeline(t *testing.T, log <-chan string, pod string, from time.Time, texts []string) {
 	t.Helper()
 	var all string
 	select {
 	case all = <-log:
 	case <-time.After(30 * time.Second):
-		t.Logf("%s: its sidecar's log did not end within 30 s", pod)
+		t.Logf("%s: a followed log did not end within 30 s", pod)
 		return
 	}
 	lines := strings.Split(strings.TrimSpace(all), "\n")
-	t.Logf("%s: its sidecar logged %d lines, the last %q", pod, len(lines), lines[len(lines)-1])
+	t.Logf("%s: %d lines logged", pod, len(lines))
 	for _, line := range lines {
 		stamp, rest, _ := strings.Cut(line, " ")
 		ts, err := time.Parse(time.RFC3339Nano, stamp)
 		if err != nil || ts.Before(from.Add(-time.Second)) {
 			continue
 		}
-		for _, text := range []string{"signal", "leaving the group", "draining a shard", "releasing a drained shard",
-			"released the lease", "left the group", "stopped leading", "exit"} {
+		for _, text := range texts {
 			if strings.Contains(rest, text) {
 				t.Logf("%s +%v: %s", pod, ts.Sub(from).Round(time.Millisecond), rest)
 				break

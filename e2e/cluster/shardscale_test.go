@@ -100,7 +100,7 @@ func TestExampleChartShardScaling(t *testing.T) {
 		}
 	}
 	history := watchShardLeases(t, ctx, ns, shards)
-	sidecarLog := follow(ctx, ns, gone, sidecarContainer)
+	sidecarLog, appLog := follow(ctx, ns, gone, sidecarContainer), follow(ctx, ns, gone, "app")
 	time.Sleep(time.Second)
 	deleted := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--wait=false", gone)
@@ -116,7 +116,8 @@ func TestExampleChartShardScaling(t *testing.T) {
 		}
 		return true, ""
 	})
-	logTimeline(t, sidecarLog, gone, deleted)
+	logTimeline(t, appLog, gone+" app", deleted, appStopLines)
+	logTimeline(t, sidecarLog, gone+" sidecar", deleted, sidecarStopLines)
 	history.log(t, deleted)
 	var last time.Duration
 	for _, i := range goneShards {
@@ -124,6 +125,9 @@ func TestExampleChartShardScaling(t *testing.T) {
 		holders := history.holders(i, next.at)
 		t.Logf("shard %d: holders in turn %q; held by %s with token %d %v after the delete (token %d before)",
 			i, holders, next.holder, next.token, next.at.Sub(deleted).Round(time.Millisecond), old.token)
+		if r, ok := history.lastNaming(i, old.identity, next.at); ok {
+			t.Logf("shard %d: the deleted Pod's last record arrived %v after the delete", i, r.at.Sub(deleted).Round(time.Millisecond))
+		}
 		last = max(last, next.at.Sub(deleted))
 		want := []string{old.identity, "", next.holder}
 		if !slices.Equal(holders, want) && !slices.Equal(holders, want[1:]) {
@@ -381,4 +385,22 @@ func (h *shardLeaseHistory) log(t *testing.T, from time.Time) {
 		lines = append(lines, fmt.Sprintf("+%v shard %d: %q token %d", c.at.Sub(from).Round(100*time.Millisecond), c.shard, pod, c.token))
 	}
 	t.Logf("the shard Leases' holders from then on:\n%s", strings.Join(lines, "\n"))
+}
+
+// lastNaming returns the last record of shard i that names holder and
+// arrived before until.
+func (h *shardLeaseHistory) lastNaming(i int, holder string, until time.Time) (shardRecordSeen, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var last shardRecordSeen
+	found := false
+	for _, r := range h.records[i] {
+		if r.at.After(until) {
+			break
+		}
+		if r.holder == holder {
+			last, found = r, true
+		}
+	}
+	return last, found
 }
