@@ -69,8 +69,6 @@ func TestExampleChartShardMode(t *testing.T) {
 		t.Fatalf("no member Lease %s for the Pod %s", goneMember, gone.Name)
 	}
 	history := watchShardLeases(t, ctx, ns, shards)
-	sidecarLog := follow(ctx, ns, gone.Name, sidecarContainer)
-	time.Sleep(time.Second)
 	deleted := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--grace-period=0", "--force", gone.Name)
 	var again time.Duration
@@ -108,7 +106,6 @@ func TestExampleChartShardMode(t *testing.T) {
 				i, last.at.Sub(deleted).Round(time.Millisecond), r.at.Sub(last.at).Round(time.Millisecond))
 		}
 	}
-	logTimeline(t, sidecarLog, gone.Name, deleted, sidecarStopLines)
 	history.log(t, deleted)
 	if now, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}); err == nil {
 		for _, p := range now.Items {
