@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,19 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // TestExampleChartShardMode installs the example chart in shard mode
-// (sidecar.sharding, 8 shards, 3 replicas, the worker with --shards): the
-// shards spread, every one held by exactly one Pod and no Pod above its
-// fair share of 3, and each shard's Lease names its holder with its token.
-// Then one Pod is deleted at once (no grace period): its shards are held
-// again, by the others or its replacement, with higher tokens, and its
-// member Lease, owned by the Pod, is deleted by the garbage collector.
-// No sweep of every Pod's /shards finds two Pods claiming a shard at one
-// instant (see spread).
+// (sidecar.sharding, 8 shards, 3 replicas, the worker with --shards) with
+// its default timings: the shards spread, every one held by exactly one
+// Pod and no Pod above its fair share of 3, and each shard's Lease names
+// its holder with its token. Then one Pod is deleted at once (no grace
+// period): its shards' Leases name other holders, with higher tokens, and
+// the shards spread again over the two Pods left and the Pod that replaces
+// it, none above 3; its member Lease, owned by the Pod, is deleted by the
+// garbage collector. No claim of a shard sampled from the Pods' GET
+// /shards overlaps another holder's (claimLog). It logs the shard Leases'
+// records from the delete on, which show where the time goes
+// (docs/shards.md, "On the cluster"): the deleted Pod's shards wait out
+// the lease, counted by a Pod that replaces it from its own start, and
+// the spread waits for the rebalance delay after the replacement joins.
 func TestExampleChartShardMode(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -37,11 +40,13 @@ func TestExampleChartShardMode(t *testing.T) {
 		"--set", "app.args={--sidecar=$(LEADER_SIDECAR_URL),--db=/data/results.db,--resource=example,--name=$(POD_NAME),--shards}",
 		"--wait", "--timeout", "2m")
 	pods := runningPods(t, ctx, ns, replicas, true)
+	claims := newClaimLog()
+	defer claims.check(t)
 
 	var held map[int]shardHolder
 	eventually(t, ctx, "every shard held by one Pod, none above 3, as the Leases say", func() (bool, string) {
 		var reason string
-		held, reason = spread(t, ctx, ns, pods, shards, 3)
+		held, _, reason = spread(ctx, ns, pods, shards, 3, claims)
 		return reason == "", reason
 	})
 
@@ -63,11 +68,26 @@ func TestExampleChartShardMode(t *testing.T) {
 	if !hasLease(members.Items, goneMember) {
 		t.Fatalf("no member Lease %s for the Pod %s", goneMember, gone.Name)
 	}
+	history := watchShardLeases(t, ctx, ns, shards)
 	deleted := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--grace-period=0", "--force", gone.Name)
-	eventually(t, ctx, "the deleted Pod's shards held again with higher tokens", func() (bool, string) {
+	var again time.Duration
+	eventually(t, ctx, "every shard Lease of the deleted Pod naming another holder", func() (bool, string) {
+		for _, i := range goneShards {
+			r, ok := history.firstHolderAfter(i, held[i].identity)
+			if !ok {
+				return false, fmt.Sprintf("shard %d: its Lease still names %s", i, held[i].identity)
+			}
+			if r.token <= held[i].token {
+				t.Fatalf("shard %d: held by %s with token %d, was %d", i, r.holder, r.token, held[i].token)
+			}
+			again = max(again, r.at.Sub(deleted))
+		}
+		return true, ""
+	})
+	eventually(t, ctx, "the shards spread again over the Pods, none above 3", func() (bool, string) {
 		now := runningPods(t, ctx, ns, replicas, true)
-		next, reason := spread(t, ctx, ns, now, shards, 3)
+		next, _, reason := spread(ctx, ns, now, shards, 3, claims)
 		if reason != "" {
 			return false, reason
 		}
@@ -79,6 +99,23 @@ func TestExampleChartShardMode(t *testing.T) {
 		return true, ""
 	})
 	rehold := time.Since(deleted)
+	for _, i := range goneShards {
+		r, _ := history.firstHolderAfter(i, held[i].identity)
+		if last, ok := history.lastNaming(i, held[i].identity, r.at); ok {
+			t.Logf("shard %d: the deleted Pod's last record (a renewal) arrived %v after the delete, the next holder's %v after it",
+				i, last.at.Sub(deleted).Round(time.Millisecond), r.at.Sub(last.at).Round(time.Millisecond))
+		}
+	}
+	history.log(t, deleted)
+	if now, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}); err == nil {
+		for _, p := range now.Items {
+			for _, s := range p.Status.InitContainerStatuses {
+				if s.Name == sidecarContainer && s.State.Running != nil && s.State.Running.StartedAt.After(deleted) {
+					t.Logf("%s: its sidecar started %v after the delete", p.Name, s.State.Running.StartedAt.Sub(deleted).Round(time.Second))
+				}
+			}
+		}
+	}
 	eventually(t, ctx, "the deleted Pod's member Lease collected", func() (bool, string) {
 		list, err := cl.client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -86,8 +123,8 @@ func TestExampleChartShardMode(t *testing.T) {
 		}
 		return !hasLease(list.Items, goneMember), goneMember + " still there"
 	})
-	t.Logf("%s held shards %v; held again with higher tokens %v after the delete, its member Lease collected %v after it",
-		gone.Name, goneShards, rehold.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
+	t.Logf("%s held shards %v: their Leases named other holders, with higher tokens, %v after the delete; the shards spread again, none above 3, %v after it; its member Lease collected %v after it",
+		gone.Name, goneShards, again.Round(time.Millisecond), rehold.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
 }
 
 // shardHolder is the Pod holding a shard, with its sidecar's identity and
@@ -97,64 +134,82 @@ type shardHolder struct {
 	token         int64
 }
 
-// spread asks every Pod's sidecar for GET /shards, one after another, and
-// returns who holds each shard, or why the shards are not spread. A shard
-// claimed by two Pods in one sweep is an overlap, which fails t at once,
-// unless the later answer names a higher token: the shard then moved
-// between the two answers (a release, then an acquire), which is a reason
-// to wait, as are a shard unheld, a Pod above fairShare, or a shard Lease
-// that names another holder or token. The later Pod is asked after the
-// earlier one answered, so a later claim of the same or an older token
-// means that two Pods claimed the shard at one instant.
-func spread(t *testing.T, ctx context.Context, ns string, pods []corev1.Pod, shards, fairShare int) (map[int]shardHolder, string) {
-	t.Helper()
-	held := map[int]shardHolder{}
-	var moved []int
-	for _, p := range pods {
-		out, err := cl.try(ctx, cl.kubectl, "exec", "--namespace", ns, p.Name, "--container", sidecarContainer, "--",
-			"/sidecar", "probe", "--address", "127.0.0.1:4040", "/shards")
-		if err != nil {
-			return nil, fmt.Sprintf("%s: %v", p.Name, err)
-		}
-		var st fence.ShardsJSON
-		if i := strings.Index(out, "{"); i < 0 {
-			return nil, fmt.Sprintf("%s: no JSON in %q", p.Name, out)
-		} else if err := json.Unmarshal([]byte(out[i:]), &st); err != nil {
-			return nil, fmt.Sprintf("%s: %v in %q", p.Name, err, out)
-		}
-		if len(st.Held) > fairShare {
-			return nil, fmt.Sprintf("%s holds %d shards", p.Name, len(st.Held))
-		}
-		for _, s := range st.Held {
-			if other, ok := held[s.Shard]; ok {
-				if s.Token <= other.token {
-					t.Fatalf("shard %d claimed with token %d by %s, then with token %d by %s, asked after the first answered",
-						s.Shard, other.token, other.pod, s.Token, p.Name)
-				}
-				moved = append(moved, s.Shard)
-			}
-			held[s.Shard] = shardHolder{pod: p.Name, identity: st.Identity, token: s.Token}
-		}
+// spread asks every Pod's sidecar for GET /shards (the claims go to
+// claims, which judges them) and returns who holds each shard and each
+// Pod's answer, or why the shards are not spread: a Pod that does not
+// answer, a shard unheld or listed by two Pods, a Pod above fairShare, or
+// a shard Lease that names another holder or token.
+func spread(ctx context.Context, ns string, pods []corev1.Pod, shards, fairShare int, claims *claimLog) (map[int]shardHolder, []shardsAnswer, string) {
+	answers, err := sweep(ctx, ns, podNames(pods))
+	claims.add(answers)
+	if err != nil {
+		return nil, nil, err.Error()
 	}
-	if len(moved) > 0 {
-		return nil, fmt.Sprintf("shards %v moved during the sweep", moved)
+	held := map[int]shardHolder{}
+	for _, a := range answers {
+		if len(a.Held) > fairShare {
+			return nil, nil, fmt.Sprintf("%s holds %d shards", a.pod, len(a.Held))
+		}
+		for _, s := range a.Held {
+			if other, ok := held[s.Shard]; ok {
+				return nil, nil, fmt.Sprintf("shard %d listed by %s and %s in one sweep", s.Shard, other.pod, a.pod)
+			}
+			held[s.Shard] = shardHolder{pod: a.pod, identity: a.Identity, token: s.Token}
+		}
 	}
 	for i := range shards {
 		h, ok := held[i]
 		if !ok {
-			return nil, fmt.Sprintf("shard %d held by no Pod", i)
+			return nil, nil, fmt.Sprintf("shard %d held by no Pod", i)
 		}
 		lease, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, shardgroup.ShardRecord(fullName, i), metav1.GetOptions{})
 		if err != nil {
-			return nil, err.Error()
+			return nil, nil, err.Error()
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != h.identity ||
 			lease.Spec.LeaseTransitions == nil || int64(*lease.Spec.LeaseTransitions) != h.token {
-			return nil, fmt.Sprintf("shard %d: held by %s with token %d, its Lease names %v with %v", i, h.identity, h.token,
+			return nil, nil, fmt.Sprintf("shard %d: held by %s with token %d, its Lease names %v with %v", i, h.identity, h.token,
 				lease.Spec.HolderIdentity, lease.Spec.LeaseTransitions)
 		}
 	}
-	return held, ""
+	return held, answers, ""
+}
+
+// sidecarStopLines are the texts of the lines of a sidecar's log that
+// tell how it left its group; appStopLines those of the example worker's
+// that tell how it stopped.
+var (
+	sidecarStopLines = []string{"shutting down", "leaving the group", "draining a shard", "releasing a drained shard",
+		"released the lease", "left the group", "\"stopped\""}
+	appStopLines = []string{"shard-term-over", "drained", "\"stopped\"", "failed"}
+)
+
+// logTimeline logs the lines of a followed log that contain one of texts,
+// from the second before from on, with the time since from.
+func logTimeline(t *testing.T, log <-chan string, pod string, from time.Time, texts []string) {
+	t.Helper()
+	var all string
+	select {
+	case all = <-log:
+	case <-time.After(30 * time.Second):
+		t.Logf("%s: a followed log did not end within 30 s", pod)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(all), "\n")
+	t.Logf("%s: %d lines logged", pod, len(lines))
+	for _, line := range lines {
+		stamp, rest, _ := strings.Cut(line, " ")
+		ts, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || ts.Before(from.Add(-time.Second)) {
+			continue
+		}
+		for _, text := range texts {
+			if strings.Contains(rest, text) {
+				t.Logf("%s +%v: %s", pod, ts.Sub(from).Round(time.Millisecond), rest)
+				break
+			}
+		}
+	}
 }
 
 func hasLease(leases []coordinationv1.Lease, name string) bool {
