@@ -42,6 +42,7 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeclient: %w", err)
 	}
+	k := theKinds()
 	var out Client
 	for _, g := range []struct {
 		into    *rest.Interface
@@ -55,7 +56,7 @@ func New(cfg *rest.Config) (*Client, error) {
 		gc := *c
 		gc.GroupVersion = &g.gv
 		gc.APIPath = g.apiPath
-		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
+		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(k.scheme, k.codecs).WithoutConversion()
 		rc, err := rest.RESTClientForConfigAndClient(&gc, httpClient)
 		if err != nil {
 			return nil, fmt.Errorf("kubeclient: %s: %w", g.gv, err)

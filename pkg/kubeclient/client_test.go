@@ -33,6 +33,7 @@ func TestSchemeHoldsOnlyWhatTheSidecarUses(t *testing.T) {
 		"WatchEvent", "Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList", "InternalEvent"} {
 		meta[k] = true
 	}
+	scheme := theKinds().scheme
 	for gvk := range scheme.AllKnownTypes() {
 		if meta[gvk.Kind] {
 			continue

@@ -32,11 +32,11 @@ func (r resource) request(verb *rest.Request) *rest.Request {
 }
 
 func (r resource) get(ctx context.Context, name string, opts *metav1.GetOptions, into runtime.Object) error {
-	return r.request(r.client.Get()).Name(name).VersionedParams(opts, parameterCodec).Do(ctx).Into(into)
+	return r.request(r.client.Get()).Name(name).VersionedParams(opts, theKinds().parameterCodec).Do(ctx).Into(into)
 }
 
 func (r resource) create(ctx context.Context, obj runtime.Object, opts *metav1.CreateOptions, into runtime.Object) error {
-	return r.request(r.client.Post()).VersionedParams(opts, parameterCodec).Body(obj).Do(ctx).Into(into)
+	return r.request(r.client.Post()).VersionedParams(opts, theKinds().parameterCodec).Body(obj).Do(ctx).Into(into)
 }
 
 // Leases reads, writes and watches the Leases of one namespace.
@@ -58,21 +58,21 @@ func (l *Leases) Create(ctx context.Context, lease *coordinationv1.Lease, opts m
 // resourceVersion is still the stored one, and returns it as stored.
 func (l *Leases) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	out := &coordinationv1.Lease{}
-	err := l.request(l.client.Put()).Name(lease.Name).VersionedParams(&opts, parameterCodec).Body(lease).Do(ctx).Into(out)
+	err := l.request(l.client.Put()).Name(lease.Name).VersionedParams(&opts, theKinds().parameterCodec).Body(lease).Do(ctx).Into(out)
 	return out, err
 }
 
 // List returns the Leases opts selects.
 func (l *Leases) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
 	out := &coordinationv1.LeaseList{}
-	err := l.request(l.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
+	err := l.request(l.client.Get()).VersionedParams(&opts, theKinds().parameterCodec).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
 	return out, err
 }
 
 // Watch watches the Leases opts selects.
 func (l *Leases) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return l.request(l.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Watch(ctx)
+	return l.request(l.client.Get()).VersionedParams(&opts, theKinds().parameterCodec).Timeout(timeoutOf(opts)).Watch(ctx)
 }
 
 // Pods reads and patches the Pods of one namespace.
@@ -87,7 +87,7 @@ func (p *Pods) Get(ctx context.Context, name string, opts metav1.GetOptions) (*c
 // Patch patches the Pod called name (or its subresource) with data.
 func (p *Pods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error) {
 	out := &corev1.Pod{}
-	err := p.request(p.client.Patch(pt)).Name(name).SubResource(subresources...).VersionedParams(&opts, parameterCodec).Body(data).Do(ctx).Into(out)
+	err := p.request(p.client.Patch(pt)).Name(name).SubResource(subresources...).VersionedParams(&opts, theKinds().parameterCodec).Body(data).Do(ctx).Into(out)
 	return out, err
 }
 
