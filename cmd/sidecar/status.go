@@ -163,7 +163,7 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 		fmt.Fprintf(p.stderr, "%s: %v\n", prog, err)
 		return 1
 	}
-	v := statusView{out: p.stdout, errOut: p.stderr, now: time.Now, json: c.output == "json",
+	v := statusView{out: p.stdout, errOut: p.stderr, now: statusClock, json: c.output == "json",
 		table: tablePrinter{wide: c.output == "wide", namespaces: c.allNamespaces}}
 	if c.watch {
 		err = v.watch(ctx, src)
@@ -365,6 +365,10 @@ func send(ctx context.Context, updates chan<- statusUpdate, u statusUpdate) bool
 func sortElections(els []storedElection) {
 	sort.Slice(els, func(i, j int) bool { return els[i].key() < els[j].key() })
 }
+
+// statusClock is the observer's clock of `status`: the ages it prints and
+// its stale verdicts are read on it (a test sets it; nothing else does).
+var statusClock = time.Now
 
 // statusView prints what a statusSource holds, at the clock now.
 type statusView struct {

@@ -144,6 +144,10 @@ func sqliteElection(t *testing.T, path, name string, rec backend.Record) *sqlite
 func TestStatusOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "elections.db")
 	now := time.Now()
+	// The ages printed are read at now, however long the run takes (not
+	// parallel: no other test reads the clock meanwhile).
+	statusClock = func() time.Time { return now }
+	t.Cleanup(func() { statusClock = time.Now })
 	sqliteElection(t, path, "web", backend.Record{HolderIdentity: "web-0_a", LeaseDurationSeconds: 15, Transitions: 4,
 		AcquireTime: now.Add(-time.Hour), RenewTime: now})
 	sqliteElection(t, path, "cron", backend.Record{HolderIdentity: "cron-1_b", LeaseDurationSeconds: 15, Transitions: 9,
