@@ -64,6 +64,11 @@ type group struct {
 	// instant the table was not held as assigned (see settled).
 	moves         int
 	lastUnsettled time.Duration
+	// The table over the running replicas as last computed (see table),
+	// and scratch space for their identities.
+	assigned               shard.Table
+	assignErr              error
+	assignedTo, runningIDs []string
 }
 
 type replica struct {
@@ -401,29 +406,53 @@ func (g *group) running() []*replica {
 }
 
 // settled reports whether every shard is held, by a claim, by the member
-// the table over the running replicas gives it.
+// the table over the running replicas gives it; if not, why.
 func (g *group) settled(w *world) (bool, string) {
-	running := g.running()
-	ids := make([]string, len(running))
-	for i, r := range running {
-		ids[i] = r.id
-	}
-	table, err := shard.Assign(g.n, ids)
+	table, err := g.table()
 	if err != nil {
 		return false, err.Error()
 	}
 	for i, el := range w.elections {
-		var leaders []string
-		for _, c := range w.liveOf(el) {
-			if c.e.Status().Leader {
-				leaders = append(leaders, c.identity)
+		if leader, n := leaderOf(el); n != 1 || leader.identity != table[i] {
+			var leaders []string
+			for _, c := range w.liveOf(el) {
+				if c.e.Status().Leader {
+					leaders = append(leaders, c.identity)
+				}
 			}
-		}
-		if len(leaders) != 1 || leaders[0] != table[i] {
 			return false, fmt.Sprintf("shard %d is led by %v, its target is %s", i, leaders, table[i])
 		}
 	}
 	return true, ""
+}
+
+// table is shard.Assign over the running replicas. It depends on their
+// set alone, which changes only when a replica starts, crashes or leaves,
+// so it is computed again only then.
+func (g *group) table() (shard.Table, error) {
+	ids := g.runningIDs[:0]
+	for _, r := range g.replicas {
+		if !r.crashed && !r.leaving && !r.gone {
+			ids = append(ids, r.id)
+		}
+	}
+	g.runningIDs = ids
+	if g.assigned == nil || !slices.Equal(ids, g.assignedTo) {
+		g.assigned, g.assignErr = shard.Assign(g.n, ids)
+		g.assignedTo = append(g.assignedTo[:0], ids...)
+	}
+	return g.assigned, g.assignErr
+}
+
+// leaderOf returns a live candidate of el's record that claims it, and
+// how many do.
+func leaderOf(el *contest) (leader *candidate, n int) {
+	for _, c := range el.cands {
+		if !c.crashed && c.e.Status().Leader {
+			leader, n = c, n+1
+		}
+	}
+	return leader, n
 }
 
 // afterEvent keeps lastUnsettled; before faults stop it need not look.
@@ -432,9 +461,23 @@ func (g *group) afterEvent(w *world) {
 		g.lastUnsettled = w.now
 		return
 	}
-	if ok, _ := g.settled(w); !ok {
+	if !g.heldAsAssigned(w) {
 		g.lastUnsettled = w.now
 	}
+}
+
+// heldAsAssigned is settled without the reason why not.
+func (g *group) heldAsAssigned(w *world) bool {
+	table, err := g.table()
+	if err != nil {
+		return false
+	}
+	for i, el := range w.elections {
+		if leader, n := leaderOf(el); n != 1 || leader.identity != table[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // settleBound is how long after faults stop the table must be held as

@@ -74,7 +74,7 @@ func (w *world) at(t time.Duration, fn func()) {
 func (w *world) after(d time.Duration, fn func()) { w.at(w.now+d, fn) }
 
 func (w *world) logf(format string, args ...any) {
-	w.trace.add(w.now, fmt.Sprintf(format, args...))
+	w.trace.add(w.now, format, args)
 }
 
 // between returns a duration uniformly in [lo, hi].
