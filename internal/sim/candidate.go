@@ -108,6 +108,7 @@ func (c *candidate) start(fn func(), then func()) {
 
 // park waits until the activity sends a store request or returns.
 func (c *candidate) park() {
+	c.el.touched = true // the activity runs meanwhile
 	select {
 	case req := <-c.calls:
 		c.pending = req
@@ -194,6 +195,7 @@ func (c *candidate) signal() {
 			c.signalled = true
 			return
 		}
+		c.el.touched = true
 		switch attemptNow, wait, reschedule := c.d.Signal(); {
 		case attemptNow:
 			c.wakeGen++

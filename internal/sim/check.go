@@ -36,6 +36,9 @@ type checker struct {
 	// leaders is afterEvent's scratch space, kept to spare an allocation
 	// at every event.
 	leaders []leaderStatus
+	// leader is the one live candidate that claimed when it last looked,
+	// or nil: until the record is touched again, no other can claim.
+	leader *candidate
 }
 
 // Violation is a broken invariant, at a true time.
@@ -72,7 +75,10 @@ func (c *checker) afterEvent(w *world, el *contest) {
 			leaders = append(leaders, leaderStatus{cand, s})
 		}
 	}
-	c.leaders = leaders
+	c.leaders, c.leader = leaders, nil
+	if len(leaders) == 1 {
+		c.leader = leaders[0].cand
+	}
 	if len(leaders) > 1 {
 		names := make([]string, len(leaders))
 		for i, l := range leaders {
@@ -119,7 +125,10 @@ func (c *checker) claimed(w *world, el *contest, cand *candidate, term fence.Ter
 		c.owner[term.Token], c.highest, c.lastToken[cand.id] = term.Holder, term.Token, term.Token
 		c.order[term] = len(c.order) + 1
 		// The application checked /leader now and writes later.
-		w.after(w.between(0, 2*w.opts.RenewDeadline), func() { c.write(w, el, term, "a late write") })
+		w.after(w.between(0, 2*w.opts.RenewDeadline), func() {
+			el.touched = true
+			c.write(w, el, term, "a late write")
+		})
 	}
 	c.write(w, el, term, "the leader's write")
 }

@@ -110,7 +110,7 @@ func runGroup(w *world) (Result, error) {
 	}
 	w.group = g
 	for i := range g.n {
-		el := &contest{shard: i}
+		el := &contest{shard: i, touched: true}
 		el.store.provesNeverCreated = w.opts.Seed%2 != 0
 		w.elections = append(w.elections, el)
 	}
@@ -298,6 +298,7 @@ func (r *replica) act(w *world) {
 		switch a.Kind {
 		case shard.Acquire:
 			if c.e.SittingOut() {
+				c.el.touched = true
 				c.e.Rejoin()
 				w.logf("%s contends", c.id)
 				if !c.busy && !c.paused() {
@@ -466,14 +467,18 @@ func (g *group) afterEvent(w *world) {
 	}
 }
 
-// heldAsAssigned is settled without the reason why not.
+// heldAsAssigned is settled without the reason why not. It runs after
+// the checker has looked at every touched shard at this event, so each
+// shard's one possible leader is the one its checker saw last
+// (contest.touched).
 func (g *group) heldAsAssigned(w *world) bool {
 	table, err := g.table()
 	if err != nil {
 		return false
 	}
 	for i, el := range w.elections {
-		if leader, n := leaderOf(el); n != 1 || leader.identity != table[i] {
+		l := el.check.leader
+		if l == nil || l.crashed || l.identity != table[i] || !l.e.Status().Leader {
 			return false
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -98,7 +97,12 @@ func (w *world) run() {
 		e.fn()
 		w.eventCount++
 		for _, el := range w.elections {
-			el.check.afterEvent(w, el)
+			// In a group, a shard nothing touched at this event is left
+			// as it was (see contest.touched).
+			if el.touched || w.group == nil {
+				el.touched = false
+				el.check.afterEvent(w, el)
+			}
 		}
 		if w.group != nil && !w.stopped() {
 			w.group.afterEvent(w)
@@ -162,7 +166,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		RenewInterval:   w.renewInterval,
 		ReleaseOnCancel: true,
 		Clock:           c.clock,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:          discard,
 		Observer:        traceObserver{c},
 		Jitter:          w.rng.Float64,
 	})
@@ -173,6 +177,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 	c.e, c.d = e, e.Driver()
 	w.candidates = append(w.candidates, c)
 	el.cands = append(el.cands, c)
+	el.touched = true
 	w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
 	if w.group == nil {
 		c.wake()
@@ -220,3 +225,7 @@ func (o traceObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64
 }
 
 var background = context.Background()
+
+// discard is every elector's logger: the trace says what happened, and a
+// handler that is never enabled spares formatting lines nobody reads.
+var discard = slog.New(slog.DiscardHandler)
