@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -55,6 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *progress < 0 {
 		fmt.Fprintln(stderr, "sim: -progress must not be negative")
 		return 2
+	}
+	// A schedule's heap is small and short-lived: collecting it less often
+	// saves a sixth of the run's CPU time, for a few megabytes.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

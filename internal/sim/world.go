@@ -116,7 +116,8 @@ func (w *world) run() {
 		w.group.atEnd(w)
 	}
 	for _, c := range w.candidates {
-		c.crash() // ends every parked goroutine
+		c.crash() // ends every parked activity
+		c.retire()
 	}
 }
 
