@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,24 +49,56 @@ type event struct {
 	fn  func()
 }
 
+// events is the queue, a binary heap ordered by (at, seq): a total order,
+// so the events come out in one order however the heap is laid out. It
+// is container/heap's algorithm on events themselves, which spares
+// boxing each one in an interface.
 type events []event
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
+func (q events) less(i, j int) bool {
 	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
 }
-func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *events) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
+
+func (q *events) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	for j := len(h) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (q *events) pop() event {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	e := h[n]
+	h[n] = event{} // let its closure go
+	*q = h[:n]
 	return e
 }
 
 func (w *world) at(t time.Duration, fn func()) {
 	w.seq++
-	heap.Push(&w.queue, event{at: max(t, w.now), seq: w.seq, fn: fn})
+	w.queue.push(event{at: max(t, w.now), seq: w.seq, fn: fn})
 }
 
 func (w *world) after(d time.Duration, fn func()) { w.at(w.now+d, fn) }
@@ -88,8 +119,8 @@ func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
 
 // run plays the schedule to its end.
 func (w *world) run() {
-	for w.queue.Len() > 0 && !w.stopped() {
-		e := heap.Pop(&w.queue).(event)
+	for len(w.queue) > 0 && !w.stopped() {
+		e := w.queue.pop()
 		if e.at > w.opts.Duration {
 			break
 		}
