@@ -204,14 +204,16 @@ type contest struct {
 	// nothing. (What the checker keeps for the liveness of a lone
 	// election, which is checked at every event, a group does not use.)
 	touched bool
+	// suffixText is suffix, once made.
+	suffixText string
 }
 
 // suffix names the contest's shard in the trace; "" for a lone election.
 func (el *contest) suffix() string {
-	if el.shard < 0 {
-		return ""
+	if el.shard >= 0 && el.suffixText == "" {
+		el.suffixText = fmt.Sprintf(" [shard %d]", el.shard)
 	}
-	return fmt.Sprintf(" [shard %d]", el.shard)
+	return el.suffixText
 }
 
 // checkTokenStep checks a candidate's write of rec over prev (present or
