@@ -254,7 +254,8 @@ func (r *replica) live(s seenMember, now time.Time) bool {
 // view is what the replica sees now, as shard.Decide takes it.
 func (r *replica) view() shard.View {
 	now := r.clock.Now()
-	v := shard.View{Self: r.id, Leaving: r.leaving, Now: now}
+	v := shard.View{Self: r.id, Leaving: r.leaving, Now: now,
+		Members: make([]shard.Member, 0, len(r.seen)), Shards: make([]shard.ShardView, 0, len(r.cands))}
 	for id, s := range r.seen {
 		if r.live(s, now) {
 			v.Members = append(v.Members, shard.Member{Identity: id, LiveSince: s.liveSince})
