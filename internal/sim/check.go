@@ -37,8 +37,11 @@ type checker struct {
 	// at every event.
 	leaders []leaderStatus
 	// leader is the one live candidate that claimed when it last looked,
-	// or nil: until the record is touched again, no other can claim.
-	leader *candidate
+	// or nil: until the record is touched again, no other can claim, and
+	// it claims until leaderUntil on its clock (its Status's ValidUntil:
+	// it renews only when touched).
+	leader      *candidate
+	leaderUntil time.Time
 }
 
 // Violation is a broken invariant, at a true time.
@@ -77,7 +80,7 @@ func (c *checker) afterEvent(w *world, el *contest) {
 	}
 	c.leaders, c.leader = leaders, nil
 	if len(leaders) == 1 {
-		c.leader = leaders[0].cand
+		c.leader, c.leaderUntil = leaders[0].cand, leaders[0].s.ValidUntil
 	}
 	if len(leaders) > 1 {
 		names := make([]string, len(leaders))

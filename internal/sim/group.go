@@ -470,7 +470,8 @@ func (g *group) afterEvent(w *world) {
 
 // heldAsAssigned is settled without the reason why not. It runs after
 // the checker has looked at every touched shard at this event, so each
-// shard's one possible leader is the one its checker saw last
+// shard's one possible leader is the one its checker saw last, and it
+// still claims while its clock is before the ValidUntil its checker saw
 // (contest.touched).
 func (g *group) heldAsAssigned(w *world) bool {
 	table, err := g.table()
@@ -479,7 +480,7 @@ func (g *group) heldAsAssigned(w *world) bool {
 	}
 	for i, el := range w.elections {
 		l := el.check.leader
-		if l == nil || l.crashed || l.identity != table[i] || !l.e.Status().Leader {
+		if l == nil || l.crashed || l.identity != table[i] || !l.clock.Now().Before(el.check.leaderUntil) {
 			return false
 		}
 	}
