@@ -28,9 +28,11 @@ type candidate struct {
 	// on calls and waits for the answer; finished says it returned.
 	calls    chan *call
 	finished chan struct{}
-	busy     bool
-	pending  *call
-	then     func() // what to do when the activity finishes
+	// activities hands each activity to the goroutine that runs them.
+	activities chan func()
+	busy       bool
+	pending    *call
+	then       func() // what to do when the activity finishes
 	// sleeps receives the activity's waits on its clock (Clock.After);
 	// sleeping is the channel of the wait in progress, if any.
 	sleeps   chan sleep
@@ -99,15 +101,36 @@ func (c *candidate) pause(d time.Duration) {
 // start runs fn as the candidate's activity; then runs when it returns.
 func (c *candidate) start(fn func(), then func()) {
 	c.busy, c.then = true, then
-	go func() {
+	if c.activities == nil {
+		c.activities = make(chan func())
+		go c.work()
+	}
+	c.activities <- fn
+	c.park()
+}
+
+// work runs the candidate's activities, one at a time, on one goroutine
+// for the whole schedule (its stack, once grown, serves them all), until
+// the world retires it.
+func (c *candidate) work() {
+	for fn := range c.activities {
 		fn()
 		c.finished <- struct{}{}
-	}()
-	c.park()
+	}
+}
+
+// retire ends the goroutine that runs the activities, once the schedule
+// is over and none is running.
+func (c *candidate) retire() {
+	if c.activities != nil {
+		close(c.activities)
+		c.activities = nil
+	}
 }
 
 // park waits until the activity sends a store request or returns.
 func (c *candidate) park() {
+	c.el.touched = true // the activity runs meanwhile
 	select {
 	case req := <-c.calls:
 		c.pending = req
@@ -194,6 +217,7 @@ func (c *candidate) signal() {
 			c.signalled = true
 			return
 		}
+		c.el.touched = true
 		switch attemptNow, wait, reschedule := c.d.Signal(); {
 		case attemptNow:
 			c.wakeGen++

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
@@ -32,6 +33,15 @@ type checker struct {
 	lastToken    map[string]int64 // candidate -> its latest term's token
 	terms        int
 	lastLeader   time.Duration
+	// leaders is afterEvent's scratch space, kept to spare an allocation
+	// at every event.
+	leaders []leaderStatus
+	// leader is the one live candidate that claimed when it last looked,
+	// or nil: until the record is touched again, no other can claim, and
+	// it claims until leaderUntil on its clock (its Status's ValidUntil:
+	// it renews only when touched).
+	leader      *candidate
+	leaderUntil time.Time
 }
 
 // Violation is a broken invariant, at a true time.
@@ -58,27 +68,41 @@ func (c *checker) afterEvent(w *world, el *contest) {
 		c.newEpoch()
 		c.order, c.lastToken, c.guard = map[fence.TermID]int{}, map[string]int64{}, fence.NewMemoryGuard()
 	}
-	var leaders []string
-	for _, cand := range w.liveOf(el) {
-		s := cand.e.Status()
-		if !s.Leader {
+	// Status is a read at this instant, so one per live candidate does.
+	leaders := c.leaders[:0]
+	for _, cand := range el.cands {
+		if cand.crashed {
 			continue
 		}
-		leaders = append(leaders, fmt.Sprintf("%s (token %d, until %v)", cand.id, s.Token, s.ValidUntil.Sub(epoch)))
+		if s := cand.e.Status(); s.Leader {
+			leaders = append(leaders, leaderStatus{cand, s})
+		}
+	}
+	c.leaders, c.leader = leaders, nil
+	if len(leaders) == 1 {
+		c.leader, c.leaderUntil = leaders[0].cand, leaders[0].s.ValidUntil
 	}
 	if len(leaders) > 1 {
-		c.violate(w, el, "two leaders at once: "+strings.Join(leaders, ", "))
+		names := make([]string, len(leaders))
+		for i, l := range leaders {
+			names[i] = fmt.Sprintf("%s (token %d, until %v)", l.cand.id, l.s.Token, l.s.ValidUntil.Sub(epoch))
+		}
+		c.violate(w, el, "two leaders at once: "+strings.Join(names, ", "))
 		return
 	}
-	for _, cand := range w.liveOf(el) {
-		if s := cand.e.Status(); s.Leader {
-			c.claimed(w, el, cand, fence.TermID{Token: s.Token, Holder: cand.id})
-		}
+	for _, l := range leaders {
+		c.claimed(w, el, l.cand, fence.TermID{Token: l.s.Token, Holder: l.cand.id})
 	}
 	if len(leaders) > 0 {
 		c.lastLeader = w.now
 	}
 	c.checkLiveness(w, el)
+}
+
+// leaderStatus is a live candidate that claims, as afterEvent found it.
+type leaderStatus struct {
+	cand *candidate
+	s    election.Status
 }
 
 // claimed checks one leader's term and writes through the guard.
@@ -104,7 +128,10 @@ func (c *checker) claimed(w *world, el *contest, cand *candidate, term fence.Ter
 		c.owner[term.Token], c.highest, c.lastToken[cand.id] = term.Holder, term.Token, term.Token
 		c.order[term] = len(c.order) + 1
 		// The application checked /leader now and writes later.
-		w.after(w.between(0, 2*w.opts.RenewDeadline), func() { c.write(w, el, term, "a late write") })
+		w.after(w.between(0, 2*w.opts.RenewDeadline), func() {
+			el.touched = true
+			c.write(w, el, term, "a late write")
+		})
 	}
 	c.write(w, el, term, "the leader's write")
 }

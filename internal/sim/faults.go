@@ -77,7 +77,7 @@ func deleteRecord(w *world, el *contest) string {
 	}
 	el.store.present = false
 	el.store.version++
-	el.edited = true
+	el.edited, el.touched = true, true
 	el.check.newEpoch()
 	w.changed(el)
 	return "delete the record" + el.suffix()
@@ -109,7 +109,7 @@ func editRecord(w *world, el *contest) string {
 	}
 	rec.Transitions = min(rec.Transitions, backend.MaxTransitions)
 	el.store.write(rec)
-	el.edited = true
+	el.edited, el.touched = true, true
 	w.changed(el)
 	return what + el.suffix() + fmt.Sprintf(" (%s)", describe(rec, true))
 }

@@ -64,6 +64,11 @@ type group struct {
 	// instant the table was not held as assigned (see settled).
 	moves         int
 	lastUnsettled time.Duration
+	// The table over the running replicas as last computed (see table),
+	// and scratch space for their identities.
+	assigned               shard.Table
+	assignErr              error
+	assignedTo, runningIDs []string
 }
 
 type replica struct {
@@ -105,7 +110,7 @@ func runGroup(w *world) (Result, error) {
 	}
 	w.group = g
 	for i := range g.n {
-		el := &contest{shard: i}
+		el := &contest{shard: i, touched: true}
 		el.store.provesNeverCreated = w.opts.Seed%2 != 0
 		w.elections = append(w.elections, el)
 	}
@@ -249,7 +254,8 @@ func (r *replica) live(s seenMember, now time.Time) bool {
 // view is what the replica sees now, as shard.Decide takes it.
 func (r *replica) view() shard.View {
 	now := r.clock.Now()
-	v := shard.View{Self: r.id, Leaving: r.leaving, Now: now}
+	v := shard.View{Self: r.id, Leaving: r.leaving, Now: now,
+		Members: make([]shard.Member, 0, len(r.seen)), Shards: make([]shard.ShardView, 0, len(r.cands))}
 	for id, s := range r.seen {
 		if r.live(s, now) {
 			v.Members = append(v.Members, shard.Member{Identity: id, LiveSince: s.liveSince})
@@ -293,6 +299,7 @@ func (r *replica) act(w *world) {
 		switch a.Kind {
 		case shard.Acquire:
 			if c.e.SittingOut() {
+				c.el.touched = true
 				c.e.Rejoin()
 				w.logf("%s contends", c.id)
 				if !c.busy && !c.paused() {
@@ -401,29 +408,53 @@ func (g *group) running() []*replica {
 }
 
 // settled reports whether every shard is held, by a claim, by the member
-// the table over the running replicas gives it.
+// the table over the running replicas gives it; if not, why.
 func (g *group) settled(w *world) (bool, string) {
-	running := g.running()
-	ids := make([]string, len(running))
-	for i, r := range running {
-		ids[i] = r.id
-	}
-	table, err := shard.Assign(g.n, ids)
+	table, err := g.table()
 	if err != nil {
 		return false, err.Error()
 	}
 	for i, el := range w.elections {
-		var leaders []string
-		for _, c := range w.liveOf(el) {
-			if c.e.Status().Leader {
-				leaders = append(leaders, c.identity)
+		if leader, n := leaderOf(el); n != 1 || leader.identity != table[i] {
+			var leaders []string
+			for _, c := range w.liveOf(el) {
+				if c.e.Status().Leader {
+					leaders = append(leaders, c.identity)
+				}
 			}
-		}
-		if len(leaders) != 1 || leaders[0] != table[i] {
 			return false, fmt.Sprintf("shard %d is led by %v, its target is %s", i, leaders, table[i])
 		}
 	}
 	return true, ""
+}
+
+// table is shard.Assign over the running replicas. It depends on their
+// set alone, which changes only when a replica starts, crashes or leaves,
+// so it is computed again only then.
+func (g *group) table() (shard.Table, error) {
+	ids := g.runningIDs[:0]
+	for _, r := range g.replicas {
+		if !r.crashed && !r.leaving && !r.gone {
+			ids = append(ids, r.id)
+		}
+	}
+	g.runningIDs = ids
+	if g.assigned == nil || !slices.Equal(ids, g.assignedTo) {
+		g.assigned, g.assignErr = shard.Assign(g.n, ids)
+		g.assignedTo = append(g.assignedTo[:0], ids...)
+	}
+	return g.assigned, g.assignErr
+}
+
+// leaderOf returns a live candidate of el's record that claims it, and
+// how many do.
+func leaderOf(el *contest) (leader *candidate, n int) {
+	for _, c := range el.cands {
+		if !c.crashed && c.e.Status().Leader {
+			leader, n = c, n+1
+		}
+	}
+	return leader, n
 }
 
 // afterEvent keeps lastUnsettled; before faults stop it need not look.
@@ -432,9 +463,28 @@ func (g *group) afterEvent(w *world) {
 		g.lastUnsettled = w.now
 		return
 	}
-	if ok, _ := g.settled(w); !ok {
+	if !g.heldAsAssigned(w) {
 		g.lastUnsettled = w.now
 	}
+}
+
+// heldAsAssigned is settled without the reason why not. It runs after
+// the checker has looked at every touched shard at this event, so each
+// shard's one possible leader is the one its checker saw last, and it
+// still claims while its clock is before the ValidUntil its checker saw
+// (contest.touched).
+func (g *group) heldAsAssigned(w *world) bool {
+	table, err := g.table()
+	if err != nil {
+		return false
+	}
+	for i, el := range w.elections {
+		l := el.check.leader
+		if l == nil || l.crashed || l.identity != table[i] || !l.clock.Now().Before(el.check.leaderUntil) {
+			return false
+		}
+	}
+	return true
 }
 
 // settleBound is how long after faults stop the table must be held as

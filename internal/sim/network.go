@@ -62,7 +62,7 @@ func (w *world) send(c *candidate, req *call) {
 		})
 	}
 	fail := func(err error) func() result { return func() result { return result{err: err} } }
-	w.logf("%s -> %s%s", c.id, req.op, describeRequest(req))
+	w.logf("%s -> %s%s", c.id, req.op, requestText{req})
 	switch {
 	case w.now < p.outageUntil || w.chance(p.failChance):
 		if w.chance(0.5) {
@@ -95,7 +95,7 @@ func (w *world) apply(c *candidate, req *call) result {
 	if r.err == nil && req.op != opGet {
 		el.checkTokenStep(w, c, prev, present, req.rec)
 	}
-	w.logf("store%s: %s %s by %s: %v", el.suffix(), req.op, describeRequest(req), c.id, r)
+	w.logf("store%s: %s %s by %s: %v", el.suffix(), req.op, requestText{req}, c.id, r)
 	if el.store.version != before {
 		w.changed(el)
 	}
@@ -123,6 +123,12 @@ func (w *world) changed(el *contest) {
 		})
 	}
 }
+
+// requestText describes a request in the trace when the trace is read: a
+// request is not changed once sent.
+type requestText struct{ req *call }
+
+func (t requestText) String() string { return describeRequest(t.req) }
 
 func describeRequest(req *call) string {
 	switch req.op {

@@ -25,6 +25,9 @@
 // shards, each shard an election of its own run by the same code, which
 // elections a replica takes part in decided by package shard from the
 // replica's own view of the members (group.go says what is checked).
+// After an event the checker looks again only at the shards the event
+// touched, which gives the verdicts of looking at every shard
+// (contest.touched says why).
 //
 // A seed replays exactly: one goroutine runs at a time, and every random
 // choice, the elector's jitter included, comes from the seed.

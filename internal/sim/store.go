@@ -190,14 +190,30 @@ type contest struct {
 	// edited is set once the record was deleted or edited by hand; until
 	// then every new holder's token is exactly one above the last.
 	edited bool
+	// touched is set whenever something may change what its checker
+	// reads or keeps: a candidate's elector runs (an activity, a change
+	// signal, a rejoin), a candidate starts, a late write arrives, the
+	// record is deleted or edited by hand. In a shard group the checker
+	// looks only at the shards touched since it last looked, which gives
+	// the verdicts of looking at every shard after every event: untouched,
+	// a shard's claims can only lapse (no elector code ran, and a claim
+	// lapses with time alone), so its leader is still the one the checker
+	// saw last or none; its term is known, so no check of a new term
+	// applies; and its guard has seen nothing since that leader's last
+	// write, so writing again is accepted or refused as it was, changing
+	// nothing. (What the checker keeps for the liveness of a lone
+	// election, which is checked at every event, a group does not use.)
+	touched bool
+	// suffixText is suffix, once made.
+	suffixText string
 }
 
 // suffix names the contest's shard in the trace; "" for a lone election.
 func (el *contest) suffix() string {
-	if el.shard < 0 {
-		return ""
+	if el.shard >= 0 && el.suffixText == "" {
+		el.suffixText = fmt.Sprintf(" [shard %d]", el.shard)
 	}
-	return fmt.Sprintf(" [shard %d]", el.shard)
+	return el.suffixText
 }
 
 // checkTokenStep checks a candidate's write of rec over prev (present or

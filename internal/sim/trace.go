@@ -6,15 +6,25 @@ import (
 )
 
 // trace keeps the last lines of a schedule: who believed what, when, and
-// which store operations led there.
+// which store operations led there. A line is formatted only when the
+// trace is read: most are overwritten unread.
 type trace struct {
 	limit int
-	ring  []string
+	ring  []traceLine
 	next  int
 }
 
-func (t *trace) add(at time.Duration, line string) {
-	line = fmt.Sprintf("%10.3fs  %s", at.Seconds(), line)
+// traceLine is a line not yet formatted. Its arguments are values (or
+// hold no state that changes later), so formatting it later prints what
+// formatting it at once would have.
+type traceLine struct {
+	at     time.Duration
+	format string
+	args   []any
+}
+
+func (t *trace) add(at time.Duration, format string, args []any) {
+	line := traceLine{at, format, args}
 	if len(t.ring) < t.limit {
 		t.ring = append(t.ring, line)
 		return
@@ -24,5 +34,9 @@ func (t *trace) add(at time.Duration, line string) {
 }
 
 func (t *trace) lines() []string {
-	return append(append([]string(nil), t.ring[t.next:]...), t.ring[:t.next]...)
+	out := make([]string, 0, len(t.ring))
+	for _, l := range append(t.ring[t.next:len(t.ring):len(t.ring)], t.ring[:t.next]...) {
+		out = append(out, fmt.Sprintf("%10.3fs  %s", l.at.Seconds(), fmt.Sprintf(l.format, l.args...)))
+	}
+	return out
 }

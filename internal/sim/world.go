@@ -1,10 +1,8 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -51,30 +49,62 @@ type event struct {
 	fn  func()
 }
 
+// events is the queue, a binary heap ordered by (at, seq): a total order,
+// so the events come out in one order however the heap is laid out. It
+// is container/heap's algorithm on events themselves, which spares
+// boxing each one in an interface.
 type events []event
 
-func (q events) Len() int { return len(q) }
-func (q events) Less(i, j int) bool {
+func (q events) less(i, j int) bool {
 	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
 }
-func (q events) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *events) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *events) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
+
+func (q *events) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	for j := len(h) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (q *events) pop() event {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	e := h[n]
+	h[n] = event{} // let its closure go
+	*q = h[:n]
 	return e
 }
 
 func (w *world) at(t time.Duration, fn func()) {
 	w.seq++
-	heap.Push(&w.queue, event{at: max(t, w.now), seq: w.seq, fn: fn})
+	w.queue.push(event{at: max(t, w.now), seq: w.seq, fn: fn})
 }
 
 func (w *world) after(d time.Duration, fn func()) { w.at(w.now+d, fn) }
 
 func (w *world) logf(format string, args ...any) {
-	w.trace.add(w.now, fmt.Sprintf(format, args...))
+	w.trace.add(w.now, format, args)
 }
 
 // between returns a duration uniformly in [lo, hi].
@@ -89,8 +119,8 @@ func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
 
 // run plays the schedule to its end.
 func (w *world) run() {
-	for w.queue.Len() > 0 && !w.stopped() {
-		e := heap.Pop(&w.queue).(event)
+	for len(w.queue) > 0 && !w.stopped() {
+		e := w.queue.pop()
 		if e.at > w.opts.Duration {
 			break
 		}
@@ -98,7 +128,12 @@ func (w *world) run() {
 		e.fn()
 		w.eventCount++
 		for _, el := range w.elections {
-			el.check.afterEvent(w, el)
+			// In a group, a shard nothing touched at this event is left
+			// as it was (see contest.touched).
+			if el.touched || w.group == nil {
+				el.touched = false
+				el.check.afterEvent(w, el)
+			}
 		}
 		if w.group != nil && !w.stopped() {
 			w.group.afterEvent(w)
@@ -112,7 +147,8 @@ func (w *world) run() {
 		w.group.atEnd(w)
 	}
 	for _, c := range w.candidates {
-		c.crash() // ends every parked goroutine
+		c.crash() // ends every parked activity
+		c.retire()
 	}
 }
 
@@ -162,7 +198,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		RenewInterval:   w.renewInterval,
 		ReleaseOnCancel: true,
 		Clock:           c.clock,
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:          discard,
 		Observer:        traceObserver{c},
 		Jitter:          w.rng.Float64,
 	})
@@ -173,6 +209,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 	c.e, c.d = e, e.Driver()
 	w.candidates = append(w.candidates, c)
 	el.cands = append(el.cands, c)
+	el.touched = true
 	w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
 	if w.group == nil {
 		c.wake()
@@ -220,3 +257,7 @@ func (o traceObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64
 }
 
 var background = context.Background()
+
+// discard is every elector's logger: the trace says what happened, and a
+// handler that is never enabled spares formatting lines nobody reads.
+var discard = slog.New(slog.DiscardHandler)

@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+)
+
+// Summary is one line that says everything a schedule found: its seed,
+// renew interval, virtual time, events, terms, hand-offs, moves, how long
+// the table took to be held as assigned, every violation, and a hash of
+// its trace. Two runs of a seed agree on it exactly when they played the
+// same schedule the same way.
+func (r Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: renew %v, virtual %v, %d events, %d terms, hand-offs %d/%d/%d, %d moves, settled after %v",
+		r.Seed, r.RenewInterval, r.Virtual, r.Events, r.Terms, r.Handoffs, r.HandedOff, r.StoppedTargets, r.Moves, r.SettledAfter)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, ", violation at %v: %q", v.At, v.What)
+	}
+	h := sha256.New()
+	for _, line := range r.Trace {
+		io.WriteString(h, line)
+		io.WriteString(h, "\n")
+	}
+	fmt.Fprintf(&b, ", trace %x", h.Sum(nil)[:8])
+	return b.String()
+}
+
+// Digest hashes schedules' summaries, added in the order of their seeds:
+// one figure that two builds of the simulator must agree on over a range
+// of seeds (hack/sim -digest).
+type Digest struct{ h hash.Hash }
+
+// NewDigest returns an empty digest.
+func NewDigest() *Digest { return &Digest{h: sha256.New()} }
+
+// Add takes in the next schedule's result.
+func (d *Digest) Add(r Result) {
+	io.WriteString(d.h, r.Summary())
+	io.WriteString(d.h, "\n")
+}
+
+// String is the digest so far, in hexadecimal.
+func (d *Digest) String() string { return fmt.Sprintf("%x", d.h.Sum(nil)) }
