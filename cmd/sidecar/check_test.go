@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,9 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 		{[]string{"--shard-group=Bad_Name"}, nil, `--shard-group: "Bad_Name" is not a valid name`},
 		{[]string{"--shard-rebalance-delay=-1s"}, nil, "--shard-rebalance-delay: must not be negative, got -1s"},
 		{[]string{"--shard-drain-timeout=-1s"}, nil, "--shard-drain-timeout: must not be negative, got -1s"},
+		{[]string{"--shard-stop-drain-timeout=-1s"}, nil, "--shard-stop-drain-timeout: must not be negative, got -1s"},
+		{nil, []string{"LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT=-3s"}, "--shard-stop-drain-timeout: must not be negative, got -3s"},
+		{nil, []string{"LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT=soon"}, `LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT="soon" (--shard-stop-drain-timeout)`},
 		{[]string{"--shard-max-per-member=-2"}, nil, "--shard-max-per-member: must not be negative, got -2"},
 		{[]string{"--shard-member-owner=node"}, nil, `--shard-member-owner: must be pod or none, got "node"`},
 	} {
@@ -188,17 +192,41 @@ func TestCheckHelp(t *testing.T) {
 }
 
 // sidecar check resolves shard mode's settings: the group defaults to the
-// lease name.
+// lease name, the stop drain timeout to the drain timeout.
 func TestCheckResolvesShardMode(t *testing.T) {
 	code, stdout, stderr := runArgs(t, []string{"check", "--backend=sqlite", "--lease-name=billing", "--shards=8", "--shard-drain-timeout=5s"})
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
 	}
 	for _, want := range []string{"\nshards: 8\n", "\nshard-group: billing\n", "\nshard-rebalance-delay: 30s\n",
-		"\nshard-drain-timeout: 5s\n", "\nshard-max-per-member: 0 (the fair share)\n",
+		"\nshard-drain-timeout: 5s\n", "\nshard-stop-drain-timeout: 5s\n", "\nshard-max-per-member: 0 (the fair share)\n",
 		"\nshard-member-owner: pod (no owner on the sqlite backend)\n"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check printed no %q:\n%s", strings.TrimSpace(want), stdout)
+		}
+	}
+}
+
+// --shard-stop-drain-timeout, given by flag or variable, is its own
+// value, 0 too, whatever --shard-drain-timeout says; not given, it is
+// --shard-drain-timeout's, from its variable too.
+func TestCheckResolvesTheStopDrainTimeout(t *testing.T) {
+	shardMode := []string{"check", "--backend=sqlite", "--shards=8"}
+	for _, c := range []struct {
+		args    []string
+		environ []string
+		want    string
+	}{
+		{[]string{"--shard-drain-timeout=5s", "--shard-stop-drain-timeout=0s"}, nil, "0s"},
+		{[]string{"--shard-drain-timeout=5s"}, []string{"LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT=0s"}, "0s"},
+		{[]string{"--shard-drain-timeout=5s", "--shard-stop-drain-timeout=2s"}, nil, "2s"},
+		{nil, []string{"LEADER_SIDECAR_SHARD_DRAIN_TIMEOUT=7s"}, "7s"},
+		{nil, nil, "30s"},
+	} {
+		args := append(slices.Clone(shardMode), c.args...)
+		code, stdout, stderr := runArgs(t, args, c.environ...)
+		if code != 0 || !strings.Contains(stdout, "\nshard-stop-drain-timeout: "+c.want+"\n") {
+			t.Errorf("%v %v: exit %d, stderr %q; want 0 and shard-stop-drain-timeout: %s in:\n%s", args, c.environ, code, stderr, c.want, stdout)
 		}
 	}
 }

@@ -24,9 +24,15 @@ type shardsConfig struct {
 	group          string
 	rebalanceDelay time.Duration
 	drainTimeout   time.Duration
-	maxPerMember   int
+	// stopDrainTimeout is --shard-stop-drain-timeout; check makes it
+	// --shard-drain-timeout when neither the flag nor its variable is
+	// given.
+	stopDrainTimeout time.Duration
+	maxPerMember     int
 	// memberOwner is --shard-member-owner: pod or none.
 	memberOwner string
+	// set tells --shard-stop-drain-timeout given from its default.
+	set *pflag.FlagSet
 }
 
 // The values of --shard-member-owner.
@@ -36,6 +42,7 @@ const (
 )
 
 func (c *shardsConfig) add(fs *pflag.FlagSet) {
+	c.set = fs
 	fs.IntVar(&c.count, "shards", 0, "run a shard group of this many shards (1 to 256), each an election of its own, spread over the replicas; 0: one leader")
 	docMeaning(fs, "shards", "shard mode: this many shards (1 to 256), each an election of its own with its own token, spread over the replicas; `0` is one leader (see [Shards](shards.md))")
 	fs.StringVar(&c.group, "shard-group", "", "name of the shard group, which names its records (default: --lease-name)")
@@ -45,6 +52,9 @@ func (c *shardsConfig) add(fs *pflag.FlagSet) {
 	docMeaning(fs, "shard-rebalance-delay", "how long a new member must have been live before shards held by others are drained towards it")
 	fs.DurationVar(&c.drainTimeout, "shard-drain-timeout", shardgroup.DefaultDrainTimeout, "how long a draining shard waits for the app's POST /shards/{i}/drained before it is released anyway")
 	docMeaning(fs, "shard-drain-timeout", "how long a draining shard waits for the app's `POST /shards/{i}/drained` before it is released anyway")
+	fs.DurationVar(&c.stopDrainTimeout, "shard-stop-drain-timeout", 0, "how long a stopping replica waits for the app to acknowledge each draining shard before it releases it; 0: it releases every shard at once after leaving the membership, for an app that has stopped first (a native sidecar) (default: --shard-drain-timeout)")
+	docDefault(fs, "shard-stop-drain-timeout", "`--shard-drain-timeout`")
+	docMeaning(fs, "shard-stop-drain-timeout", "how long a stopping replica waits for the app to acknowledge each draining shard before it releases it; `0`: it releases every shard at once after leaving the membership, for an app that has stopped before the sidecar (a native sidecar is stopped after its Pod's app containers, so nothing acknowledges; the charts set `0`)")
 	fs.IntVar(&c.maxPerMember, "shard-max-per-member", 0, "most shards this replica contends for or holds; 0: its fair share, ceil(shards/members)")
 	docDefault(fs, "shard-max-per-member", "`0` (the fair share)")
 	docMeaning(fs, "shard-max-per-member", "most shards this replica contends for or holds; `0`: the fair share, ceil(shards / members), which a replica may exceed while others join")
@@ -68,6 +78,11 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 	}
 	if c.drainTimeout < 0 {
 		return fmt.Errorf("--shard-drain-timeout: must not be negative, got %v", c.drainTimeout)
+	}
+	if c.set == nil || !c.set.Changed("shard-stop-drain-timeout") {
+		c.stopDrainTimeout = c.drainTimeout
+	} else if c.stopDrainTimeout < 0 {
+		return fmt.Errorf("--shard-stop-drain-timeout: must not be negative, got %v", c.stopDrainTimeout)
 	}
 	if c.maxPerMember < 0 {
 		return fmt.Errorf("--shard-max-per-member: must not be negative, got %d", c.maxPerMember)
@@ -120,6 +135,7 @@ func (c *shardsConfig) settings(el *electionConfig) []setting {
 		{"shard-group", c.group},
 		{"shard-rebalance-delay", c.rebalanceDelay.String()},
 		{"shard-drain-timeout", c.drainTimeout.String()},
+		{"shard-stop-drain-timeout", c.stopDrainTimeout.String()},
 		{"shard-max-per-member", maxPer},
 		{"shard-member-owner", c.memberOwnerSetting(el)},
 	}

@@ -61,15 +61,16 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	ec := el.electorConfig(nil, log)
 	ec.Observer = m
 	g, err := shardgroup.New(shardgroup.Config{
-		Group:          sc.group,
-		Identity:       el.identity,
-		Shards:         shards,
-		Member:         member,
-		Members:        members,
-		Election:       ec,
-		RebalanceDelay: sc.rebalanceDelay,
-		DrainTimeout:   sc.drainTimeout,
-		MaxPerMember:   sc.maxPerMember,
+		Group:            sc.group,
+		Identity:         el.identity,
+		Shards:           shards,
+		Member:           member,
+		Members:          members,
+		Election:         ec,
+		RebalanceDelay:   sc.rebalanceDelay,
+		DrainTimeout:     sc.drainTimeout,
+		StopDrainTimeout: sc.stopDrainTimeout,
+		MaxPerMember:     sc.maxPerMember,
 	})
 	if err != nil {
 		return err

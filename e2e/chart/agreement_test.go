@@ -88,7 +88,8 @@ var agreementCases = []agreementCase{
 	{name: "app health; all settings", values: "appHealth: {url: http://127.0.0.1:8080/healthz, period: 5s, failures: 2, timeout: 500ms}"},
 
 	{name: "sharding", values: "sharding: {enabled: true}"},
-	{name: "sharding; all settings", values: "sharding: {enabled: true, shards: 256, group: billing.jobs, rebalanceDelay: 0s, drainTimeout: 1m, maxPerMember: 3}"},
+	{name: "sharding; all settings", values: "sharding: {enabled: true, shards: 256, group: billing.jobs, rebalanceDelay: 0s, drainTimeout: 1m, stopDrainTimeout: 20s, maxPerMember: 3}"},
+	{name: "sharding; a stop that waits for the app", values: "sharding: {enabled: true, drainTimeout: 1m, stopDrainTimeout: 1m}"},
 	{name: "sharding of one shard on sqlite", values: "backend: sqlite, sharding: {enabled: true, shards: 1}"},
 	{name: "sharding in a plain container", values: "native: false, sharding: {enabled: true}"},
 	{name: "sharding; release on shutdown", values: "releaseOnShutdown: true, sharding: {enabled: true}"},
@@ -210,6 +211,10 @@ var agreementCases = []agreementCase{
 		schema: "at '/sidecar/sharding/rebalanceDelay'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_REBALANCE_DELAY=-1s"}, says: "--shard-rebalance-delay: must not be negative"},
 	{name: "sharding; drain timeout not a duration", values: "sharding: {enabled: true, drainTimeout: ten}", refuse: "sidecar.sharding.drainTimeout must be a duration such as 15s",
 		schema: "at '/sidecar/sharding/drainTimeout'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_DRAIN_TIMEOUT=ten"}, says: `invalid duration "ten"`},
+	{name: "sharding; stop drain timeout negative", values: "sharding: {enabled: true, stopDrainTimeout: -1s}", refuse: "sidecar.sharding.stopDrainTimeout must be a duration such as 15s",
+		schema: "at '/sidecar/sharding/stopDrainTimeout'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT=-1s"}, says: "--shard-stop-drain-timeout: must not be negative"},
+	{name: "sharding; stop drain timeout not a duration", values: "sharding: {enabled: true, stopDrainTimeout: soon}", refuse: "sidecar.sharding.stopDrainTimeout must be a duration such as 15s",
+		schema: "at '/sidecar/sharding/stopDrainTimeout'", sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT=soon"}, says: `invalid duration "soon"`},
 	{name: "sharding; readiness probe", values: "readiness: {mode: probe}, sharding: {enabled: true}", refuse: "sidecar.readiness.mode probe publishes one leader; sidecar.sharding takes none",
 		sidecar: []string{"LEADER_SIDECAR_SHARDS=8", "LEADER_SIDECAR_READINESS_MODE=probe"}, says: "--shards: --readiness-mode probe publishes one leader"},
 	{name: "sharding; readiness label", values: "readiness: {mode: label}, sharding: {enabled: true}", refuse: "sidecar.readiness.mode label publishes one leader",
@@ -418,4 +423,38 @@ func sidecarCheck(t *testing.T, bin string, args, env []string) (int, string) {
 	}
 	t.Fatalf("sidecar check: %v", err)
 	return 0, ""
+}
+
+// sidecar.sharding.stopDrainTimeout null is 0s for a native sidecar,
+// which the kubelet stops after the app (nothing is left to acknowledge a
+// drain), and drainTimeout for a plain container, beside an app that may
+// still run; a value given is rendered as it is.
+func TestChartStopDrainTimeoutFollowsTheSidecarKind(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	for _, c := range []struct{ values, want string }{
+		{"sharding: {enabled: true, drainTimeout: 45s}", "0s"},
+		{"native: false, sharding: {enabled: true, drainTimeout: 45s}", "45s"},
+		{"sharding: {enabled: true, stopDrainTimeout: 10s}", "10s"},
+		{"native: false, sharding: {enabled: true, stopDrainTimeout: 0s}", "0s"},
+	} {
+		out, err := sidecartest.TemplateChart(t, dir, "apps", "sidecar: {"+c.values+"}\n")
+		if err != nil {
+			t.Fatalf("%s: %v", c.values, err)
+		}
+		containers := sidecarContainers(t, sidecartest.DecodeManifests(t, out))
+		for _, sc := range containers {
+			got, found := "", false
+			for _, e := range sc.Env {
+				if e.Name == "LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT" {
+					got, found = e.Value, true
+				}
+			}
+			if !found || got != c.want {
+				t.Errorf("%s: the sidecar %s has LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT %q (set: %v), want %q", c.values, sc.Name, got, found, c.want)
+			}
+		}
+		if len(containers) == 0 {
+			t.Errorf("%s: no sidecar rendered", c.values)
+		}
+	}
 }

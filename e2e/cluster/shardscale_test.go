@@ -44,9 +44,9 @@ import (
 //
 // Then one Pod is deleted with its grace period, as a rollout or a
 // drain of its node would: its sidecar leaves the group and releases its
-// shards (the worker, stopped first, acknowledges no drain, so each is
-// released at the drain timeout), and each is taken by another Pod with
-// the next token. The shard Leases' history, watched from before the
+// shards at once (the worker is stopped first and can acknowledge no
+// drain, so the chart's sidecar.sharding.stopDrainTimeout is 0s), and
+// each is taken by another Pod with the next token. The shard Leases' history, watched from before the
 // delete, shows it for every shard of the Pod: its holder, then a
 // released record (no holder), then the new holder; no expiry in
 // between.

@@ -48,6 +48,15 @@ type Config struct {
 	// DrainTimeout is how long a draining shard waits for the
 	// application's acknowledgement (Drained) before it is released.
 	DrainTimeout time.Duration
+	// StopDrainTimeout takes DrainTimeout's place once the replica is
+	// leaving (Run's context ended): how long each shard it drains on its
+	// way out, or was draining already, waits for the acknowledgement
+	// before it is released. 0 releases every shard at once after the
+	// member record, for an application that has stopped before its
+	// replica (a native sidecar is stopped after its Pod's app
+	// containers) and so can acknowledge nothing. Set it to DrainTimeout
+	// for an application that still runs while its replica stops.
+	StopDrainTimeout time.Duration
 	// MaxPerMember, when above 0, caps the shards this replica contends
 	// for or holds: it acquires none beyond it. 0: only the fair share
 	// of its view (shard.Assign), which a replica may exceed while others
@@ -91,6 +100,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("shard group: the rebalance delay must not be negative, got %v", c.RebalanceDelay)
 	case c.DrainTimeout < 0:
 		return fmt.Errorf("shard group: the drain timeout must not be negative, got %v", c.DrainTimeout)
+	case c.StopDrainTimeout < 0:
+		return fmt.Errorf("shard group: the stop drain timeout must not be negative, got %v", c.StopDrainTimeout)
 	case c.MaxPerMember < 0:
 		return fmt.Errorf("shard group: the cap per member must not be negative, got %d", c.MaxPerMember)
 	}

@@ -31,7 +31,10 @@
 //
 // A graceful stop (Run's context ending) leaves the membership first,
 // then drains and releases every shard, and stops the electors once none
-// is held (or the drain timeout and a renew deadline have passed).
+// is held (or the stop drain timeout and a renew deadline have passed).
+// While stopping, Config.StopDrainTimeout replaces the drain timeout: 0
+// releases every shard in the pass that drains it, without waiting for
+// an acknowledgement an application that has stopped cannot give.
 //
 // The drain mark is the holder's own: it is not written in the shard's
 // record, so other replicas see a draining shard as held (which Decide

@@ -108,7 +108,7 @@ func (g *Group) Run(ctx context.Context) error {
 			renewDue = now.Add(cfg.RenewInterval)
 		}
 		g.readMembers(ctx)
-		g.act(ctx)
+		g.decide(ctx)
 		g.notify()
 		wait := min(cfg.RetryPeriod, max(0, renewDue.Sub(cfg.Clock.Now())))
 		select {
@@ -123,21 +123,24 @@ func (g *Group) Run(ctx context.Context) error {
 }
 
 // leave is the graceful stop: the member record first, then every shard
-// drained and released; it returns once none is held, or the drain
-// timeout and a renew deadline have passed (the holder has stopped
-// claiming what it could not release by then).
+// drained and released, each once acknowledged or once the stop drain
+// timeout has passed (at once when it is 0); it returns once none is
+// held, or the stop drain timeout and a renew deadline have passed (the
+// holder has stopped claiming what it could not release by then).
 func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 	cfg := g.cfg.Election
 	g.mu.Lock()
 	g.leaving = true
 	g.mu.Unlock()
 	g.notify()
-	g.log.Info("leaving the group: draining and releasing every shard")
+	// Only this goroutine reads the policy (act).
+	g.policy.DrainTimeout = g.cfg.StopDrainTimeout
+	g.log.Info("leaving the group: draining and releasing every shard", "stopDrainTimeout", g.cfg.StopDrainTimeout)
 	g.writeMember(ctx, "")
-	deadline := cfg.Clock.Now().Add(g.cfg.DrainTimeout + cfg.RenewDeadline)
+	deadline := cfg.Clock.Now().Add(g.cfg.StopDrainTimeout + cfg.RenewDeadline)
 	for {
 		g.readMembers(ctx)
-		g.act(ctx)
+		g.decide(ctx)
 		g.notify()
 		if !g.holdsAny() {
 			g.log.Info("left the group")
@@ -225,14 +228,23 @@ func (g *Group) view() shard.View {
 	return v
 }
 
-// act carries out shard.Decide's actions; an elector of a shard it
-// neither acquires nor holds sits out.
-func (g *Group) act(ctx context.Context) {
+// decide acts on shard.Decide's actions; when it began drains with a
+// drain timeout of 0 it acts again at once, so that those shards are
+// released in the same pass, not a retry period later.
+func (g *Group) decide(ctx context.Context) {
+	if g.act(ctx) && g.policy.DrainTimeout == 0 {
+		g.act(ctx)
+	}
+}
+
+// act carries out shard.Decide's actions, and reports whether it began a
+// drain; an elector of a shard it neither acquires nor holds sits out.
+func (g *Group) act(ctx context.Context) (drainsBegun bool) {
 	v := g.view()
 	actions, err := shard.Decide(v, g.policy)
 	if err != nil {
 		g.log.Error("cannot decide", "err", err)
-		return
+		return false
 	}
 	contending := 0
 	for _, e := range g.electors {
@@ -261,6 +273,7 @@ func (g *Group) act(ctx context.Context) {
 			g.draining[a.Shard], g.drained[a.Shard] = v.Now, false
 			g.mu.Unlock()
 			g.drainsStarted.Add(1)
+			drainsBegun = true
 			g.log.Info("draining a shard", "shard", a.Shard, "target", a.Target)
 		case shard.Undrain:
 			acted[a.Shard] = true
@@ -296,6 +309,7 @@ func (g *Group) act(ctx context.Context) {
 		}
 		g.sitOut(ctx, e, "not its shard")
 	}
+	return drainsBegun
 }
 
 // sitOut takes e out of its election, releasing the record if it holds

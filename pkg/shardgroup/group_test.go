@@ -31,14 +31,21 @@ type replica struct {
 	done   chan error
 }
 
-// startReplica starts a replica of group "g" with n shards on store.
+// startReplica starts a replica of group "g" with n shards on store; its
+// stop drain timeout is its drain timeout.
 func startReplica(t *testing.T, store *memory.Store, id string, n int, rebalance, drain time.Duration) *replica {
 	t.Helper()
-	return startCapped(t, store, id, n, rebalance, drain, 0)
+	return startWith(t, store, id, n, rebalance, drain, drain, 0)
 }
 
 // startCapped is startReplica with a MaxPerMember.
 func startCapped(t *testing.T, store *memory.Store, id string, n int, rebalance, drain time.Duration, maxPer int) *replica {
+	t.Helper()
+	return startWith(t, store, id, n, rebalance, drain, drain, maxPer)
+}
+
+// startWith starts a replica with every timing of its moves given.
+func startWith(t *testing.T, store *memory.Store, id string, n int, rebalance, drain, stopDrain time.Duration, maxPer int) *replica {
 	t.Helper()
 	shards := make([]backend.Backend, n)
 	for i := range shards {
@@ -48,7 +55,7 @@ func startCapped(t *testing.T, store *memory.Store, id string, n int, rebalance,
 	g, err := New(Config{
 		Group: "g", Identity: id, Shards: shards, Member: member, Members: member,
 		Election:       election.Config{LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Logger: slog.New(slog.DiscardHandler)},
-		RebalanceDelay: rebalance, DrainTimeout: drain, MaxPerMember: maxPer,
+		RebalanceDelay: rebalance, DrainTimeout: drain, StopDrainTimeout: stopDrain, MaxPerMember: maxPer,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -92,10 +92,18 @@ sharding:
   # How long a new replica must have been live before shards move to it.
   rebalanceDelay: 30s
   # How long a draining shard waits for the app's POST /shards/{i}/drained
-  # before it is released anyway. A replica stopping drains every shard
-  # first: keep terminationGracePeriodSeconds above drainTimeout +
-  # renewDeadline.
+  # before it is released anyway, while the replica runs.
   drainTimeout: 30s
+  # The same wait for a replica that is stopping: it leaves the group,
+  # then drains every shard it holds. 0s: it releases them at once.
+  # null: 0s for a native sidecar, which the kubelet stops only after the
+  # app containers have exited, so no app is left to acknowledge (a wait
+  # would only delay the moves, and past terminationGracePeriodSeconds the
+  # kubelet kills the sidecar and the shards wait for their leases to
+  # expire); drainTimeout for a plain container, which stops beside an app
+  # that may still run. With a wait, keep terminationGracePeriodSeconds
+  # above stopDrainTimeout + renewDeadline.
+  stopDrainTimeout: null
   # Most shards one replica contends for or holds; 0: its fair share,
   # ceil(shards / replicas).
   maxPerMember: 0
@@ -206,6 +214,10 @@ fromYaml`. Fails with a message naming the value when a setting is invalid
 {{- include "leader-sidecar-lib.validate" $c }}
 {{- if and $c.native (not (semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version)) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.native true needs Kubernetes 1.29 or later (native sidecar containers), and the cluster is %s: set sidecar.native=false to run the sidecar as a plain container" .Capabilities.KubeVersion.Version) }}
+{{- end }}
+{{- if kindIs "invalid" $c.sharding.stopDrainTimeout }}
+{{- /* A native sidecar stops after the app: nothing can acknowledge. */}}
+{{- $_ := set $c.sharding "stopDrainTimeout" (ternary "0s" $c.sharding.drainTimeout $c.native) }}
 {{- end }}
 {{- if kindIs "invalid" $c.releaseOnShutdown }}
 {{- /* Shard mode always drains and releases its shards when it stops. */}}

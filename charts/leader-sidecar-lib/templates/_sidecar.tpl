@@ -200,6 +200,8 @@ env:
     value: {{ $c.sharding.rebalanceDelay | quote }}
   - name: LEADER_SIDECAR_SHARD_DRAIN_TIMEOUT
     value: {{ $c.sharding.drainTimeout | quote }}
+  - name: LEADER_SIDECAR_SHARD_STOP_DRAIN_TIMEOUT
+    value: {{ $c.sharding.stopDrainTimeout | quote }}
   - name: LEADER_SIDECAR_SHARD_MAX_PER_MEMBER
     value: {{ $c.sharding.maxPerMember | toString | quote }}
   {{- end }}

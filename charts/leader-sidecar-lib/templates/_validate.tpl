@@ -104,8 +104,10 @@ none, no app health URL, release on shutdown. */}}
 {{- if not (and (or (kindIs "float64" $m) (kindIs "int64" $m) (kindIs "int" $m)) (eq (float64 $m) (float64 (int64 $m))) (ge (int64 $m) 0)) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.sharding.maxPerMember must be a whole number from 0 (the fair share), not %v" $m) }}
 {{- end }}
-{{- range $key := list "rebalanceDelay" "drainTimeout" }}
+{{- range $key := list "rebalanceDelay" "drainTimeout" "stopDrainTimeout" }}
+{{- if not (and (eq $key "stopDrainTimeout") (kindIs "invalid" (index $sh $key))) }}
 {{- $_ := include "leader-sidecar-lib.milliseconds" (list (printf "sidecar.sharding.%s" $key) (index $sh $key)) }}
+{{- end }}
 {{- end }}
 {{- $group := toString $sh.group }}
 {{- if and $group (or (gt (len $group) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $group))) }}
