@@ -39,8 +39,12 @@ type results struct {
 	Footprint map[string]footprint  // by system
 	BinSize   map[string]int64
 	Startup   map[string]startupResult
-	Started   time.Time
-	Took      time.Duration
+	// Shard mode (shards.go).
+	ShardStop  []shardStopResult
+	ShardScale []shardScaleResult
+	ShardCost  []shardCostResult
+	Started    time.Time
+	Took       time.Duration
 	// Load is /proc/loadavg's 1, 5 and 15 minute averages at the start
 	// and at the end: other work on the machine distorts the figures.
 	LoadAvg [2]string
@@ -65,6 +69,9 @@ var measurements = []measurement{
 	{"throughput", false, measureThroughput},
 	{"footprint", true, measureFootprint},
 	{"startup", true, measureStartup},
+	{"shard-stop", true, measureShardStop},
+	{"shard-scale", true, measureShardScale},
+	{"shard-cost", true, measureShardCost},
 }
 
 func measurementNames() []string {

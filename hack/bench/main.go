@@ -43,6 +43,7 @@ type config struct {
 	CostWindow   time.Duration // default profile; the short profile uses a third, at least 5s
 	CostProfiles []string
 	Elections    electionsConfig
+	Shards       shardsConfig
 	Idle         time.Duration // footprint: how long leader and standby idle before RSS is read
 	LoadDuration time.Duration
 	Concurrency  int
@@ -74,7 +75,7 @@ func main() {
 // parseFlags reads the command line into a config.
 func parseFlags(args []string) (config, error) {
 	var c config
-	var standbys, replicas, costProfiles, only string
+	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
@@ -91,6 +92,13 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
 	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
 	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
+	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
+	fs.IntVar(&c.Shards.Shards, "shards", 8, "shards of the group in shard-stop and shard-scale")
+	fs.IntVar(&c.Shards.StopTrials, "shard-stop-trials", 30, "graceful stops per backend in shard-stop")
+	fs.StringVar(&shardSteps, "shard-scale", "3-5,1-3", "scale-ups in shard-scale, from-to replicas (comma-separated)")
+	fs.IntVar(&c.Shards.ScaleTrials, "shard-scale-trials", 10, "trials per backend and scale-up in shard-scale, each on a fresh group")
+	fs.StringVar(&shardCounts, "shard-counts", "1,8,32,64", "shard counts of shard-cost, one group of 3 replicas on Leases each")
+	fs.DurationVar(&c.Shards.CostWindow, "shard-cost-window", time.Minute, "measurement window of shard-cost")
 	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
 	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
@@ -100,7 +108,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials} {
+	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials,
+		"-shard-stop-trials": c.Shards.StopTrials, "-shard-scale-trials": c.Shards.ScaleTrials} {
 		if n < 1 {
 			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
 		}
@@ -112,6 +121,25 @@ func parseFlags(args []string) (config, error) {
 	if c.Elections.Replicas, err = parseCounts("-replicas", replicas); err != nil {
 		return c, err
 	}
+	if c.Shards.Shards < 1 || c.Shards.Shards > 256 {
+		return c, fmt.Errorf("-shards: must be 1 to 256, got %d", c.Shards.Shards)
+	}
+	if c.Shards.CostShards, err = parseCounts("-shard-counts", shardCounts); err != nil {
+		return c, err
+	}
+	if slices.ContainsFunc(c.Shards.CostShards, func(n int) bool { return n > 256 }) {
+		return c, fmt.Errorf("bad -shard-counts %q: at most 256 shards", shardCounts)
+	}
+	if c.Shards.Steps, err = parseSteps(shardSteps); err != nil {
+		return c, err
+	}
+	c.Shards.Backends = strings.Split(shardBackends, ",")
+	for _, be := range c.Shards.Backends {
+		if be != "sqlite" && be != "lease" {
+			return c, fmt.Errorf("-shard-backends: unknown backend %q (known: sqlite, lease)", be)
+		}
+	}
+	c.Shards.Replicas, c.Shards.Profile, c.Shards.CostProfile = 3, profShort, profDefault
 	if only != "" {
 		c.Only = strings.Split(only, ",")
 		for _, m := range c.Only {
@@ -143,6 +171,22 @@ func parseCounts(flagName, list string) ([]int, error) {
 	return out, nil
 }
 
+// parseSteps parses a comma-separated list of scale-ups, from-to
+// replicas, each to more replicas than from.
+func parseSteps(list string) ([]scaleStep, error) {
+	var out []scaleStep
+	for _, s := range strings.Split(list, ",") {
+		from, to, ok := strings.Cut(strings.TrimSpace(s), "-")
+		f, err1 := strconv.Atoi(from)
+		t, err2 := strconv.Atoi(to)
+		if !ok || err1 != nil || err2 != nil || f < 1 || t <= f {
+			return nil, fmt.Errorf("bad -shard-scale %q: want from-to replicas, such as 3-5, with to above from", list)
+		}
+		out = append(out, scaleStep{f, t})
+	}
+	return out, nil
+}
+
 // smokeConfig shrinks c to a seconds-long run: a trial of each hand-off
 // and fail-over on a Lease and of their floors, two on SQLite.
 func smokeConfig(c config) config {
@@ -154,5 +198,7 @@ func smokeConfig(c config) config {
 	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
+	c.Shards = shardsConfig{Backends: []string{"sqlite", "lease"}, Shards: 4, StopTrials: 1, Steps: []scaleStep{{1, 2}}, ScaleTrials: 1,
+		CostShards: []int{4}, CostWindow: 2 * time.Second, Replicas: 3, Profile: profShort, CostProfile: profShort}
 	return c
 }
