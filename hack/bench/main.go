@@ -3,14 +3,18 @@
 // server in one run: graceful hand-off and crash fail-over latency, each
 // beside its floor, API server requests per minute for 1..N standbys, many
 // elections on one API server, GET /leader throughput against a trivial
-// net/http handler, and footprint. It writes docs/benchmarks.md and plots next to it.
+// net/http handler, and footprint; and, in shard mode, how fast a gracefully
+// stopped replica's shards move, how many shards a scale-up moves against
+// the fewest it must, and the API server requests of a group against its
+// number of shards. It writes docs/benchmarks.md and plots next to it.
 //
 //	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
 //	go run ./hack/bench
 //
 // Each measurement lives in a file of its own (handoff.go, failover.go,
-// cost.go, elections.go, throughput.go, footprint.go, startup.go) with the
-// section of the page it renders; the hand-off and fail-over measurements
+// cost.go, elections.go, throughput.go, footprint.go, startup.go,
+// shardstop.go, shardscale.go, shardcost.go on the machinery of shards.go)
+// with the section of the page it renders; the hand-off and fail-over measurements
 // also measure their floors, the least code that does the same work
 // (floor.go, floor_sqlite.go, floor_lease.go). -only runs some of them and
 // prints their sections without writing anything; -smoke runs every
@@ -95,7 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
 	fs.IntVar(&c.Shards.Shards, "shards", 8, "shards of the group in shard-stop and shard-scale")
 	fs.IntVar(&c.Shards.StopTrials, "shard-stop-trials", 30, "graceful stops per backend in shard-stop")
-	fs.StringVar(&shardSteps, "shard-scale", "3-5,1-3", "scale-ups in shard-scale, from-to replicas (comma-separated)")
+	fs.StringVar(&shardSteps, "shard-scale", "3-5,3-4,1-3", "scale-ups in shard-scale, from-to replicas (comma-separated)")
 	fs.IntVar(&c.Shards.ScaleTrials, "shard-scale-trials", 10, "trials per backend and scale-up in shard-scale, each on a fresh group")
 	fs.StringVar(&shardCounts, "shard-counts", "1,8,32,64", "shard counts of shard-cost, one group of 3 replicas on Leases each")
 	fs.DurationVar(&c.Shards.CostWindow, "shard-cost-window", time.Minute, "measurement window of shard-cost")
@@ -188,7 +192,8 @@ func parseSteps(list string) ([]scaleStep, error) {
 }
 
 // smokeConfig shrinks c to a seconds-long run: a trial of each hand-off
-// and fail-over on a Lease and of their floors, two on SQLite.
+// and fail-over on a Lease and of their floors, two on SQLite, and a
+// trial of each shard-mode measurement on groups of 4 shards.
 func smokeConfig(c config) config {
 	c.Smoke = true
 	c.Trials, c.SQLiteTrials, c.CrashTrials, c.CrashDefault = 1, 2, 1, 0
@@ -198,7 +203,9 @@ func smokeConfig(c config) config {
 	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
-	c.Shards = shardsConfig{Backends: []string{"sqlite", "lease"}, Shards: 4, StopTrials: 1, Steps: []scaleStep{{1, 2}}, ScaleTrials: 1,
+	// Shard mode: the moves on SQLite only (the group's code is the same
+	// on Leases, whose start waits a lease), the cost on Leases.
+	c.Shards = shardsConfig{Backends: []string{"sqlite"}, Shards: 4, StopTrials: 1, Steps: []scaleStep{{1, 2}}, ScaleTrials: 1,
 		CostShards: []int{4}, CostWindow: 2 * time.Second, Replicas: 3, Profile: profShort, CostProfile: profShort}
 	return c
 }
