@@ -23,7 +23,31 @@ type scaleTrial struct {
 	Moves      int           // holder changes from the start of the newcomers until settled again, and through a quiet time after
 	TableMoves int           // shards whose target differs between shard.Assign's table before and after
 	Minimum    int           // the fewest holder changes that reach any table with the loads Assign allows (minimalMoves)
-	Settled    time.Duration // from the start of the newcomers until the new table is held
+	Settled    time.Duration // from the start of the newcomers until the new table is held for the last time
+	Relapses   int           // times the table was held, then no longer within the quiet time
+}
+
+// awaitSettled waits until the group holds its table and still does a
+// quiet time later (the rebalance delay and four retry periods), and
+// returns the table and when it was last seen held; each time the table
+// was held but not through the quiet time counts in relapses.
+func (g *shardGroup) awaitSettled(relapses *int) (shard.Table, time.Time, error) {
+	deadline := time.Now().Add(2 * g.convergeWithin())
+	for {
+		table, at, err := g.awaitConverged(time.Until(deadline))
+		if err != nil {
+			return nil, at, err
+		}
+		quiet := true
+		for end := time.Now().Add(shardRebalanceDelay + 4*g.prof.Retry); quiet && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			_, quiet = g.converged()
+		}
+		if quiet {
+			return table, at, nil
+		}
+		*relapses++
+		g.b.logf("  the table was held %v ago, and no longer: %s", time.Since(at).Round(time.Millisecond), g.describe())
+	}
 }
 
 // measureShardScale: every step on every backend, ScaleTrials each.
@@ -39,8 +63,8 @@ func measureShardScale(b *bench, res *results) error {
 					return fmt.Errorf("%s %s trial %d: %w", be, step, i+1, err)
 				}
 				r.Trials = append(r.Trials, t)
-				b.logf("  shard-scale %s %s trial %d: %d moves (table %d, minimum %d), settled after %v", be, step, i+1,
-					t.Moves, t.TableMoves, t.Minimum, t.Settled.Round(time.Millisecond))
+				b.logf("  shard-scale %s %s trial %d: %d moves (table %d, minimum %d), settled after %v, %d relapses", be, step, i+1,
+					t.Moves, t.TableMoves, t.Minimum, t.Settled.Round(time.Millisecond), t.Relapses)
 			}
 			res.ShardScale = append(res.ShardScale, r)
 		}
@@ -53,7 +77,7 @@ func measureShardScale(b *bench, res *results) error {
 // table is held and then a quiet time (the rebalance delay and four retry
 // periods) more, and counts every holder change since the newcomers
 // started: each acquired event on a replica other than the shard's
-// previous holder.
+// previous holder. A table held, then not, is waited out again.
 func (b *bench) shardScale(backend string, step scaleStep) (scaleTrial, error) {
 	c := b.cfg.Shards
 	var t scaleTrial
@@ -74,15 +98,11 @@ func (b *bench) shardScale(backend string, step scaleStep) (scaleTrial, error) {
 	if _, err := g.add(step.To - step.From); err != nil {
 		return t, err
 	}
-	after, at, err := g.awaitConverged(g.convergeWithin())
+	after, at, err := g.awaitSettled(&t.Relapses)
 	if err != nil {
 		return t, err
 	}
 	t.Settled = at.Sub(t0)
-	time.Sleep(shardRebalanceDelay + 4*g.prof.Retry)
-	if _, ok := g.converged(); !ok {
-		return t, fmt.Errorf("the group moved again after it had settled: %s", g.describe())
-	}
 	var acq []ownedEvent
 	for _, r := range g.live {
 		id := r.latest().Identity
@@ -156,22 +176,26 @@ func renderShardScale(w *page, r *results) {
 	w.p("which is what moves if every replica sees the newcomers at the same instant. *Minimum*: the fewest holder changes that reach any table with the loads Assign allows ")
 	w.p("(each replica floor(N/M) or ceil(N/M) shards): every old replica keeps as many of its shards as its new load allows, the largest loads taking the ceil slots, ")
 	w.p("and every other shard moves once. *Settled*: from the newcomers' start until the new table is held (the rebalance delay, %s, is part of it).\n\n", shardRebalanceDelay)
-	w.p("| backend | timings | shards | replicas | trials | moves (mean, max) | table | minimum | moves ÷ minimum | settled p50 | settled max |\n")
-	w.p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	w.p("*Relapses*: trials in which the table was held, then no longer within the quiet time (the moves until it was held again, through a quiet time, are counted).\n\n")
+	w.p("| backend | timings | shards | replicas | trials | moves (mean, max) | table | minimum | moves ÷ minimum | settled p50 | settled max | relapses |\n")
+	w.p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.ShardScale {
 		if len(s.Trials) == 0 {
 			continue
 		}
-		var moves, table, minimum, most int
+		var moves, table, minimum, most, relapsed int
 		var settled []time.Duration
 		for _, t := range s.Trials {
 			moves, table, minimum, most = moves+t.Moves, table+t.TableMoves, minimum+t.Minimum, max(most, t.Moves)
+			if t.Relapses > 0 {
+				relapsed++
+			}
 			settled = append(settled, t.Settled)
 		}
 		slices.Sort(settled)
 		n := float64(len(s.Trials))
-		w.p("| %s | %s | %d | %s | %d | %.1f, %d | %.1f | %.1f | %s | %s | %s |\n", s.Backend, s.Prof, s.Shards, s.Step, len(s.Trials),
-			float64(moves)/n, most, float64(table)/n, float64(minimum)/n, ratio(float64(moves), float64(minimum)), ms(pct(settled, 50)), ms(settled[len(settled)-1]))
+		w.p("| %s | %s | %d | %s | %d | %.1f, %d | %.1f | %.1f | %s | %s | %s | %d |\n", s.Backend, s.Prof, s.Shards, s.Step, len(s.Trials),
+			float64(moves)/n, most, float64(table)/n, float64(minimum)/n, ratio(float64(moves), float64(minimum)), ms(pct(settled, 50)), ms(settled[len(settled)-1]), relapsed)
 	}
 	w.p("\n")
 }
