@@ -70,7 +70,7 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("parseFlags of the shard-mode flags: %+v, %v", c.Shards, err)
 	}
 	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"},
-		{"-shard-scale", "5-3"}, {"-shard-scale", "3"}, {"-shard-backends", "etcd"}, {"-shards", "0"}, {"-shard-counts", "300"}, {"-shard-stop-trials", "0"}} {
+		{"-shard-scale", "5-3"}, {"-shard-scale", "3"}, {"-shard-backends", "etcd"}, {"-shards", "0"}, {"-shard-counts", "300"}, {"-shard-stop-trials", "0"}, {"-shard-cost-timings", "long"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

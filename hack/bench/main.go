@@ -79,7 +79,7 @@ func main() {
 // parseFlags reads the command line into a config.
 func parseFlags(args []string) (config, error) {
 	var c config
-	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts string
+	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
@@ -103,6 +103,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.Shards.ScaleTrials, "shard-scale-trials", 10, "trials per backend and scale-up in shard-scale, each on a fresh group")
 	fs.StringVar(&shardCounts, "shard-counts", "1,8,32,64", "shard counts of shard-cost, one group of 3 replicas on Leases each")
 	fs.DurationVar(&c.Shards.CostWindow, "shard-cost-window", time.Minute, "measurement window of shard-cost")
+	fs.StringVar(&shardCostProfile, "shard-cost-timings", "default", "timings of shard-cost: default or short")
 	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
 	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
@@ -144,6 +145,13 @@ func parseFlags(args []string) (config, error) {
 		}
 	}
 	c.Shards.Replicas, c.Shards.Profile, c.Shards.CostProfile = 3, profShort, profDefault
+	switch shardCostProfile {
+	case "default":
+	case "short":
+		c.Shards.CostProfile = profShort
+	default:
+		return c, fmt.Errorf("-shard-cost-timings: want default or short, got %q", shardCostProfile)
+	}
 	if only != "" {
 		c.Only = strings.Split(only, ",")
 		for _, m := range c.Only {
