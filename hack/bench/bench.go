@@ -39,8 +39,12 @@ type results struct {
 	Footprint map[string]footprint  // by system
 	BinSize   map[string]int64
 	Startup   map[string]startupResult
-	Started   time.Time
-	Took      time.Duration
+	// Shard mode (shards.go).
+	ShardStop  []shardStopResult
+	ShardScale []shardScaleResult
+	ShardCost  []shardCostResult
+	Started    time.Time
+	Took       time.Duration
 	// Load is /proc/loadavg's 1, 5 and 15 minute averages at the start
 	// and at the end: other work on the machine distorts the figures.
 	LoadAvg [2]string
@@ -65,6 +69,9 @@ var measurements = []measurement{
 	{"throughput", false, measureThroughput},
 	{"footprint", true, measureFootprint},
 	{"startup", true, measureStartup},
+	{"shard-stop", true, measureShardStop},
+	{"shard-scale", true, measureShardScale},
+	{"shard-cost", true, measureShardCost},
 }
 
 func measurementNames() []string {
@@ -97,25 +104,36 @@ func run(c config) (string, error) {
 		if c.runs(m.name) {
 			b.logf("%s", m.name)
 			if err := m.measure(b, res); err != nil {
+				// What was measured before the error is kept.
+				res.Took, res.LoadAvg[1] = time.Since(res.Started), loadAverage()
+				if serr := save(c, res); serr != nil {
+					b.logf("-save: %v", serr)
+				}
 				return "", fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
 	}
 	res.Took, res.LoadAvg[1] = time.Since(res.Started), loadAverage()
-	if c.Save != "" {
-		data, err := json.MarshalIndent(saved{c, res}, "", "  ")
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(c.Save, data, 0o644); err != nil {
-			return "", err
-		}
+	if err := save(c, res); err != nil {
+		return "", err
 	}
 	page := render(c, res)
 	if len(c.Only) > 0 {
 		return page, nil
 	}
 	return page, write(c.Out, page, res)
+}
+
+// save writes the results to c.Save, if set.
+func save(c config, res *results) error {
+	if c.Save == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(saved{c, res}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.Save, data, 0o644)
 }
 
 // saved is what -save writes and -render reads: a run's configuration and

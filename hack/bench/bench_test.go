@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestSmoke runs every measurement of the benchmark once or twice with the
-// short timings, the many elections at 3 x 2 for a few seconds, so the
+// short timings, the many elections at 3 x 2 for a few seconds, the
+// shard-mode measurements on groups of 4 shards (a 1 → 2 scale-up moves
+// exactly the 2 shards it must), so the
 // program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and fails
 // without it.
 func TestSmoke(t *testing.T) {
@@ -43,7 +46,8 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
 		"| leader-sidecar | 3 × 2 |", "| client-go | 3 × 2 |", "3 / 3", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets",
-		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99"} {
+		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
+		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| 4 | 3 | 2s | ["} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}
@@ -60,7 +64,13 @@ func TestFlags(t *testing.T) {
 	if err != nil || !c.runs("elections") || c.runs("handoff") || c.Elections.Count != 50 || len(c.Elections.Replicas) != 2 {
 		t.Fatalf("parseFlags: %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"}} {
+	c, err = parseFlags([]string{"-only", "shard-scale", "-shard-scale", "3-5,1-3", "-shard-backends", "lease"})
+	if err != nil || !c.runs("shard-scale") || c.runs("shard-stop") || !slices.Equal(c.Shards.Steps, []scaleStep{{3, 5}, {1, 3}}) ||
+		!slices.Equal(c.Shards.Backends, []string{"lease"}) || c.Shards.Replicas != 3 {
+		t.Fatalf("parseFlags of the shard-mode flags: %+v, %v", c.Shards, err)
+	}
+	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"},
+		{"-shard-scale", "5-3"}, {"-shard-scale", "3"}, {"-shard-backends", "etcd"}, {"-shards", "0"}, {"-shard-counts", "300"}, {"-shard-stop-trials", "0"}, {"-shard-cost-timings", "long"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

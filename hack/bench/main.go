@@ -3,14 +3,18 @@
 // server in one run: graceful hand-off and crash fail-over latency, each
 // beside its floor, API server requests per minute for 1..N standbys, many
 // elections on one API server, GET /leader throughput against a trivial
-// net/http handler, and footprint. It writes docs/benchmarks.md and plots next to it.
+// net/http handler, and footprint; and, in shard mode, how fast a gracefully
+// stopped replica's shards move, how many shards a scale-up moves against
+// the fewest it must, and the API server requests of a group against its
+// number of shards. It writes docs/benchmarks.md and plots next to it.
 //
 //	export KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh | tail -1)
 //	go run ./hack/bench
 //
 // Each measurement lives in a file of its own (handoff.go, failover.go,
-// cost.go, elections.go, throughput.go, footprint.go, startup.go) with the
-// section of the page it renders; the hand-off and fail-over measurements
+// cost.go, elections.go, throughput.go, footprint.go, startup.go,
+// shardstop.go, shardscale.go, shardcost.go on the machinery of shards.go)
+// with the section of the page it renders; the hand-off and fail-over measurements
 // also measure their floors, the least code that does the same work
 // (floor.go, floor_sqlite.go, floor_lease.go). -only runs some of them and
 // prints their sections without writing anything; -smoke runs every
@@ -43,6 +47,7 @@ type config struct {
 	CostWindow   time.Duration // default profile; the short profile uses a third, at least 5s
 	CostProfiles []string
 	Elections    electionsConfig
+	Shards       shardsConfig
 	Idle         time.Duration // footprint: how long leader and standby idle before RSS is read
 	LoadDuration time.Duration
 	Concurrency  int
@@ -74,7 +79,7 @@ func main() {
 // parseFlags reads the command line into a config.
 func parseFlags(args []string) (config, error) {
 	var c config
-	var standbys, replicas, costProfiles, only string
+	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
@@ -91,6 +96,14 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
 	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
 	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
+	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
+	fs.IntVar(&c.Shards.Shards, "shards", 8, "shards of the group in shard-stop and shard-scale")
+	fs.IntVar(&c.Shards.StopTrials, "shard-stop-trials", 30, "graceful stops per backend in shard-stop")
+	fs.StringVar(&shardSteps, "shard-scale", "3-5,3-4,1-3", "scale-ups in shard-scale, from-to replicas (comma-separated)")
+	fs.IntVar(&c.Shards.ScaleTrials, "shard-scale-trials", 10, "trials per backend and scale-up in shard-scale, each on a fresh group")
+	fs.StringVar(&shardCounts, "shard-counts", "1,8,32,64", "shard counts of shard-cost, one group of 3 replicas on Leases each")
+	fs.DurationVar(&c.Shards.CostWindow, "shard-cost-window", time.Minute, "measurement window of shard-cost")
+	fs.StringVar(&shardCostProfile, "shard-cost-timings", "default", "timings of shard-cost: default or short")
 	fs.DurationVar(&c.Idle, "idle", 30*time.Second, "how long an idle leader and standby run before their RSS is read")
 	fs.DurationVar(&c.LoadDuration, "load-duration", 5*time.Second, "duration of each GET /leader load run")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "load generator workers")
@@ -100,7 +113,8 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials} {
+	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials,
+		"-shard-stop-trials": c.Shards.StopTrials, "-shard-scale-trials": c.Shards.ScaleTrials} {
 		if n < 1 {
 			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
 		}
@@ -111,6 +125,32 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.Elections.Replicas, err = parseCounts("-replicas", replicas); err != nil {
 		return c, err
+	}
+	if c.Shards.Shards < 1 || c.Shards.Shards > 256 {
+		return c, fmt.Errorf("-shards: must be 1 to 256, got %d", c.Shards.Shards)
+	}
+	if c.Shards.CostShards, err = parseCounts("-shard-counts", shardCounts); err != nil {
+		return c, err
+	}
+	if slices.ContainsFunc(c.Shards.CostShards, func(n int) bool { return n > 256 }) {
+		return c, fmt.Errorf("bad -shard-counts %q: at most 256 shards", shardCounts)
+	}
+	if c.Shards.Steps, err = parseSteps(shardSteps); err != nil {
+		return c, err
+	}
+	c.Shards.Backends = strings.Split(shardBackends, ",")
+	for _, be := range c.Shards.Backends {
+		if be != "sqlite" && be != "lease" {
+			return c, fmt.Errorf("-shard-backends: unknown backend %q (known: sqlite, lease)", be)
+		}
+	}
+	c.Shards.Replicas, c.Shards.Profile, c.Shards.CostProfile = 3, profShort, profDefault
+	switch shardCostProfile {
+	case "default":
+	case "short":
+		c.Shards.CostProfile = profShort
+	default:
+		return c, fmt.Errorf("-shard-cost-timings: want default or short, got %q", shardCostProfile)
 	}
 	if only != "" {
 		c.Only = strings.Split(only, ",")
@@ -143,8 +183,25 @@ func parseCounts(flagName, list string) ([]int, error) {
 	return out, nil
 }
 
+// parseSteps parses a comma-separated list of scale-ups, from-to
+// replicas, each to more replicas than from.
+func parseSteps(list string) ([]scaleStep, error) {
+	var out []scaleStep
+	for _, s := range strings.Split(list, ",") {
+		from, to, ok := strings.Cut(strings.TrimSpace(s), "-")
+		f, err1 := strconv.Atoi(from)
+		t, err2 := strconv.Atoi(to)
+		if !ok || err1 != nil || err2 != nil || f < 1 || t <= f {
+			return nil, fmt.Errorf("bad -shard-scale %q: want from-to replicas, such as 3-5, with to above from", list)
+		}
+		out = append(out, scaleStep{f, t})
+	}
+	return out, nil
+}
+
 // smokeConfig shrinks c to a seconds-long run: a trial of each hand-off
-// and fail-over on a Lease and of their floors, two on SQLite.
+// and fail-over on a Lease and of their floors, two on SQLite, and a
+// trial of each shard-mode measurement on groups of 4 shards.
 func smokeConfig(c config) config {
 	c.Smoke = true
 	c.Trials, c.SQLiteTrials, c.CrashTrials, c.CrashDefault = 1, 2, 1, 0
@@ -154,5 +211,9 @@ func smokeConfig(c config) config {
 	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
+	// Shard mode: the moves on SQLite only (the group's code is the same
+	// on Leases, whose start waits a lease), the cost on Leases.
+	c.Shards = shardsConfig{Backends: []string{"sqlite"}, Shards: 4, StopTrials: 1, Steps: []scaleStep{{1, 2}}, ScaleTrials: 1,
+		CostShards: []int{4}, CostWindow: 2 * time.Second, Replicas: 3, Profile: profShort, CostProfile: profShort}
 	return c
 }

@@ -37,6 +37,7 @@ func render(c config, r *results) string {
 	renderElections(&w, r)
 	renderThroughput(&w, c, r)
 	renderFootprint(&w, r)
+	renderShards(&w, c, r)
 	renderTargets(&w, r)
 	return w.String()
 }

@@ -27,12 +27,13 @@ type candSpec struct {
 	identity   string
 	follow     bool // sidecar: follow /leader/watch to see it lead
 	httpAddr   string
+	extra      []string // sidecar: further flags (shard mode's)
 }
 
 // spawn starts a candidate of sys on the Lease ns/name (or SQLite file)
-// behind its own counting proxy.
-func (b *bench) spawn(sys string, prof profile, backend, ns, name string, follow bool) (*cand, error) {
-	spec := candSpec{sys: sys, prof: prof, backend: backend, namespace: ns, lease: name, follow: follow,
+// behind its own counting proxy; a sidecar gets the flags extra besides.
+func (b *bench) spawn(sys string, prof profile, backend, ns, name string, follow bool, extra ...string) (*cand, error) {
+	spec := candSpec{sys: sys, prof: prof, backend: backend, namespace: ns, lease: name, follow: follow, extra: extra,
 		identity: fmt.Sprintf("%s-%d", strings.ReplaceAll(sys, "-", ""), b.seq.Add(1))}
 	var p *countingProxy
 	if backend == "sqlite" {
@@ -85,6 +86,7 @@ func (b *bench) startCand(s candSpec) (*cand, error) {
 		} else {
 			args = append(args, "--backend", "lease", "--kubeconfig", s.kubeconfig, "--namespace", s.namespace, "--lease-name", s.lease)
 		}
+		args = append(args, s.extra...)
 		c.cmd = exec.Command(b.sidecarBin, args...)
 	case sysClientGo:
 		args := append([]string{"--kubeconfig", s.kubeconfig, "--namespace", s.namespace, "--lease-name", s.lease, "--identity", s.identity}, timings...)
