@@ -34,30 +34,33 @@ func TestSplitBrain(t *testing.T) {
 	backends := []struct {
 		name string
 		// election prepares one election and returns how to start a
-		// sidecar in it as the Pod pod.
-		election func(t *testing.T) func(pod string) *sidecartest.Sidecar
+		// sidecar in it as the Pod pod, and the store's files, if any.
+		election func(t *testing.T) (func(pod string) *sidecartest.Sidecar, []string)
 	}{
-		{"sqlite", func(t *testing.T) func(string) *sidecartest.Sidecar {
+		{"sqlite", func(t *testing.T) (func(string) *sidecartest.Sidecar, []string) {
 			db := sidecartest.DBPath(t)
-			return func(string) *sidecartest.Sidecar { return sidecartest.Start(t, db) }
+			return func(string) *sidecartest.Sidecar { return sidecartest.Start(t, db) }, []string{db}
 		}},
-		{"lease", func(t *testing.T) func(string) *sidecartest.Sidecar {
+		{"lease", func(t *testing.T) (func(string) *sidecartest.Sidecar, []string) {
 			k := sidecartest.Kube(t)
 			ns, kc := k.Namespace(t), k.Kubeconfig(t, "")
-			return func(pod string) *sidecartest.Sidecar { return sidecartest.LeaseSidecar(t, kc, ns, "billing", pod) }
+			return func(pod string) *sidecartest.Sidecar { return sidecartest.LeaseSidecar(t, kc, ns, "billing", pod) }, nil
 		}},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			for _, guarded := range []bool{true, false} {
 				name := map[bool]string{true: "guarded", false: "unguarded"}[guarded]
-				t.Run(name, func(t *testing.T) { splitBrain(t, b.election(t), guarded) })
+				t.Run(name, func(t *testing.T) {
+					newSidecar, files := b.election(t)
+					splitBrain(t, newSidecar, files, guarded)
+				})
 			}
 		})
 	}
 }
 
-func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, guarded bool) {
+func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, storeFiles []string, guarded bool) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "results.db")
 	release := filepath.Join(dir, "a-may-write")
@@ -77,9 +80,12 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 		t.Fatal("B leads before A was frozen")
 	}
 
-	// Freeze A mid-write, past the lease: B takes over and writes.
+	// Freeze A mid-write, past the lease: B takes over and writes. A's
+	// sidecar is frozen outside a write of the store's file: inside one it
+	// would hold B out of the file (a store outage, not a paused leader).
 	a.worker.Signal(t, syscall.SIGSTOP)
-	a.sidecar.Signal(syscall.SIGSTOP)
+	sidecartest.StopOutsideWrites(t, func() { a.sidecar.Signal(syscall.SIGSTOP) }, func() { a.sidecar.Signal(syscall.SIGCONT) },
+		[]int{a.sidecar.Pid()}, storeFiles...)
 	frozen := time.Now()
 	_, next := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{b.sidecar}, 3*sidecartest.LeaseDuration)
 	takeover := time.Since(frozen)

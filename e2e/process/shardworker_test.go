@@ -3,9 +3,7 @@ package process
 import (
 	"context"
 	"database/sql"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -280,46 +278,11 @@ func awaitLateWritesRefused(t *testing.T, w *shardWorker, moved []int, before []
 }
 
 // pauseOutsideWrites stops r's sidecar and worker (SIGSTOP) at an instant
-// when neither holds an exclusive lock on a file of the election database
-// or the results database, read from /proc/locks: a process paused inside
-// a write transaction would block every other writer of the file, which
-// is not the pause under test. Caught inside one, it resumes them and
-// tries again a moment later.
+// when neither holds a write lock on a file of the election database or
+// the results database (sidecartest.StopOutsideWrites).
 func pauseOutsideWrites(t *testing.T, r replica, files ...string) {
 	t.Helper()
-	inodes := map[string]bool{}
-	for _, f := range files {
-		for _, name := range []string{f, f + "-wal", f + "-shm", f + "-journal"} {
-			if fi, err := os.Stat(name); err == nil {
-				inodes[strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)] = true
-			}
-		}
-	}
-	pids := map[string]bool{strconv.Itoa(r.sidecar.Pid()): true, strconv.Itoa(r.worker.Pid()): true}
-	for try := range 100 {
-		r.signal(t, syscall.SIGSTOP)
-		locks, err := os.ReadFile("/proc/locks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		writing := false
-		for line := range strings.SplitSeq(string(locks), "\n") {
-			// 2: POSIX  ADVISORY  WRITE 12665 fe:00:10625474 120 120
-			f := strings.Fields(line)
-			if len(f) < 6 || f[1] != "POSIX" || f[3] != "WRITE" || !pids[f[4]] {
-				continue
-			}
-			dev := strings.Split(f[5], ":")
-			writing = writing || inodes[dev[len(dev)-1]]
-		}
-		if !writing {
-			if try > 0 {
-				t.Logf("paused outside a write transaction at try %d", try+1)
-			}
-			return
-		}
-		r.signal(t, syscall.SIGCONT)
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("could not pause the replica outside a write transaction in 100 tries")
+	sidecartest.StopOutsideWrites(t,
+		func() { r.signal(t, syscall.SIGSTOP) }, func() { r.signal(t, syscall.SIGCONT) },
+		[]int{r.sidecar.Pid(), r.worker.Pid()}, files...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,4 +116,56 @@ func (w *Worker[E]) WaitExit(t testing.TB, within time.Duration) int {
 		t.Fatalf("worker %d still running %v later", w.cmd.Process.Pid, within)
 	}
 	return w.cmd.ProcessState.ExitCode()
+}
+
+// StopOutsideWrites stops processes at an instant when none of pids holds
+// a POSIX write lock on files (SQLite databases, with their -wal, -shm and
+// -journal files): stop sends them SIGSTOP, cont SIGCONT. A process
+// stopped inside a write transaction keeps every other writer of the file
+// out, which is a store outage, not the pause of one process a test
+// means. Caught inside one, it continues them and tries again a moment
+// later; with no files it stops them at once.
+func StopOutsideWrites(t testing.TB, stop, cont func(), pids []int, files ...string) {
+	t.Helper()
+	inodes := map[string]bool{}
+	for _, f := range files {
+		for _, name := range []string{f, f + "-wal", f + "-shm", f + "-journal"} {
+			if fi, err := os.Stat(name); err == nil {
+				inodes[strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)] = true
+			}
+		}
+	}
+	held := map[string]bool{}
+	for _, p := range pids {
+		held[strconv.Itoa(p)] = true
+	}
+	for try := range 100 {
+		stop()
+		if len(inodes) == 0 {
+			return
+		}
+		locks, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writing := false
+		for line := range strings.SplitSeq(string(locks), "\n") {
+			// 2: POSIX  ADVISORY  WRITE 12665 fe:00:10625474 120 120
+			f := strings.Fields(line)
+			if len(f) < 6 || f[1] != "POSIX" || f[3] != "WRITE" || !held[f[4]] {
+				continue
+			}
+			dev := strings.Split(f[5], ":")
+			writing = writing || inodes[dev[len(dev)-1]]
+		}
+		if !writing {
+			if try > 0 {
+				t.Logf("stopped outside a write transaction at try %d", try+1)
+			}
+			return
+		}
+		cont()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("could not stop the processes outside a write transaction in 100 tries")
 }
