@@ -16,8 +16,10 @@
 // themselves and leave the cluster running. Every test works in a
 // namespace of its own and runs in parallel with the others, four at a
 // time (-parallel 4): most of their time is spent waiting for Pods, a
-// lease duration or a soak. One runs first, alone:
+// lease duration or a soak. Three run first, one at a time:
 // TestExampleChartFencesPausedLeader, whose short leases Pods starting
-// and stopping beside it would starve. LEADER_SIDECAR_SOAK (default 2m) is how long
+// and stopping beside it would starve, TestExampleChartFailoverOnDelete,
+// and TestExampleChartShardScaling, whose short timings over five
+// replicas of eight shards load the API server. LEADER_SIDECAR_SOAK (default 2m) is how long
 // TestReadinessModes watches for container restarts.
 package cluster

@@ -92,7 +92,8 @@ func readmeExampleCommands(t *testing.T) []string {
 // old holder's records, then a released one (no holder), then the new
 // holder's.
 func TestExampleChartFailoverOnDelete(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it runs first, alone, so that the kubelet stops the
+	// leader's Pod without other Pods starting and stopping beside it.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)

@@ -54,7 +54,10 @@ import (
 // Throughout, a sampler sweeps every running sidecar's GET /shards: no
 // shard is claimed by two holders at one instant (claimLog.overlaps).
 func TestExampleChartShardScaling(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it runs before the parallel tests, as go test runs
+	// the tests that do not call t.Parallel first. Its five replicas of
+	// eight shards each, at short timings, load the API server enough to
+	// stretch the bounds of the tests beside it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
