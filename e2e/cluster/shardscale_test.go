@@ -232,39 +232,14 @@ func termsBegun(before, after map[int]shardHolder) int {
 	return n
 }
 
-// fewestMoves is the fewest shards whose holder must change to go from
-// the holders before to a table over members (the identities after) in
-// which every member holds floor(n/M) or ceil(n/M) shards: every shard of
-// a holder that is no member, plus the shards above their target of the
-// members, the n mod M ceil targets going to the members that hold most.
+// fewestMoves is shard.FewestMoves from the holders before (a shard held
+// by no one as "") to a table over members.
 func fewestMoves(before map[int]shardHolder, members []string, n int) int {
-	load := map[string]int{}
-	for _, m := range members {
-		load[m] = 0
+	old := make(shard.Table, n)
+	for i, h := range before {
+		old[i] = h.identity
 	}
-	removed := 0
-	for _, h := range before {
-		if _, ok := load[h.identity]; ok {
-			load[h.identity]++
-		} else {
-			removed++
-		}
-	}
-	var loads []int
-	for _, l := range load {
-		loads = append(loads, l)
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(loads)))
-	floor, extra := n/len(members), n%len(members)
-	moves := removed
-	for k, l := range loads {
-		target := floor
-		if k < extra {
-			target++
-		}
-		moves += max(0, l-target)
-	}
-	return moves
+	return shard.FewestMoves(old, members)
 }
 
 func ratio(moves, fewest int) float64 {

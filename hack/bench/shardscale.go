@@ -22,7 +22,7 @@ type shardScaleResult struct {
 type scaleTrial struct {
 	Moves      int           // holder changes from the start of the newcomers until settled again, and through a quiet time after
 	TableMoves int           // shards whose target differs between shard.Assign's table before and after
-	Minimum    int           // the fewest holder changes that reach any table with the loads Assign allows (minimalMoves)
+	Minimum    int           // the fewest holder changes that reach any table with the loads Assign allows (shard.FewestMoves)
 	Settled    time.Duration // from the start of the newcomers until the new table is held for the last time
 	Relapses   int           // times the table was held, then no longer within the quiet time
 }
@@ -128,7 +128,7 @@ func (b *bench) shardScale(backend string, step scaleStep) (scaleTrial, error) {
 	for _, r := range g.live {
 		members = append(members, r.latest().Identity)
 	}
-	t.Minimum = minimalMoves(before, c.Shards, members)
+	t.Minimum = shard.FewestMoves(before, members)
 	return t, nil
 }
 
@@ -136,32 +136,6 @@ func (b *bench) shardScale(backend string, step scaleStep) (scaleTrial, error) {
 type ownedEvent struct {
 	shardEvent
 	by string
-}
-
-// minimalMoves is the fewest shards that must change holder to go from
-// the table old to any table Assign may give over members (every member
-// given floor(n/m) or ceil(n/m) shards, m members): each member keeps as
-// many of its old shards as its new load allows, the largest old loads
-// taking the ceil slots, and every other shard moves. (pkg/shard's tests
-// measure Assign against the same minimum.)
-func minimalMoves(old shard.Table, n int, members []string) int {
-	load := old.Load()
-	var olds []int
-	for _, m := range members {
-		olds = append(olds, load[m])
-	}
-	slices.Sort(olds)
-	slices.Reverse(olds)
-	floor, extra := n/len(members), n%len(members)
-	kept := 0
-	for i, o := range olds {
-		l := floor
-		if i < extra {
-			l++
-		}
-		kept += min(o, l)
-	}
-	return n - kept
 }
 
 func renderShardScale(w *page, r *results) {

@@ -37,6 +37,43 @@ func (t Table) Shards(member string) []int {
 	return out
 }
 
+// FewestMoves is the fewest shards whose member must change to go from
+// the table old to any table Assign may give over members (each member
+// given floor(n/m) or ceil(n/m) of the n = len(old) shards, m distinct
+// members): every member keeps as many of its old shards as its new load
+// allows, the members with the most old shards taking the ceil loads, and
+// every other shard (one of a member that left, or one given to no one)
+// changes member once. It is the yardstick of how much a change of
+// members moves.
+func FewestMoves(old Table, members []string) int {
+	distinct := slices.Compact(slices.Sorted(slices.Values(members)))
+	load := old.Load()
+	if len(distinct) == 0 { // every held shard loses its member
+		held := 0
+		for _, l := range load {
+			held += l
+		}
+		return held
+	}
+	var olds []int
+	for _, m := range distinct {
+		olds = append(olds, load[m])
+	}
+	slices.Sort(olds)
+	slices.Reverse(olds)
+	n := len(old)
+	floor, extra := n/len(distinct), n%len(distinct)
+	kept := 0
+	for i, o := range olds {
+		l := floor
+		if i < extra {
+			l++
+		}
+		kept += min(o, l)
+	}
+	return n - kept
+}
+
 // FairShare is the most shards a member is given when n shards are spread
 // over members members: ceil(n/members); 0 without members.
 func FairShare(n, members int) int {

@@ -69,30 +69,6 @@ func TestTheSameMembersInAnyOrderGiveTheSameTable(t *testing.T) {
 	}
 }
 
-// minimalMoves is the fewest shards that must change member to go from
-// old to any table Assign may produce over members (each member given
-// floor(n/m) or ceil(n/m)): members keep as many of their old shards as
-// the new loads allow, the largest old loads taking the ceil slots.
-func minimalMoves(old Table, n int, members []string) int {
-	oldLoad := old.Load()
-	var olds []int
-	for _, m := range members {
-		olds = append(olds, oldLoad[m])
-	}
-	slices.Sort(olds)
-	slices.Reverse(olds)
-	floor, extra := n/len(members), n%len(members)
-	kept := 0
-	for i, o := range olds {
-		l := floor
-		if i < extra {
-			l++
-		}
-		kept += min(o, l)
-	}
-	return n - kept
-}
-
 func moved(a, b Table) int {
 	c := 0
 	for i := range a {
@@ -123,11 +99,11 @@ func TestJoiningOrLeavingMovesFewShards(t *testing.T) {
 			joined := append(slices.Clone(members), fmt.Sprintf("app-new_%016x", rng.Uint64()))
 			after, _ := Assign(c.n, joined)
 			joinMoved += moved(before, after)
-			joinMin += minimalMoves(before, c.n, joined)
+			joinMin += FewestMoves(before, joined)
 			left := slices.Delete(slices.Clone(members), 0, 1)
 			after, _ = Assign(c.n, left)
 			leaveMoved += moved(before, after)
-			leaveMin += minimalMoves(before, c.n, left)
+			leaveMin += FewestMoves(before, left)
 		}
 		total := float64(trials * c.n)
 		join, leave := float64(joinMoved)/float64(joinMin), float64(leaveMoved)/float64(leaveMin)
@@ -137,6 +113,32 @@ func TestJoiningOrLeavingMovesFewShards(t *testing.T) {
 		if join > c.joinMax || leave > c.leaveMax {
 			t.Errorf("%d shards: joins move %.2fx the minimum (bound %.1f), leaves %.2fx (bound %.1f)", c.n, join, c.joinMax, leave, c.leaveMax)
 		}
+	}
+}
+
+// FewestMoves counts what must change member, worked by hand: the loads
+// after are floor or ceil of n/m, the members holding most keep most.
+func TestFewestMoves(t *testing.T) {
+	old := Table{"a", "a", "a", "b", "b", "b", "c", "c"} // 3, 3, 2
+	for _, c := range []struct {
+		members []string
+		want    int
+	}{
+		{[]string{"a", "b", "c"}, 0},           // 3 3 2 already
+		{[]string{"c", "b", "a", "a"}, 0},      // order and repeats do not matter
+		{[]string{"a", "b", "c", "d", "e"}, 2}, // loads 2 2 2 1 1: a and b give one each
+		{[]string{"a", "b", "c", "d"}, 2},      // loads 2 2 2 2: a and b give one each
+		{[]string{"a", "b"}, 2},                // loads 4 4: c's two shards move
+		{[]string{"c"}, 6},                     // c keeps its two
+		{[]string{"d"}, 8},                     // all to a newcomer
+		{nil, 8},                               // every held shard loses its member
+	} {
+		if got := FewestMoves(old, c.members); got != c.want {
+			t.Errorf("from %v to members %v: FewestMoves %d, want %d", old, c.members, got, c.want)
+		}
+	}
+	if got := FewestMoves(Table{"a", "", "b", ""}, []string{"a", "b"}); got != 2 {
+		t.Errorf("two shards held by no one, members a and b: FewestMoves %d, want 2 (each is given one)", got)
 	}
 }
 
