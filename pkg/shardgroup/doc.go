@@ -16,7 +16,8 @@
 //     that replica's own clock; a replica that leaves writes its record
 //     back with no holder, which counts as gone at once.
 //
-// Every retry period a replica lists the member records (backend.Lister),
+// Every retry period, and at once when another replica releases a shard
+// (mostly as it leaves), a replica lists the member records (backend.Lister),
 // builds its view (the live members; each shard's holder as its elector
 // last saw it, expired once the elector saw it unchanged for a lease, and
 // draining while this replica drains it) and does what shard.Decide says:

@@ -23,7 +23,8 @@ type Group struct {
 	electors []*election.Elector
 	// acquired, drainsStarted and released count the moves (Moves).
 	acquired, drainsStarted, released atomic.Int64
-	// wake asks the loop to decide again at once (an acknowledged drain).
+	// wake asks the loop to decide again at once (an acknowledged drain,
+	// a shard another replica released).
 	wake chan struct{}
 
 	mu sync.Mutex // guards everything below
@@ -177,15 +178,35 @@ func (g *Group) notify() {
 	g.changed = make(chan struct{})
 }
 
-// relayChanges passes e's changes on to Changed until ctx ends.
+// relayChanges passes e's changes on to Changed until ctx ends. When
+// another replica releases e's shard it also wakes the loop: a release
+// mostly follows its holder leaving the group (or being drained towards
+// another), which the loop then reads and acts on at once, not a retry
+// period later. The views only decide who contends; the election alone
+// decides who holds, so an early read can delay a move, never make two
+// holders.
 func (g *Group) relayChanges(ctx context.Context, e *election.Elector) {
+	holder := e.Status().Holder
 	for {
 		select {
 		case <-e.Changed():
 			g.notify()
+			was := holder
+			holder = e.Status().Holder
+			if holder == "" && was != "" && was != g.cfg.Identity {
+				g.poke()
+			}
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// poke asks the loop to read the members and decide again at once.
+func (g *Group) poke() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
 	}
 }
 

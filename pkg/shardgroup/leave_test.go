@@ -24,9 +24,9 @@ func stopInBackground(t *testing.T, r *replica) <-chan time.Time {
 // sidecar's has) leaves and releases every shard it holds without any
 // acknowledgement, though its drain timeout while running is 20s: it
 // holds nothing before a retry period has passed (in the same pass
-// that drains them), and the other replica
-// holds every shard a few retry periods later, never two claims of one
-// shard.
+// that drains them), and the other replica holds every shard before a
+// retry period has passed too (the releases wake it to read the members
+// again), never two claims of one shard.
 func TestAStopWithoutStopDrainTimeoutReleasesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.NewStore()
@@ -51,6 +51,9 @@ func TestAStopWithoutStopDrainTimeoutReleasesAtOnce(t *testing.T) {
 		t.Logf("the leaver returned %v after its stop; shards %v held by the other %v after it", stoppedAfter, gone, moved)
 		if stoppedAfter >= testRetry {
 			t.Errorf("the leaver returned %v after its stop, want less than a retry period (%v)", stoppedAfter, testRetry)
+		}
+		if moved >= testRetry {
+			t.Errorf("the other held the leaver's shards %v after its stop, want less than a retry period (%v)", moved, testRetry)
 		}
 		after := leaver.g.Moves()
 		if d, r := after.DrainsStarted-before.DrainsStarted, after.Released-before.Released; d != int64(len(gone)) || r != int64(len(gone)) {
@@ -103,6 +106,9 @@ func TestAStopDrainTimeoutWaitsForTheAcknowledgement(t *testing.T) {
 		t.Logf("acknowledged 5s after the stop; the leaver returned %v after its stop; shards %v held by the other %v after the acknowledgement", stoppedAfter, gone, moved)
 		if stoppedAfter < 5*time.Second || stoppedAfter > 5*time.Second+testRetry {
 			t.Errorf("the leaver returned %v after its stop, want within a retry period of the acknowledgement (5s)", stoppedAfter)
+		}
+		if moved >= testRetry {
+			t.Errorf("the other held the leaver's shards %v after the acknowledgement, want less than a retry period (%v)", moved, testRetry)
 		}
 		if s.overlaps != 0 || s.regressions != 0 {
 			t.Errorf("%d overlaps, %d token regressions in %d samples", s.overlaps, s.regressions, s.samples)

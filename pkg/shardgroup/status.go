@@ -130,10 +130,7 @@ func (g *Group) Drained(i int) error {
 	if !draining {
 		return fmt.Errorf("%w: shard %d", ErrNotDraining, i)
 	}
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
+	g.poke()
 	return nil
 }
 
