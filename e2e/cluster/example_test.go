@@ -16,6 +16,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
@@ -99,18 +101,7 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 	ns := cl.namespace(t)
 	pods, leader, leaderPod := installExampleWithLeader(t, ctx, ns)
 
-	before, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := cl.client.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector:   "metadata.name=" + fullName,
-		ResourceVersion: before.ResourceVersion,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	history := watchLease(t, ctx, ns, fullName)
 
 	start := time.Now()
 	cl.run(t, ctx, cl.kubectl, "delete", "pod", "--namespace", ns, "--wait=false", leaderPod)
@@ -132,39 +123,9 @@ func TestExampleChartFailoverOnDelete(t *testing.T) {
 		t.Errorf("token %d after %d, want %d", *next.Token, *leader.Token, *leader.Token+1)
 	}
 
-	// The Lease's records from before the delete to the new holder's first.
-	var holders []string
-	for len(holders) == 0 || holders[len(holders)-1] != next.Identity {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("the watch of Lease %s ended after records held by %q", fullName, holders)
-			}
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			if !isLease {
-				t.Fatalf("the watch of Lease %s: %s event of %T", fullName, ev.Type, ev.Object)
-			}
-			h := ""
-			if l.Spec.HolderIdentity != nil {
-				h = *l.Spec.HolderIdentity
-			}
-			if len(holders) == 0 || holders[len(holders)-1] != h {
-				holders = append(holders, h)
-			}
-		case <-ctx.Done():
-			t.Fatalf("the watch of Lease %s never showed %s holding it; holders in turn: %q", fullName, next.Identity, holders)
-		}
-	}
-	t.Logf("the Lease's holders in turn from before the delete: %q", holders)
-	want := []string{leader.Identity, "", next.Identity}
-	if !slices.Equal(holders, want) && !slices.Equal(holders, want[1:]) {
-		t.Errorf("the Lease's holders in turn: %q, want %q: the old leader releasing it, then the new one acquiring it", holders, want)
-	}
+	history.checkReleasedThenAcquired(t, ctx, leader.Identity, next.Identity)
 }
 
-// installExample installs the example chart into ns with its defaults and
-// replicas Pods, and returns the Pods once every one runs with every
-// container ready.
 // installExampleWithLeader installs the example chart with 3 replicas and
 // waits until exactly one Pod leads, the Lease's holder.
 func installExampleWithLeader(t *testing.T, ctx context.Context, ns string) (pods []corev1.Pod, leader fence.LeaderJSON, leaderPod string) {
@@ -178,6 +139,9 @@ func installExampleWithLeader(t *testing.T, ctx context.Context, ns string) (pod
 	return pods, leader, leaderPod
 }
 
+// installExample installs the example chart into ns with its defaults and
+// replicas Pods, and returns the Pods once every one runs with every
+// container ready.
 func installExample(t *testing.T, ctx context.Context, ns string, replicas int) []corev1.Pod {
 	t.Helper()
 	install(t, ctx, ns, "--set", fmt.Sprintf("replicaCount=%d", replicas), "--wait", "--timeout", "2m")
@@ -257,7 +221,7 @@ func oneLeaderOf(ctx context.Context, ns, leaseName string, pods []corev1.Pod) (
 	case len(leaders) != 1:
 		return fence.LeaderJSON{}, "", fmt.Sprintf("%d sidecars answer leader: true", len(leaders))
 	case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != leaders[0].Identity:
-		return fence.LeaderJSON{}, "", fmt.Sprintf("the leader is %s, the Lease's holder %v", leaders[0].Identity, lease.Spec.HolderIdentity)
+		return fence.LeaderJSON{}, "", fmt.Sprintf("the leader is %s, the Lease's holder %q", leaders[0].Identity, ptr.Deref(lease.Spec.HolderIdentity, ""))
 	case leaders[0].Token == nil || lease.Spec.LeaseTransitions == nil ||
 		*leaders[0].Token != int64(*lease.Spec.LeaseTransitions):
 		return fence.LeaderJSON{}, "", fmt.Sprintf("the leader's token %v, the Lease's transitions %v", leaders[0].Token, lease.Spec.LeaseTransitions)
@@ -307,4 +271,65 @@ func leaderState(ctx context.Context, ns, pod string) (fence.LeaderJSON, error) 
 		return st, fmt.Errorf("%s: %w in %q", pod, err, out)
 	}
 	return st, nil
+}
+
+// leaseWatch follows one Lease's records from the version it had when the
+// watch began.
+type leaseWatch struct {
+	name string
+	w    watch.Interface
+}
+
+// watchLease watches Lease name in ns from its version now; the watch
+// ends with the test.
+func watchLease(t *testing.T, ctx context.Context, ns, name string) *leaseWatch {
+	t.Helper()
+	before, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cl.client.CoordinationV1().Leases(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector:   "metadata.name=" + name,
+		ResourceVersion: before.ResourceVersion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return &leaseWatch{name: name, w: w}
+}
+
+// checkReleasedThenAcquired reads the Lease's records since the watch
+// began until the first that names next, and fails t unless its holders
+// in turn were old (renewing), none (old released it) and next: a
+// hand-off by release, not by expiry, whatever the time it took.
+func (lw *leaseWatch) checkReleasedThenAcquired(t *testing.T, ctx context.Context, old, next string) {
+	t.Helper()
+	var holders []string
+	for len(holders) == 0 || holders[len(holders)-1] != next {
+		select {
+		case ev, ok := <-lw.w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of Lease %s ended after records held by %q", lw.name, holders)
+			}
+			l, isLease := ev.Object.(*coordinationv1.Lease)
+			if !isLease {
+				t.Fatalf("the watch of Lease %s: %s event of %T", lw.name, ev.Type, ev.Object)
+			}
+			h := ""
+			if l.Spec.HolderIdentity != nil {
+				h = *l.Spec.HolderIdentity
+			}
+			if len(holders) == 0 || holders[len(holders)-1] != h {
+				holders = append(holders, h)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the watch of Lease %s never showed %s holding it; holders in turn: %q", lw.name, next, holders)
+		}
+	}
+	t.Logf("Lease %s's holders in turn since the watch began: %q", lw.name, holders)
+	want := []string{old, "", next}
+	if !slices.Equal(holders, want) && !slices.Equal(holders, want[1:]) {
+		t.Errorf("Lease %s's holders in turn: %q, want %q: %s releasing it, then %s acquiring it", lw.name, holders, want, old, next)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +88,7 @@ func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
 	defer cancel()
 	ns := cl.namespace(t)
 	_, leader, leaderPod := installExampleWithLeader(t, ctx, ns)
-	// Follow both containers' logs, with the node's timestamps, until they
-	// exit.
+	// Follow both containers' logs until they exit.
 	appLog, sidecarLog := follow(ctx, ns, leaderPod, "app"), follow(ctx, ns, leaderPod, sidecarContainer)
 	time.Sleep(time.Second)
 
@@ -141,7 +141,7 @@ func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
 	case appStopped.IsZero():
 		t.Errorf("the sidecar released the Lease at %v, and the app never said it stopped", released)
 	case !appStopped.Before(released):
-		t.Errorf("the sidecar released the Lease at %v, before the app stopped at %v", released, appStopped)
+		t.Errorf("the sidecar released the Lease at %v, not after the app stopped at %v (each the time its process wrote)", released, appStopped)
 	default:
 		t.Logf("the app stopped %v before the sidecar released the Lease", released.Sub(appStopped))
 	}
@@ -158,8 +158,12 @@ func follow(ctx context.Context, ns, pod, container string) <-chan string {
 	return out
 }
 
-// lastLogged waits up to 30 s for a followed log and returns the node's
-// timestamp of its last line that contains text, or the zero time.
+// lastLogged waits up to 30 s for a followed log and returns the instant
+// written into its last line that contains text by the process itself
+// (slog's time, text or JSON), or the zero time. The node's timestamp
+// before each line is when the runtime read it from the container's pipe,
+// which can fall behind for one container and not another; both processes
+// read one clock, the node's.
 func lastLogged(t *testing.T, log <-chan string, text string) time.Time {
 	t.Helper()
 	var all string
@@ -171,13 +175,23 @@ func lastLogged(t *testing.T, log <-chan string, text string) time.Time {
 	}
 	var at time.Time
 	for _, line := range strings.Split(all, "\n") {
-		stamp, rest, _ := strings.Cut(line, " ")
-		if !strings.Contains(rest, text) {
+		if !strings.Contains(line, text) {
 			continue
 		}
-		if ts, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
-			at = ts
+		m := loggedTime.FindStringSubmatch(line)
+		if m == nil {
+			t.Errorf("no time of its own in the logged line %q", line)
+			continue
 		}
+		ts, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			t.Errorf("the logged line %q: %v", line, err)
+			continue
+		}
+		at = ts
 	}
 	return at
 }
+
+// loggedTime is the time slog writes into a line, as JSON or as text.
+var loggedTime = regexp.MustCompile(`(?:"time":"|\btime=)([0-9][^" ]*)`)
