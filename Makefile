@@ -73,9 +73,16 @@ unit: vet
 	cd $(FENCE) && $(GO) test -race -short -count=1 ./...
 	$(GO) test -race -short -count=1 $(UNIT_PKGS)
 
+# The packages whose tests take longest, longest first (measured warm:
+# 290, 215, 190, 125, 65, 65, 40 and 30 s): go test starts the packages in
+# the order given, two at a time, so that none of them is left to run
+# alone at the end while the other core idles.
+SLOW_PKGS = ./e2e/apiserver ./e2e/chart ./e2e/packaging ./hack/bench \
+	./pkg/backend/sqlite ./e2e/process ./pkg/backend/lease ./e2e/alerts
+
 test: vet deps
 	cd $(FENCE) && $(GO) test -race -count=1 ./...
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 30m $(SLOW_PKGS) ./...
 	$(MAKE) sim
 
 # The election under the deterministic simulator: SIM_SEEDS schedules of
