@@ -76,57 +76,134 @@ func (r *replica) stop(t *testing.T) {
 	r.done <- nil // a second stop returns at once
 }
 
-// sampler asks every replica's Status at each instant it wakes and
-// counts, per shard, instants where two replicas claim it, and claims
-// whose token goes back or repeats with another holder.
+// sampler asks every replica's Status, one after another, each time it
+// wakes, and judges the claims by the order of those reads. A claim is an
+// interval: from its first read to its last one a term is claimed. So a
+// shard's term read as claimed after another read of a later term of the
+// shard (a higher token) was claimed at once with it: an overlap. Two
+// claims seen in one pass are not enough, as the replicas are read one
+// after another and run between the reads (a holder that released after
+// its read, a new holder that acquired before its own). A token claimed by
+// two replicas counts as a regression.
 type sampler struct {
 	overlaps, regressions, samples int
-	last                           map[int]int64
-	holderOf                       map[[2]int64]string
+	reads                          int                      // Status reads so far, in the order made
+	claims                         map[int]map[int64]*claim // by shard and token
+	reported                       map[[3]int64]bool
+}
+
+// claim is one term of a shard as the sampler read it: its holder, and
+// the first and last reads that showed it.
+type claim struct {
+	holder      string
+	first, last int
 }
 
 func newSampler() *sampler {
-	return &sampler{last: map[int]int64{}, holderOf: map[[2]int64]string{}}
+	return &sampler{claims: map[int]map[int64]*claim{}, reported: map[[3]int64]bool{}}
 }
 
 func (s *sampler) sample(t *testing.T, all []*replica) {
+	t.Helper()
 	s.samples++
-	claims := map[int][]string{}
+	var problems []string
 	for _, r := range all {
-		for _, h := range r.g.Status().Held {
-			claims[h.Shard] = append(claims[h.Shard], r.id)
-			key := [2]int64{int64(h.Shard), h.Token}
-			if prev, ok := s.holderOf[key]; ok && prev != r.id {
-				s.regressions++
-				t.Errorf("shard %d token %d claimed by %s and by %s", h.Shard, h.Token, prev, r.id)
-			}
-			s.holderOf[key] = r.id
-			if h.Token < s.last[h.Shard] {
-				s.regressions++
-				t.Errorf("shard %d: %s claims token %d after %d was claimed", h.Shard, r.id, h.Token, s.last[h.Shard])
-			}
-			s.last[h.Shard] = max(s.last[h.Shard], h.Token)
-		}
+		problems = append(problems, s.read(r.id, r.g.Status().Held)...)
 	}
-	for i, c := range claims {
-		if len(c) > 1 {
-			s.overlaps++
-			t.Errorf("shard %d claimed at once by %v", i, c)
-		}
+	for _, p := range append(problems, s.judge()...) {
+		t.Error(p)
 	}
 }
 
-// settled reports whether every shard is claimed exactly once, as the
-// table over the replicas in all gives it.
+// read takes in one read of replica id's claims, and says each token it
+// finds claimed by another replica too (a regression, counted once).
+func (s *sampler) read(id string, held []Held) (problems []string) {
+	s.reads++
+	for _, h := range held {
+		terms := s.claims[h.Shard]
+		if terms == nil {
+			terms = map[int64]*claim{}
+			s.claims[h.Shard] = terms
+		}
+		c := terms[h.Token]
+		switch {
+		case c == nil:
+			c = &claim{holder: id, first: s.reads}
+			terms[h.Token] = c
+		case c.holder != id && !s.reported[[3]int64{int64(h.Shard), h.Token, -1}]:
+			s.reported[[3]int64{int64(h.Shard), h.Token, -1}] = true
+			s.regressions++
+			problems = append(problems, fmt.Sprintf("shard %d token %d claimed by %s and by %s", h.Shard, h.Token, c.holder, id))
+		}
+		c.last = s.reads
+	}
+	return problems
+}
+
+// judge says each overlap the reads so far show that it has not said
+// yet, and counts it.
+func (s *sampler) judge() (problems []string) {
+	for i, terms := range s.claims {
+		for k, c := range terms {
+			for later, d := range terms {
+				if later > k && c.last > d.first && !s.reported[[3]int64{int64(i), k, later}] {
+					s.reported[[3]int64{int64(i), k, later}] = true
+					s.overlaps++
+					problems = append(problems, fmt.Sprintf("shard %d: token %d (%s) read as claimed after token %d (%s) was", i, k, c.holder, later, d.holder))
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// The sampler judges by the order of its reads: a holder read before it
+// released and a new holder read after it acquired, in one pass, are no
+// overlap; the old term read again after the new one was is one; and a
+// token read from two replicas is a regression.
+func TestTheSamplerJudgesClaimsByTheOrderOfItsReads(t *testing.T) {
+	s := newSampler()
+	held := func(token int64) []Held { return []Held{{Shard: 2, Token: token}} }
+	s.read("r0", held(5))
+	s.read("r1", held(6)) // r0 released and r1 acquired between the two reads
+	if p := s.judge(); len(p) != 0 || s.overlaps != 0 {
+		t.Errorf("a hand-off between two reads of one pass judged %v (%d overlaps), want none", p, s.overlaps)
+	}
+	s.read("r0", held(5)) // r0 still claims token 5 after token 6 was read
+	if p := s.judge(); len(p) != 1 || s.overlaps != 1 {
+		t.Errorf("the old term read after the new one judged %v (%d overlaps), want one overlap", p, s.overlaps)
+	}
+	if p := s.judge(); len(p) != 0 || s.overlaps != 1 {
+		t.Errorf("judged again: %v (%d overlaps), want the overlap counted once", p, s.overlaps)
+	}
+	if p := s.read("r2", held(6)); len(p) != 1 || s.regressions != 1 {
+		t.Errorf("token 6 read from r1 and r2: %v (%d regressions), want one regression", p, s.regressions)
+	}
+	s.read("r1", []Held{{Shard: 3, Token: 4}})
+	s.read("r0", []Held{{Shard: 3, Token: 3}}) // a lower token read after a higher one
+	if p := s.judge(); len(p) != 1 || s.overlaps != 2 {
+		t.Errorf("token 3 read after token 4 of shard 3 judged %v (%d overlaps), want one more overlap", p, s.overlaps)
+	}
+}
+
+// settled reports whether every replica in all sees exactly those
+// replicas as members and every shard is claimed exactly once, as the
+// table over them gives it. (The claims alone can match the table for a
+// moment while a replica's view still lacks members it has not read yet.)
 func settled(all []*replica, n int) bool {
 	ids := make([]string, len(all))
 	for i, r := range all {
 		ids[i] = r.id
 	}
+	slices.Sort(ids)
 	table, _ := shard.Assign(n, ids)
 	held := make([][]string, n)
 	for _, r := range all {
-		for _, h := range r.g.Status().Held {
+		st := r.g.Status()
+		if !slices.Equal(st.Members, ids) {
+			return false
+		}
+		for _, h := range st.Held {
 			held[h.Shard] = append(held[h.Shard], r.id)
 		}
 	}
