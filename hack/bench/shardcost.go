@@ -44,15 +44,9 @@ func measureShardCost(b *bench, res *results) error {
 func (b *bench) shardCost(n int) (shardCostResult, error) {
 	c := b.cfg.Shards
 	r := shardCostResult{Prof: c.CostProfile.Name, Shards: n, Replicas: c.Replicas, Window: c.CostWindow}
-	g, err := b.newShardGroup("lease", c.CostProfile, n, "shard-cost")
-	if err != nil {
-		return r, err
-	}
+	g, _, err := b.settledShardGroup("lease", c.CostProfile, n, c.Replicas, "shard-cost")
 	defer g.stop()
-	if _, err := g.add(c.Replicas); err != nil {
-		return r, err
-	}
-	if _, _, err := g.awaitConverged(g.convergeWithin()); err != nil {
+	if err != nil {
 		return r, err
 	}
 	time.Sleep(settleTime(g.prof))

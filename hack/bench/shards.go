@@ -217,7 +217,26 @@ func (g *shardGroup) remove(r *shardReplica) {
 	g.live = slices.DeleteFunc(g.live, func(x *shardReplica) bool { return x == r })
 }
 
+// settledShardGroup starts replicas sidecars of a fresh group of n
+// shards named after base and waits until they hold the table
+// shard.Assign gives over them, which it returns. The caller stops the
+// group, after an error too (stop does nothing on a nil group).
+func (b *bench) settledShardGroup(backend string, prof profile, n, replicas int, base string) (*shardGroup, shard.Table, error) {
+	g, err := b.newShardGroup(backend, prof, n, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := g.add(replicas); err != nil {
+		return g, nil, err
+	}
+	table, _, err := g.awaitConverged(g.convergeWithin())
+	return g, table, err
+}
+
 func (g *shardGroup) stop() {
+	if g == nil {
+		return
+	}
 	var cs []*cand
 	for _, r := range g.live {
 		cs = append(cs, r.cand)

@@ -81,15 +81,8 @@ func measureShardScale(b *bench, res *results) error {
 func (b *bench) shardScale(backend string, step scaleStep) (scaleTrial, error) {
 	c := b.cfg.Shards
 	var t scaleTrial
-	g, err := b.newShardGroup(backend, c.Profile, c.Shards, "shard-scale")
-	if err != nil {
-		return t, err
-	}
+	g, before, err := b.settledShardGroup(backend, c.Profile, c.Shards, step.From, "shard-scale")
 	defer g.stop()
-	if _, err := g.add(step.From); err != nil {
-		return t, err
-	}
-	before, _, err := g.awaitConverged(g.convergeWithin())
 	if err != nil {
 		return t, err
 	}

@@ -51,15 +51,9 @@ func measureShardStop(b *bench, res *results) error {
 func (b *bench) shardStop(backend string) (shardStopResult, error) {
 	c := b.cfg.Shards
 	r := shardStopResult{Backend: backend, Prof: c.Profile.Name, Shards: c.Shards, Replicas: c.Replicas}
-	g, err := b.newShardGroup(backend, c.Profile, c.Shards, "shard-stop")
-	if err != nil {
-		return r, err
-	}
+	g, _, err := b.settledShardGroup(backend, c.Profile, c.Shards, c.Replicas, "shard-stop")
 	defer g.stop()
-	if _, err := g.add(c.Replicas); err != nil {
-		return r, err
-	}
-	if _, _, err := g.awaitConverged(g.convergeWithin()); err != nil {
+	if err != nil {
 		return r, err
 	}
 	for trial := range c.StopTrials {
