@@ -228,11 +228,22 @@ func runPublisher(p *podreadiness.Publisher, electionDone <-chan struct{}) (wait
 }
 
 // eventRecorder returns the recorder of Kubernetes Events for the Lease
-// st, or nil when there is none to record: another backend, --events=false,
-// no POD_NAME, or a recorder that cannot be made (logged). stop stops it.
+// st, or nil when there is none to record (eventsPod, newEventRecorder).
+// stop stops it.
 func eventRecorder(cfg sidecarConfig, st *store, kube *kubeclient.Clients, log *slog.Logger) (obs election.Observer, stop func()) {
-	if cfg.election.backend != "lease" {
+	pod, ok := eventsPod(cfg, log)
+	if !ok {
 		return nil, func() {}
+	}
+	return newEventRecorder(cfg, pod, kube, st.namespace, cfg.election.leaseName, log)
+}
+
+// eventsPod is the Pod that Kubernetes Events are about, or false when
+// none are to be recorded: another backend than lease, --events=false or
+// no POD_NAME (logged).
+func eventsPod(cfg sidecarConfig, log *slog.Logger) (kubeevents.Pod, bool) {
+	if cfg.election.backend != "lease" {
+		return kubeevents.Pod{}, false
 	}
 	pod := kubeevents.Pod{Namespace: cfg.election.pod.namespace, Name: cfg.election.pod.name, UID: cfg.election.pod.uid}
 	if pod.Name == "" || !cfg.events {
@@ -241,17 +252,24 @@ func eventRecorder(cfg sidecarConfig, st *store, kube *kubeclient.Clients, log *
 			reason = "--events=false"
 		}
 		log.Info("not recording Kubernetes Events", "reason", reason)
-		return nil, func() {}
+		return kubeevents.Pod{}, false
 	}
+	return pod, true
+}
+
+// newEventRecorder returns the recorder of Kubernetes Events about pod
+// related to Lease leaseName in namespace, or nil when it cannot be made
+// (logged). stop stops it.
+func newEventRecorder(cfg sidecarConfig, pod kubeevents.Pod, kube *kubeclient.Clients, namespace, leaseName string, log *slog.Logger) (obs election.Observer, stop func()) {
 	client, err := kube.Others()
 	if err == nil {
 		var rec *kubeevents.Recorder
-		if rec, err = kubeevents.New(kubeevents.Config{Client: client, Pod: pod, LeaseNamespace: st.namespace,
-			LeaseName: cfg.election.leaseName, Identity: cfg.election.identity, Logger: log}); err == nil {
+		if rec, err = kubeevents.New(kubeevents.Config{Client: client, Pod: pod, LeaseNamespace: namespace,
+			LeaseName: leaseName, Identity: cfg.election.identity, Logger: log}); err == nil {
 			return rec, rec.Stop
 		}
 	}
-	log.Warn("not recording Kubernetes Events", "err", err)
+	log.Warn("not recording Kubernetes Events", "lease", leaseName, "err", err)
 	return nil, func() {}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
@@ -16,8 +17,9 @@ import (
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
 // single election's record is; the member's Lease owned by the Pod under
-// --shard-member-owner pod), a shardgroup.Group, the shard API, and
-// the metrics of every shard (metrics.WatchShards) on /metrics.
+// --shard-member-owner pod), a shardgroup.Group, the shard API, the
+// metrics of every shard (metrics.WatchShards) on /metrics, and on Leases
+// Kubernetes Events of every shard's terms, related to its Lease.
 // When ctx ends the group leaves gracefully (drains and releases every
 // shard) while the API still serves, so the app can see its shards drain
 // and acknowledge them; then the servers shut down.
@@ -60,6 +62,22 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	}
 	ec := el.electorConfig(nil, log)
 	ec.Observer = m
+	// Kubernetes Events per shard, each related to the shard's Lease; the
+	// recorders stop after the group has left (its releases recorded).
+	var stopEvents []func()
+	defer func() {
+		for _, stop := range stopEvents {
+			stop()
+		}
+	}()
+	var shardEvents func(i int) election.Observer
+	if pod, ok := eventsPod(cfg, log); ok {
+		shardEvents = func(i int) election.Observer {
+			obs, stop := newEventRecorder(cfg, pod, kube, stores[0].namespace, shardgroup.ShardRecord(sc.group, i), log)
+			stopEvents = append(stopEvents, stop)
+			return obs
+		}
+	}
 	g, err := shardgroup.New(shardgroup.Config{
 		Group:            sc.group,
 		Identity:         el.identity,
@@ -67,6 +85,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		Member:           member,
 		Members:          members,
 		Election:         ec,
+		ShardObserver:    shardEvents,
 		RebalanceDelay:   sc.rebalanceDelay,
 		DrainTimeout:     sc.drainTimeout,
 		StopDrainTimeout: sc.stopDrainTimeout,

@@ -157,8 +157,9 @@ func renderedShardRules(t *testing.T) []rbacv1.PolicyRule {
 	r := sidecartest.RenderChart(t, sidecartest.Charts(t), "apps", "sidecar:\n  sharding:\n    enabled: true\n")
 	rules := sidecartest.One[*rbacv1.Role](t, r).Rules
 	want := []string{"get", "list", "watch", "create", "update"}
-	if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"leases"}) || len(rules[0].ResourceNames) != 0 || !slices.Equal(rules[0].Verbs, want) {
-		t.Fatalf("the chart's Role in shard mode: %+v, want one rule on leases with verbs %v", rules, want)
+	if len(rules) != 2 || !slices.Equal(rules[0].Resources, []string{"leases"}) || len(rules[0].ResourceNames) != 0 || !slices.Equal(rules[0].Verbs, want) ||
+		!slices.Equal(rules[1].APIGroups, []string{"events.k8s.io"}) || !slices.Equal(rules[1].Resources, []string{"events"}) || !slices.Equal(rules[1].Verbs, []string{"create"}) {
+		t.Fatalf("the chart's Role in shard mode: %+v, want one rule on leases with verbs %v and create on events.k8s.io events", rules, want)
 	}
 	return rules
 }
@@ -167,7 +168,8 @@ func renderedShardRules(t *testing.T) []rbacv1.PolicyRule {
 // as a ServiceAccount bound to the Role the chart renders for shard mode,
 // on a real API server: the 8 shards spread over them (Leases created,
 // renewed, watched, members listed), one stops gracefully and the other
-// takes every shard, and nothing was forbidden: the Role is sufficient.
+// takes every shard, and nothing was forbidden (the Events of the shards'
+// terms included): the Role is sufficient.
 // Then, with each of its verbs dropped in turn, a sidecar logs the
 // request the API server refused, naming the verb, and keeps running:
 // every verb is needed.

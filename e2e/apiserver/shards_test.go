@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +23,8 @@ import (
 // shard within a few retry periods and the leaver's member Lease names no
 // holder. No shard is ever claimed by two replicas at one instant. The
 // member Lease of a replica whose POD_UID is set is owned by its Pod.
+// Each shard's terms are Kubernetes Events about the replica's Pod,
+// related to the shard's Lease.
 func TestLeaseShardGroup(t *testing.T) {
 	t.Parallel()
 	k := sidecartest.Kube(t)
@@ -52,6 +56,14 @@ func TestLeaseShardGroup(t *testing.T) {
 	}
 	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
+	// The Events of each term begun, but those of the replica killed
+	// below, which may die before its recorder has sent them.
+	began := map[shardEvent]bool{}
+	for i, h := range holders {
+		if h != live[0] {
+			began[shardEvent{"BecameLeader", podOf[h], shardgroup.ShardRecord(group, i), tokens[i]}] = true
+		}
+	}
 	var owners map[string][]metav1.OwnerReference
 	leases := func() map[string]string {
 		list, err := k.Client.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{})
@@ -127,5 +139,47 @@ func TestLeaseShardGroup(t *testing.T) {
 	if h, ok := leases()[shardgroup.MemberRecord(group, leaverID)]; !ok || h != "" {
 		t.Errorf("the member Lease of the replica that left names %q (present %v), want no holder", h, ok)
 	}
+	// Every shard's terms are Kubernetes Events about the replica's Pod,
+	// related to the shard's Lease: each term of the spread begun, and
+	// each term of the replica stopped with SIGTERM ended.
+	for _, i := range moved {
+		began[shardEvent{"StoppedLeading", podOf[leaver], shardgroup.ShardRecord(group, i), tokens[i]}] = true
+	}
+	awaitShardEvents(t, k, ns, began)
 	p.Check(t)
+}
+
+// shardEvent is a Kubernetes Event of one term of a shard: its action,
+// the Pod it is about, the shard's Lease it relates to and the token.
+type shardEvent struct {
+	action, pod, lease string
+	token              int64
+}
+
+// awaitShardEvents waits up to 15 s until ns has every Event in want
+// (reason LeaderElection, its note naming the token), and fails t with
+// those it lacks.
+func awaitShardEvents(t *testing.T, k *sidecartest.KubeEnv, ns string, want map[shardEvent]bool) {
+	t.Helper()
+	notes := map[string]string{"BecameLeader": "/%s with fencing token %d", "StoppedLeading": "/%s (token %d)"}
+	for deadline := time.Now().Add(15 * time.Second); len(want) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		list, err := k.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range list.Items {
+			if ev.Reason != "LeaderElection" || ev.Regarding.Kind != "Pod" || ev.Related == nil || ev.Related.Kind != "Lease" {
+				continue
+			}
+			for w := range want {
+				if ev.Action == w.action && ev.Regarding.Name == w.pod && ev.Related.Name == w.lease &&
+					strings.Contains(ev.Note, fmt.Sprintf(notes[w.action], w.lease, w.token)) {
+					delete(want, w)
+				}
+			}
+		}
+	}
+	for w := range want {
+		t.Errorf("no Event %s about Pod %s related to Lease %s with token %d", w.action, w.pod, w.lease, w.token)
+	}
 }

@@ -42,6 +42,11 @@ type Config struct {
 	// election.TermObserver hears their terms too). Its Backend,
 	// Identity and ReleaseOnCancel are ignored.
 	Election election.Config
+	// ShardObserver, when set, gives an Observer for shard i's elector
+	// alone (nil for none), which hears it after Election.Observer: a
+	// report about the shard's own record, such as a Kubernetes Event
+	// related to its Lease.
+	ShardObserver func(i int) election.Observer
 	// RebalanceDelay is how long a member must have been live before a
 	// shard held here is drained towards it (shard.Policy).
 	RebalanceDelay time.Duration

@@ -70,7 +70,13 @@ func New(cfg Config) (*Group, error) {
 		ec.Backend = b
 		ec.Identity = cfg.Identity
 		ec.ReleaseOnCancel = false
-		ec.Observer = &shardObserver{acquired: &g.acquired, next: cfg.Election.Observer}
+		obs := &shardObserver{acquired: &g.acquired}
+		for _, o := range []election.Observer{cfg.Election.Observer, shardObserverOf(cfg, i)} {
+			if o != nil {
+				obs.next = append(obs.next, o)
+			}
+		}
+		ec.Observer = obs
 		ec.Logger = cfg.Election.Logger.With("shard", i)
 		e, err := election.New(ec)
 		if err != nil {

@@ -7,46 +7,58 @@ import (
 )
 
 // shardObserver is the election.Observer of one shard's elector: it counts
-// the terms begun (Moves.Acquired) and passes every report on to next,
-// Config.Election.Observer, when set. It takes no lock of the Group: an
-// elector reports from its own loop, and the Group reads electors under
-// its lock.
+// the terms begun (Moves.Acquired) and passes every report on to next:
+// Config.Election.Observer, then Config.ShardObserver's for this shard,
+// those that are set. It takes no lock of the Group: an elector reports
+// from its own loop, and the Group reads electors under its lock.
 type shardObserver struct {
 	acquired *atomic.Int64
-	next     election.Observer
+	next     []election.Observer
 }
 
 var _ election.TermObserver = (*shardObserver)(nil)
+
+// shardObserverOf is cfg.ShardObserver's Observer for shard i, or nil.
+func shardObserverOf(cfg Config, i int) election.Observer {
+	if cfg.ShardObserver == nil {
+		return nil
+	}
+	return cfg.ShardObserver(i)
+}
 
 func (o *shardObserver) LeadershipChanged(leading bool, token int64) {
 	if leading {
 		o.acquired.Add(1)
 	}
-	if o.next != nil {
-		o.next.LeadershipChanged(leading, token)
+	for _, n := range o.next {
+		n.LeadershipChanged(leading, token)
 	}
 }
 
 func (o *shardObserver) RenewFailed(err error) {
-	if o.next != nil {
-		o.next.RenewFailed(err)
+	for _, n := range o.next {
+		n.RenewFailed(err)
 	}
 }
 
 func (o *shardObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
-	if o.next != nil {
-		o.next.TokenAnomaly(a, seen, highest)
+	for _, n := range o.next {
+		n.TokenAnomaly(a, seen, highest)
 	}
 }
 
 func (o *shardObserver) TermStarted(t election.TermStart) {
-	if next, ok := o.next.(election.TermObserver); ok {
-		next.TermStarted(t)
+	for _, n := range o.next {
+		if n, ok := n.(election.TermObserver); ok {
+			n.TermStarted(t)
+		}
 	}
 }
 
 func (o *shardObserver) TermEnded(t election.TermEnd) {
-	if next, ok := o.next.(election.TermObserver); ok {
-		next.TermEnded(t)
+	for _, n := range o.next {
+		if n, ok := n.(election.TermObserver); ok {
+			n.TermEnded(t)
+		}
 	}
 }

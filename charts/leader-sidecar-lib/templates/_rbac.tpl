@@ -11,8 +11,9 @@ rules (list items); empty when it does not talk to the Kubernetes API
 - lease backend in shard mode: get, list, watch, create and update on every
   Lease of the namespace, and nothing else: the group's Leases include one
   per member, named after its Pod, so no resourceNames can list them, and a
-  replica lists the members' Leases. It never deletes a Lease, and records
-  no Events. Whoever holds this Role can edit every Lease of the namespace.
+  replica lists the members' Leases. It never deletes a Lease. Whoever
+  holds this Role can edit every Lease of the namespace. Create on
+  events.k8s.io events when Events are on, as above (one per shard's term).
 - pod-condition mode: get pods and patch pods/status (its own Pod's
   condition).
 - label mode: get and patch pods (its own Pod's label).
@@ -28,9 +29,9 @@ rules (list items); empty when it does not talk to the Kubernetes API
 {{- if not $c.lease.create }}
 {{- $rules = append $rules (dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" (list "create")) }}
 {{- end }}
-{{- if $c.events }}
-{{- $rules = append $rules (dict "apiGroups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create")) }}
 {{- end }}
+{{- if and (eq $c.backend "lease") $c.events }}
+{{- $rules = append $rules (dict "apiGroups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create")) }}
 {{- end }}
 {{- if eq $mode "pod-condition" }}
 {{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get")) }}
