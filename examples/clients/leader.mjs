@@ -68,6 +68,7 @@
 //
 // LEADER_SIDECAR_URL is the sidecar's app API (default http://127.0.0.1:4040).
 
+import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { argv, env, exit, stderr, stdout } from 'node:process';
 import { pathToFileURL } from 'node:url';
@@ -119,21 +120,53 @@ function decode(body) {
   return state;
 }
 
+// Requests go through node:http, loaded with this module, so that a
+// timeout counts the request only (fetch loads its implementation at the
+// first call, which a busy machine can make last seconds).
+
+/**
+ * Sends method to where; resolves to { status, statusText, body }, the body
+ * as text, or rejects with a SidecarError when no answer of at most limit
+ * bytes came within timeoutMs.
+ */
+function send(method, where, timeoutMs, limit) {
+  return new Promise((resolve, reject) => {
+    let timer;
+    const fail = (e) => {
+      clearTimeout(timer);
+      reject(e instanceof SidecarError ? e : new SidecarError(`${method} ${where}: ${e.message}`, { cause: e }));
+    };
+    let req;
+    try {
+      req = http.request(where, { method, agent: false }, (resp) => {
+        const chunks = [];
+        let size = 0;
+        resp.on('data', (chunk) => {
+          size += chunk.length;
+          if (size > limit) req.destroy(new SidecarError(`answer larger than ${limit} bytes`));
+          else chunks.push(chunk);
+        });
+        resp.on('error', fail);
+        resp.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: resp.statusCode, statusText: resp.statusMessage, body: Buffer.concat(chunks).toString('utf8') });
+        });
+      });
+    } catch (e) {
+      fail(e); // not an http:// URL
+      return;
+    }
+    timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('error', fail);
+    req.end();
+  });
+}
+
 async function get(url, path, timeoutMs, limit) {
   const where = `${base(url)}${path}`;
-  let body;
-  try {
-    const resp = await fetch(where, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!resp.ok) {
-      throw new SidecarError(`GET ${where}: ${resp.status} ${resp.statusText}`);
-    }
-    body = await resp.text();
-  } catch (e) {
-    if (e instanceof SidecarError) throw e;
-    throw new SidecarError(`GET ${where}: ${e.cause?.message ?? e.message}`, { cause: e });
-  }
-  if (Buffer.byteLength(body) > limit) {
-    throw new SidecarError(`answer larger than ${limit} bytes`);
+  const { status, statusText, body } = await send('GET', where, timeoutMs, limit);
+  if (status < 200 || status > 299) {
+    throw new SidecarError(`GET ${where}: ${status} ${statusText}`);
   }
   return body;
 }
@@ -178,31 +211,34 @@ export async function currentTerm(url, timeoutMs = 2000) {
  */
 async function* events(url, path, idleTimeoutMs) {
   const where = `${base(url)}${path}`;
-  const abort = new AbortController();
+  let req;
   let idle;
   const quiet = () => {
     clearTimeout(idle);
-    idle = setTimeout(() => abort.abort(new Error(`silent for ${idleTimeoutMs} ms`)), idleTimeoutMs);
+    idle = setTimeout(() => req.destroy(new Error(`silent for ${idleTimeoutMs} ms`)), idleTimeoutMs);
   };
-  quiet();
   try {
     let resp;
     try {
-      resp = await fetch(where, { signal: abort.signal, headers: { Accept: 'text/event-stream' } });
+      resp = await new Promise((resolve, reject) => {
+        req = http.get(where, { agent: false, headers: { Accept: 'text/event-stream' } }, resolve);
+        req.on('error', reject); // and, once answered, errors the stream below reports
+        quiet();
+      });
     } catch (e) {
-      throw new SidecarError(`GET ${where}: ${e.cause?.message ?? e.message}`, { cause: e });
+      throw new SidecarError(`GET ${where}: ${e.message}`, { cause: e });
     }
-    if (!resp.ok) {
-      throw new SidecarError(`GET ${where}: ${resp.status} ${resp.statusText}`);
+    if (resp.statusCode !== 200) {
+      throw new SidecarError(`GET ${where}: ${resp.statusCode} ${resp.statusMessage}`);
     }
-    const decoder = new TextDecoder();
+    resp.setEncoding('utf8');
     let pending = '';
     let name = '';
     let data = [];
     try {
-      for await (const chunk of resp.body) {
+      for await (const chunk of resp) {
         quiet();
-        pending += decoder.decode(chunk, { stream: true });
+        pending += chunk;
         let end;
         while ((end = pending.indexOf('\n')) >= 0) {
           const line = pending.slice(0, end).replace(/\r$/, '');
@@ -219,12 +255,12 @@ async function* events(url, path, idleTimeoutMs) {
         }
       }
     } catch (e) {
-      throw new SidecarError(`the stream from the sidecar broke: ${abort.signal.reason?.message ?? e.message}`, { cause: e });
+      throw new SidecarError(`the stream from the sidecar broke: ${e.message}`, { cause: e });
     }
     throw new SidecarError('the sidecar ended the stream');
   } finally {
     clearTimeout(idle);
-    abort.abort();
+    req?.destroy();
   }
 }
 
@@ -417,17 +453,10 @@ export async function drained(shard, url, timeoutMs = 2000) {
     throw new SidecarError(`shard ${JSON.stringify(shard)} is not a shard number`);
   }
   const where = `${base(url)}/shards/${shard}/drained`;
-  let resp;
-  let body;
-  try {
-    resp = await fetch(where, { method: 'POST', signal: AbortSignal.timeout(timeoutMs) });
-    body = await resp.text();
-  } catch (e) {
-    throw new SidecarError(`POST ${where}: ${e.cause?.message ?? e.message}`, { cause: e });
-  }
-  if (resp.status === 409) return false;
-  if (!resp.ok) {
-    throw new SidecarError(`POST ${where}: ${resp.status} ${resp.statusText} ${body.slice(0, 200)}`);
+  const { status, statusText, body } = await send('POST', where, timeoutMs, MAX_ANSWER);
+  if (status === 409) return false;
+  if (status < 200 || status > 299) {
+    throw new SidecarError(`POST ${where}: ${status} ${statusText} ${body.slice(0, 200)}`);
   }
   return true;
 }
