@@ -211,16 +211,22 @@ func hasAll(want []string) func([]string) bool {
 // uses the client as a library with its ShardGuard, as an application
 // of replica A would: it reads GET /shards of A (its first argument
 // after the client's directory) and prints "term <shard> <token> <state>
-// <holder> <valid> <resource>" for each shard held, then writes each
+// <holder> <valid> <within> <resource>" for each shard held (within: its
+// validUntil is after now by at most the lease, the second argument, in
+// seconds), then writes each
 // shard's data through the guard with its term, printing "accepted" or
 // "refused", the shard, the token and the holder. Then it reads from
 // stdin the URL of replica B, to which some of A's shards have moved since,
 // writes with B's terms, then with A's first terms again (a paused or
-// slow replica's late writes), and prints, for each shard, "data <shard>
+// slow replica's late writes), then with B's first term's token under
+// another holder, x_forged, and prints, for each shard, "data <shard>
 // <token> <holder>": the term of the last write the guard let through.
+// leaseSeconds is sidecartest.LeaseDuration in seconds, for guardScripts.
+var leaseSeconds = strconv.FormatFloat(sidecartest.LeaseDuration.Seconds(), 'f', -1, 64)
+
 var guardScripts = map[string]func(t *testing.T, dir, url string) *exec.Cmd{
 	"python": func(t *testing.T, dir, url string) *exec.Cmd {
-		script := `import sys
+		script := `import sys, time
 sys.path.insert(0, sys.argv[1])
 import leader
 guard, data = leader.ShardGuard(), {}
@@ -234,22 +240,23 @@ def write(t):
         print("refused", t.shard, t.token, t.holder, flush=True)
 a = leader.shards(sys.argv[2])
 for t in a.held:
-    print("term", t.shard, t.token, t.state, t.holder, t.valid(), t.resource, flush=True)
+    within = 0 < t.valid_until - time.time() <= float(sys.argv[3])
+    print("term", t.shard, t.token, t.state, t.holder, t.valid(), within, t.resource, flush=True)
 for t in a.held:
     write(t)
 b = leader.shards(sys.stdin.readline().strip())
-for t in b.held + a.held:
+for t in b.held + a.held + [b.held[0]._replace(holder="x_forged")]:
     write(t)
 for shard in sorted(data):
     print("data", shard, *data[shard], flush=True)
 `
-		cmd := exec.Command(python3(t), "-c", script, dir, url)
+		cmd := exec.Command(python3(t), "-c", script, dir, url, leaseSeconds)
 		cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
 		return cmd
 	},
 	"node": func(_ *testing.T, dir, url string) *exec.Cmd {
 		script := `import { createInterface } from 'node:readline';
-const [, module, url] = process.argv;
+const [, module, url, lease] = process.argv;
 const { shards, ShardGuard, StaleTokenError } = await import(module);
 const guard = new ShardGuard();
 const data = new Map();
@@ -263,15 +270,18 @@ const write = async (t) => {
   }
 };
 const a = await shards(url);
-for (const t of a.held) console.log('term', t.shard, t.token, t.state, t.holder, t.valid() ? 'True' : 'False', t.resource);
+for (const t of a.held) {
+  const left = t.validUntil - Date.now();
+  console.log('term', t.shard, t.token, t.state, t.holder, t.valid() ? 'True' : 'False', 0 < left && left <= lease * 1000 ? 'True' : 'False', t.resource);
+}
 for (const t of a.held) await write(t);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const b = await shards((await lines.next()).value.trim());
-for (const t of [...b.held, ...a.held]) await write(t);
+for (const t of [...b.held, ...a.held, { ...b.held[0], holder: 'x_forged' }]) await write(t);
 for (const shard of [...data.keys()].sort((x, y) => x - y)) console.log('data', shard, ...data.get(shard));
 process.exit(0);
 `
-		return exec.Command("node", "--input-type=module", "-e", script, "--", "file://"+filepath.Join(dir, "leader.mjs"), url)
+		return exec.Command("node", "--input-type=module", "-e", script, "--", "file://"+filepath.Join(dir, "leader.mjs"), url, leaseSeconds)
 	},
 }
 
@@ -427,7 +437,7 @@ func startGuard(t *testing.T, name string, cmd *exec.Cmd, first httpapi.ShardsJS
 	guard := startLines(t, name+" imported", cmd.Env, cmd.Args...)
 	var want []string
 	for _, h := range first.Held {
-		want = append(want, fmt.Sprintf("term %d %d held %s True leader-sidecar/shard-%d", h.Shard, h.Token, first.Identity, h.Shard))
+		want = append(want, fmt.Sprintf("term %d %d held %s True True leader-sidecar/shard-%d", h.Shard, h.Token, first.Identity, h.Shard))
 	}
 	for _, h := range first.Held {
 		want = append(want, fmt.Sprintf("accepted %d %d %s", h.Shard, h.Token, first.Identity))
@@ -441,7 +451,8 @@ func startGuard(t *testing.T, name string, cmd *exec.Cmd, first httpapi.ShardsJS
 // checkGuardAfterMove hands the guard program B's URL and fails t unless
 // its ShardGuard accepts B's terms (onB), then refuses A's terms (first)
 // of the shards that moved and accepts A's terms of the others again,
-// and each shard's data is left written by the last term accepted.
+// refuses B's token from another holder, and each shard's data is left
+// written by the last term accepted.
 func checkGuardAfterMove(t *testing.T, guard *lineProc, urlB string, first, onB httpapi.ShardsJSON, moved []int) {
 	t.Helper()
 	if _, err := io.WriteString(guard.stdin, urlB+"\n"); err != nil {
@@ -460,6 +471,7 @@ func checkGuardAfterMove(t *testing.T, guard *lineProc, urlB string, first, onB 
 		want = append(want, fmt.Sprintf("%s %d %d %s", verdict, h.Shard, h.Token, first.Identity))
 		data[h.Shard] = fmt.Sprintf("data %d %d %s", h.Shard, h.Token, first.Identity)
 	}
+	want = append(want, fmt.Sprintf("refused %d %d x_forged", onB.Held[0].Shard, onB.Held[0].Token))
 	for _, h := range onB.Held {
 		data[h.Shard] = fmt.Sprintf("data %d %d %s", h.Shard, h.Token, onB.Identity)
 	}
