@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,10 +44,35 @@ func clients(t *testing.T) []appClient {
 	return []appClient{
 		{"sh with jq", []string{"sh", sh}, nil},
 		{"sh with sed", []string{"sh", sh}, []string{"JQ=/nonexistent/jq"}},
-		{"python", []string{"python3", py}, nil},
+		{"python", []string{python3(t), py}, nil},
 		{"node", []string{"node", mjs}, nil},
 	}
 }
+
+// python3 is the interpreter that python3 on PATH runs (sys.executable),
+// failing t if there is none. A version manager's shim (pyenv's) starts
+// several processes before the interpreter at every run, seconds each on
+// a busy machine; the tests run it once.
+func python3(t *testing.T) string {
+	t.Helper()
+	path, err := python3Once()
+	if err != nil {
+		t.Fatalf("the client tests need python3 on PATH (Debian: apt-get install -y python3): %v", err)
+	}
+	return path
+}
+
+var python3Once = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", fmt.Errorf("python3 -c 'import sys; print(sys.executable)': %w", err)
+	}
+	path := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("python3 names its interpreter %q, not an absolute path", path)
+	}
+	return path, nil
+})
 
 // run runs c against the app API at url with extra arguments and returns
 // its stdout, stderr and exit status.
@@ -164,11 +190,11 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 		// from the client used as a library, against the sidecar at url.
 		imported func(url string) *exec.Cmd
 	}{
-		{"python", []string{"python3", filepath.Join(dir, "leader.py"), "--wait"}, func(url string) *exec.Cmd {
+		{"python", []string{python3(t), filepath.Join(dir, "leader.py"), "--wait"}, func(url string) *exec.Cmd {
 			script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
 				"t = leader.current_term(sys.argv[2])\n" +
 				"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
-			cmd := exec.Command("python3", "-c", script, dir, url, ms)
+			cmd := exec.Command(python3(t), "-c", script, dir, url, ms)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
 			return cmd
 		}},

@@ -5,7 +5,8 @@
 // asked by the example clients of examples/clients. Every test works in
 // a directory of its own and runs in parallel with the others, four at a
 // time unless -parallel says otherwise (TestMain). Besides Go they need
-// sh, curl, jq, sed and python3 (for those clients) and timeout.
+// sh, curl, jq, sed, python3 and node (Node.js 20 or later; for those
+// clients, in the single election and in shard mode) and timeout.
 //
 // Run them:
 //
