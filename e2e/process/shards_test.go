@@ -2,6 +2,7 @@ package process
 
 import (
 	"encoding/json"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -188,5 +189,43 @@ func TestShardsPageCommand(t *testing.T) {
 			t.Fatalf("GET /shards: %+v, %v; want group billing holding its 8 shards", st, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReadmeShardMode runs the README's shard-mode session as written, on
+// a file of the test's own and the sidecar's own address: a sidecar alone
+// in group billing holds its 4 shards, and each curl prints what the
+// README shows.
+func TestReadmeShardMode(t *testing.T) {
+	t.Parallel()
+	const first = "$ sidecar --sqlite-path leader.db --lease-name billing --shards 4 &"
+	commands, shown := transcript(blockStarting(t, shellBlocks(t, "README.md"), first))
+	args := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(commands[0], "sidecar "), " &"))
+	for i, a := range args {
+		if a == "--sqlite-path" && i+1 < len(args) {
+			args[i+1] = sidecartest.DBPath(t)
+		}
+	}
+	s := sidecartest.Spawn(t, nil, args...)
+	s.WaitServing()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st, err := s.Shards(); err == nil && len(st.Held) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the README's sidecar did not hold its 4 shards within 10 s")
+		}
+	}
+	var printed string
+	for _, c := range commands[1:] {
+		c = strings.ReplaceAll(c, "localhost:4040", s.Addr())
+		out, err := exec.Command("sh", "-c", c).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+		printed += string(out)
+	}
+	if printed != shown {
+		t.Errorf("the README's commands printed\n%s\nwhere it shows\n%s", printed, shown)
 	}
 }
