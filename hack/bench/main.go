@@ -37,6 +37,7 @@ import (
 type config struct {
 	Smoke        bool
 	Out          string   // directory of benchmarks.md and the plots
+	OutSet       bool     // -out was given: a run of -only writes its partial page and plots there too
 	Only         []string // measurements to run (names in measurements); nil: all
 	SidecarBin   string   // a sidecar binary to measure instead of building ./cmd/sidecar
 	Trials       int      // hand-off trials per system and profile on a Lease
@@ -79,11 +80,11 @@ func main() {
 // parseFlags reads the command line into a config.
 func parseFlags(args []string) (config, error) {
 	var c config
-	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
+	var standbys, elections, replicas, renews, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
-	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing")
+	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing unless -out is given")
 	fs.StringVar(&c.SidecarBin, "sidecar", "", "measure this sidecar binary instead of building ./cmd/sidecar (to compare builds)")
 	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile on a Lease")
 	fs.IntVar(&c.SQLiteTrials, "sqlite-trials", 100, "graceful hand-off trials per profile on SQLite (about a second each)")
@@ -92,8 +93,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
 	fs.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
 	fs.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
-	fs.IntVar(&c.Elections.Count, "elections", 50, "elections on one API server in the many-elections measurement")
+	fs.StringVar(&elections, "elections", "50", "election counts on one API server in the many-elections measurement (comma-separated; each replica count, renew setting and system runs them as one series, adding elections)")
 	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
+	fs.StringVar(&renews, "elections-renew", "default", "renew settings of the many-elections measurement (comma-separated): default (the sidecar renews every lease/3, client-go every retry period, 2s) or a fraction of the lease such as 1/3 or 1/2 (the sidecar's --renew-interval, client-go's --retry-period)")
 	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
 	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
 	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
@@ -113,6 +115,7 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	fs.Visit(func(f *flag.Flag) { c.OutSet = c.OutSet || f.Name == "out" })
 	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials,
 		"-shard-stop-trials": c.Shards.StopTrials, "-shard-scale-trials": c.Shards.ScaleTrials} {
 		if n < 1 {
@@ -123,7 +126,15 @@ func parseFlags(args []string) (config, error) {
 	if c.Standbys, err = parseCounts("-standbys", standbys); err != nil {
 		return c, err
 	}
+	if c.Elections.Counts, err = parseCounts("-elections", elections); err != nil {
+		return c, err
+	}
+	slices.Sort(c.Elections.Counts)
+	c.Elections.Counts = slices.Compact(c.Elections.Counts)
 	if c.Elections.Replicas, err = parseCounts("-replicas", replicas); err != nil {
+		return c, err
+	}
+	if c.Elections.Renews, err = parseRenews(renews); err != nil {
 		return c, err
 	}
 	if c.Shards.Shards < 1 || c.Shards.Shards > 256 {
@@ -167,6 +178,11 @@ func parseFlags(args []string) (config, error) {
 	if c.Smoke {
 		c = smokeConfig(c)
 	}
+	for _, rs := range c.Elections.Renews {
+		if err := rs.check(c.Elections.Profile); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
@@ -208,7 +224,8 @@ func smokeConfig(c config) config {
 	c.Standbys = []int{1}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
-	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
+	c.Elections = electionsConfig{Counts: []int{1, 3}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
+		Window: 2 * time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
 	// Shard mode: the moves on SQLite only (the group's code is the same
