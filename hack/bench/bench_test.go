@@ -49,7 +49,7 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
 		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 3 × 2 |", "| client-go | 1/4 (750ms) | 3 × 2 |", "3 / 3",
-		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets",
+		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets",
 		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
 		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| 4 | 3 | 2s | ["} {
 		if !strings.Contains(page, s) {
@@ -71,7 +71,7 @@ func TestFlags(t *testing.T) {
 		!slices.Equal(c.Elections.Renews, []renewSetting{renewDefault, {"1/2", 1, 2}}) || !c.OutSet {
 		t.Fatalf("parseFlags: %+v, %v", c, err)
 	}
-	if c, err := parseFlags(nil); err != nil || c.OutSet || !slices.Equal(c.Elections.Renews, []renewSetting{renewDefault}) {
+	if c, err := parseFlags(nil); err != nil || c.OutSet || !slices.Equal(c.Elections.Renews, []renewSetting{renewDefault}) || c.Elections.MaxCandidates != 400 || !c.Elections.FreshServer {
 		t.Fatalf("parseFlags without flags: OutSet %v, renews %v, %v", c.OutSet, c.Elections.Renews, err)
 	}
 	c, err = parseFlags([]string{"-only", "shard-scale", "-shard-scale", "3-5,1-3", "-shard-backends", "lease"})
@@ -81,7 +81,7 @@ func TestFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"},
 		{"-shard-scale", "5-3"}, {"-shard-scale", "3"}, {"-shard-backends", "etcd"}, {"-shards", "0"}, {"-shard-counts", "300"}, {"-shard-stop-trials", "0"}, {"-shard-cost-timings", "long"},
-		{"-elections", "0"}, {"-elections-renew", "1/1"}, {"-elections-renew", "third"}, {"-elections-renew", "3/2"}} {
+		{"-elections", "0"}, {"-elections-renew", "1/1"}, {"-elections-renew", "third"}, {"-elections-renew", "3/2"}, {"-elections-max-candidates", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
 )
 
 // electionsConfig sizes the many-elections measurement. A point is
@@ -19,6 +21,14 @@ type electionsConfig struct {
 	Window   time.Duration
 	Trials   int // hand-offs of one election while the others run
 	Profile  profile
+	// FreshServer starts each series on an API server of its own, so that
+	// the memory one series made kube-apiserver and etcd hold does not
+	// carry into the next.
+	FreshServer bool
+	// MaxCandidates skips the points of more candidates (elections ×
+	// replicas) than this, all processes at once on this machine; 0: no
+	// limit.
+	MaxCandidates int
 }
 
 // electionsResult is the cost of Elections elections of Replicas
@@ -74,6 +84,11 @@ func (b *bench) electionSeries(sys string, replicas int, rs renewSetting) ([]ele
 		}
 		stopAll(cs)
 	}()
+	if c.FreshServer {
+		if err := b.freshAPIServer(); err != nil {
+			return nil, err
+		}
+	}
 	ns, err := b.namespace(fmt.Sprintf("elections-%s-%d-%s", sys, replicas, rs.slug()))
 	if err != nil {
 		return nil, err
@@ -84,6 +99,10 @@ func (b *bench) electionSeries(sys string, replicas int, rs renewSetting) ([]ele
 	}
 	var out []electionsResult
 	for _, count := range c.Counts {
+		if c.MaxCandidates > 0 && count*replicas > c.MaxCandidates {
+			b.logf("  elections %s %dx%d: skipped, more than %d candidates (-elections-max-candidates)", sys, count, replicas, c.MaxCandidates)
+			continue
+		}
 		r := electionsResult{Sys: sys, Prof: c.Profile.Name, Renew: rs.Name, RenewInterval: rs.interval(sys, c.Profile), Elections: count,
 			Replicas: replicas, Window: c.Window, OneLeader: -1, APIServerRSSBefore: apiBefore, EtcdRSSBefore: etcdBefore}
 		if groups, err = b.startElections(groups, count, sys, replicas, prof, ns, extra); err != nil {
@@ -215,6 +234,19 @@ func (b *bench) serverRSS() (apiServer, etcd int64, err error) {
 		return 0, 0, err
 	}
 	return rssKiB(apiPID), rssKiB(etcdPID), nil
+}
+
+// freshAPIServer starts a new kube-apiserver and etcd in place of the
+// running ones, which it stops.
+func (b *bench) freshAPIServer() error {
+	b.logf("  starting a fresh kube-apiserver and etcd")
+	fresh, err := kubetest.Start()
+	if err != nil {
+		return fmt.Errorf("starting envtest: %w", err)
+	}
+	old := b.kube
+	b.kube = fresh
+	return old.Stop()
 }
 
 // medianMax is the median and the largest of the readings that are not

@@ -122,18 +122,23 @@ func leastSquares(rows [][]float64, ys []float64) (c []float64, ok bool) {
 }
 
 // modelMetric is one quantity the model fits, and the budget it is held
-// against.
+// against. The RSS is fitted on its growth since before the series' first
+// candidate started, and its budget is what the server's RSS before then
+// (idle) leaves of budgetRSSMiB.
 type modelMetric struct {
 	name, unit string
 	budget     float64
 	y          func(electionsResult) float64
+	idle       func(electionsResult) float64 // nil: the budget is all for the candidates
 }
 
 var modelMetrics = []modelMetric{
-	{"kube-apiserver CPU", "s/min", budgetCPU, func(e electionsResult) float64 { return perMinD(e.APIServer, e.Window) }},
-	{"kube-apiserver RSS", "MiB", budgetRSSMiB, func(e electionsResult) float64 { return mibOf(e.APIServerRSS) }},
-	{"etcd CPU", "s/min", budgetCPU, func(e electionsResult) float64 { return perMinD(e.Etcd, e.Window) }},
-	{"etcd RSS", "MiB", budgetRSSMiB, func(e electionsResult) float64 { return mibOf(e.EtcdRSS) }},
+	{"kube-apiserver CPU", "s/min", budgetCPU, func(e electionsResult) float64 { return perMinD(e.APIServer, e.Window) }, nil},
+	{"kube-apiserver RSS growth", "MiB", budgetRSSMiB, func(e electionsResult) float64 { return mibOf(e.APIServerRSS - e.APIServerRSSBefore) },
+		func(e electionsResult) float64 { return mibOf(e.APIServerRSSBefore) }},
+	{"etcd CPU", "s/min", budgetCPU, func(e electionsResult) float64 { return perMinD(e.Etcd, e.Window) }, nil},
+	{"etcd RSS growth", "MiB", budgetRSSMiB, func(e electionsResult) float64 { return mibOf(e.EtcdRSS - e.EtcdRSSBefore) },
+		func(e electionsResult) float64 { return mibOf(e.EtcdRSSBefore) }},
 }
 
 // renderElectionsModel writes the model of the many-elections points: per
@@ -160,7 +165,8 @@ func renderElectionsModel(w *page, es []electionsResult) {
 	w.p("Computed from the points above by least squares, per system and renew setting: each quantity as *base* + *per election* × elections + *per replica* × (elections × replicas), ")
 	w.p("so an election of R replicas adds *per election* + R × *per replica*; with one replica count measured, the two cannot be told apart and *per election* is that of an election of that many replicas. ")
 	w.p("*Elections at budget*: where the line reaches one CPU core (%.0f CPU s/min) or %.0f MiB of RSS, for each number of replicas; ", budgetCPU, budgetRSSMiB)
-	w.p("an extrapolation of a straight line, as good as the range it was fitted on.\n\n")
+	w.p("The RSS is fitted on its growth since before the series' first candidate started, and reaches the budget when that growth reaches what the idle server (its RSS then) leaves of it. ")
+	w.p("An extrapolation of a straight line, as good as the range it was fitted on.\n\n")
 	var reps []string
 	for _, r := range replicas {
 		reps = append(reps, fmt.Sprintf("× %d", r))
@@ -184,7 +190,11 @@ func renderElectionsModel(w *page, es []electionsResult) {
 					at = append(at, "")
 					continue
 				}
-				switch n := f.electionsAt(m.budget, r); {
+				budget := m.budget
+				if m.idle != nil {
+					budget -= m.idle(by[k][0])
+				}
+				switch n := f.electionsAt(budget, r); {
 				case n < 0:
 					at = append(at, "does not grow")
 				default:

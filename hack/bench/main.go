@@ -97,6 +97,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
 	fs.StringVar(&renews, "elections-renew", "default", "renew settings of the many-elections measurement (comma-separated): default (the sidecar renews every lease/3, client-go every retry period, 2s) or a fraction of the lease such as 1/3 or 1/2 (the sidecar's --renew-interval, client-go's --retry-period)")
 	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
+	fs.IntVar(&c.Elections.MaxCandidates, "elections-max-candidates", 400, "skip the many-elections points of more candidates (elections × replicas) than this; 0: no limit")
+	fs.BoolVar(&c.Elections.FreshServer, "elections-fresh-server", true, "start each many-elections series (replica count, renew setting, system) on a fresh kube-apiserver and etcd, so that no series inherits another's memory")
 	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
 	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
 	fs.IntVar(&c.Shards.Shards, "shards", 8, "shards of the group in shard-stop and shard-scale")
@@ -121,6 +123,9 @@ func parseFlags(args []string) (config, error) {
 		if n < 1 {
 			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
 		}
+	}
+	if c.Elections.MaxCandidates < 0 {
+		return c, fmt.Errorf("-elections-max-candidates: must be 0 (no limit) or more, got %d", c.Elections.MaxCandidates)
 	}
 	var err error
 	if c.Standbys, err = parseCounts("-standbys", standbys); err != nil {
@@ -225,7 +230,7 @@ func smokeConfig(c config) config {
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
 	c.Elections = electionsConfig{Counts: []int{1, 3}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
-		Window: 2 * time.Second, Trials: 1, Profile: profShort}
+		Window: 2 * time.Second, Trials: 1, Profile: profShort, FreshServer: true}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
 	// Shard mode: the moves on SQLite only (the group's code is the same
