@@ -18,8 +18,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestSmoke runs every measurement of the benchmark once or twice with the
-// short timings, the many elections at 1 and 3 x 2 (each renewing every
-// lease/4) for a few seconds and their model, the
+// short timings, the many elections at 1 and 2 x 2 (each renewing every
+// lease/4) for a second each and their model, the
 // shard-mode measurements on groups of 4 shards (a 1 → 2 scale-up moves
 // exactly the 2 shards it must), so the
 // program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and fails
@@ -48,7 +48,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
-		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 3 × 2 |", "| client-go | 1/4 (750ms) | 3 × 2 |", "3 / 3",
+		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 2 × 2 |", "| client-go | 1/4 (750ms) | 2 × 2 |", "2 / 2",
 		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets",
 		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
 		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| 4 | 3 | 2s | ["} {
@@ -62,7 +62,7 @@ func TestSmoke(t *testing.T) {
 }
 
 // TestFlags: -only names measurements that exist, counts are positive, and
-// -smoke shrinks the many elections to 1 and 3 x 2; the election counts
+// -smoke shrinks the many elections to 1 and 2 x 2; the election counts
 // are sorted, and a renew setting either system refuses at the timings of
 // the run is refused.
 func TestFlags(t *testing.T) {
@@ -87,7 +87,7 @@ func TestFlags(t *testing.T) {
 		}
 	}
 	c, err = parseFlags([]string{"-smoke"})
-	if err != nil || !slices.Equal(c.Elections.Counts, []int{1, 3}) || c.Elections.Replicas[0] != 2 || c.Elections.Profile != profShort {
+	if err != nil || !slices.Equal(c.Elections.Counts, []int{1, 2}) || c.Elections.Replicas[0] != 2 || c.Elections.Profile != profShort {
 		t.Fatalf("-smoke: %+v, %v", c.Elections, err)
 	}
 }

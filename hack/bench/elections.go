@@ -84,7 +84,7 @@ func (b *bench) electionSeries(sys string, replicas int, rs renewSetting) ([]ele
 		}
 		stopAll(cs)
 	}()
-	if c.FreshServer {
+	if c.FreshServer && b.seq.Load() > 0 { // a candidate has run on this one
 		if err := b.freshAPIServer(); err != nil {
 			return nil, err
 		}

@@ -20,7 +20,48 @@
 // prints their sections without writing anything; -smoke runs every
 // measurement once or twice with the short timings only, in seconds (the
 // test in this directory does that). -save keeps a run's results, from
-// which -render writes the page and plots again without measuring.
+// which -render writes the page and plots again without measuring. -only
+// with -out writes its partial page and plots into that directory (not
+// docs, whose page it would replace).
+//
+// # Many elections
+//
+// A point of the many-elections measurement (elections.go) is (elections,
+// replicas, system, renew setting): -elections and -replicas take lists,
+// -elections-renew a list of "default" (each system's own: the sidecar
+// renews every lease/3, client-go every retry period) and fractions of the
+// lease, given to the sidecar as --renew-interval and to client-go as
+// --retry-period, the only knob that sets how often its leader renews (its
+// standbys then poll at that rate too). A fraction either binary refuses at
+// the timings of the run is refused with its reason: at the default
+// timings lease/2 (7.5s) passes the sidecar's rule (renew interval + 1.2 ×
+// retry period < renew deadline: 7.5s + 2.4s < 10s); at the short timings it
+// does not. Each (replicas, renew setting, system) is one series on a
+// fresh API server (-elections-fresh-server), its election counts in
+// ascending order, each adding elections to those running; points of more
+// than -elections-max-candidates processes are skipped. The section's
+// model (elections_model.go) is fitted from the points when the page is
+// rendered, so page and data cannot drift.
+//
+// The large run, on an otherwise idle machine:
+//
+//	go run ./hack/bench -only elections -elections 50,100,200 -replicas 2,3 \
+//		-elections-renew default,1/2 -save /tmp/elections.json -out /tmp/elections
+//
+// measures 50, 100 and 200 elections of 2 replicas and 50 and 100 of 3
+// (200 × 3 is over the default bound of 400 processes), at both renew
+// settings, for both systems: 20 points in 8 series. What it needs: up to
+// 400 candidate processes at once plus kube-apiserver and etcd. Each
+// candidate costs the bench process about ten descriptors (its proxy's
+// listener and connections, its pipes), so ulimit -n must be well above
+// 4000 (20000 here); each candidate is one process of a few threads (a
+// few thousand threads in all, far below pid_max and threads-max); the
+// candidates' RSS, 18 to 22 MiB each, counts the binary's shared pages
+// again in each, so 400 of them need well under 9 GiB; the proxies are
+// goroutines of the bench process, one TLS connection to kube-apiserver
+// each, and a Lease's candidates use no inotify. The two CPUs are the
+// limit: 400 idle Go processes take a part of them, which the hand-off
+// p99 under load shows; the page records the load average.
 package main
 
 import (
@@ -229,8 +270,10 @@ func smokeConfig(c config) config {
 	c.Standbys = []int{1}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
-	c.Elections = electionsConfig{Counts: []int{1, 3}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
-		Window: 2 * time.Second, Trials: 1, Profile: profShort, FreshServer: true}
+	// Many elections: a series of two counts per system, renewing every
+	// lease/4, on the one API server (a fresh one takes seconds).
+	c.Elections = electionsConfig{Counts: []int{1, 2}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
+		Window: time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
 	// Shard mode: the moves on SQLite only (the group's code is the same
