@@ -34,13 +34,17 @@ func (f linearFit) at(e float64, r int) float64 {
 }
 
 // electionsAt is the number of elections of r replicas at which the fit
-// reaches budget, or -1 if it does not grow.
+// reaches budget; -1 if it does not grow, -2 if its base is over the
+// budget already.
 func (f linearFit) electionsAt(budget float64, r int) float64 {
 	slope := f.PerElection + f.PerReplica*float64(r)
 	if slope <= 0 {
 		return -1
 	}
-	return (budget - f.Base) / slope
+	if n := (budget - f.Base) / slope; n >= 0 {
+		return n
+	}
+	return -2
 }
 
 // fitElections fits y over the points: on elections and candidates when
@@ -195,8 +199,10 @@ func renderElectionsModel(w *page, es []electionsResult) {
 					budget -= m.idle(by[k][0])
 				}
 				switch n := f.electionsAt(budget, r); {
-				case n < 0:
+				case n == -1:
 					at = append(at, "does not grow")
+				case n < 0:
+					at = append(at, "over it already")
 				default:
 					at = append(at, fmt.Sprintf("%.0f", n))
 				}
