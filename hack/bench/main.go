@@ -50,18 +50,25 @@
 //
 // measures 50, 100 and 200 elections of 2 replicas and 50 and 100 of 3
 // (200 × 3 is over the default bound of 400 processes), at both renew
-// settings, for both systems: 20 points in 8 series. What it needs: up to
-// 400 candidate processes at once plus kube-apiserver and etcd. Each
-// candidate costs the bench process about ten descriptors (its proxy's
-// listener and connections, its pipes), so ulimit -n must be well above
-// 4000 (20000 here); each candidate is one process of a few threads (a
-// few thousand threads in all, far below pid_max and threads-max); the
-// candidates' RSS, 18 to 22 MiB each, counts the binary's shared pages
-// again in each, so 400 of them need well under 9 GiB; the proxies are
-// goroutines of the bench process, one TLS connection to kube-apiserver
-// each, and a Lease's candidates use no inotify. The two CPUs are the
-// limit: 400 idle Go processes take a part of them, which the hand-off
-// p99 under load shows; the page records the load average.
+// settings, for both systems: 20 points in 8 series, about two hours. A
+// point takes its start-up, a lease for a sidecar's new Leases, the settle
+// time, the window and 20 hand-offs, which are the longest part: some 6 s
+// each, and about 20 s for client-go at lease/2 (its standbys poll every
+// 7.5 s); -elections-trials 10 halves them.
+//
+// What it needs: up to 400 candidate processes at once beside
+// kube-apiserver and etcd. Each candidate costs the bench process about
+// six descriptors (its proxy's listener and connections, its pipes: 136 at
+// 20 sidecars) and under 1 MiB, so ulimit -n must be above some 3000
+// (20000 here); each candidate is one process of a few threads, a few
+// thousand threads in all, far below pid_max (32768) and threads-max; the
+// candidates' RSS, 18 to 22 MiB each, counts the binary's shared pages in
+// each, so 400 of them hold well under 9 GiB, and with the servers and the
+// bench under 10 GiB. The proxies are goroutines of the bench process, one
+// TLS connection to kube-apiserver each, and the candidates on a Lease use
+// no inotify. The two CPUs are the limit: 400 idle Go processes take a
+// part of them, which the hand-off p99 under load shows; the page records
+// the load average.
 package main
 
 import (
