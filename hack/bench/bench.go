@@ -85,8 +85,8 @@ func measurementNames() []string {
 // runs reports whether the run includes the measurement name.
 func (c config) runs(name string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, name) }
 
-// run makes the configured measurements and renders the page; a full run
-// also writes it and the plots into c.Out.
+// run makes the configured measurements and renders the page; a full run,
+// or a partial one given -out, also writes it and the plots into c.Out.
 func run(c config) (string, error) {
 	if c.Render != "" {
 		return renderSaved(c)
@@ -118,7 +118,7 @@ func run(c config) (string, error) {
 		return "", err
 	}
 	page := render(c, res)
-	if len(c.Only) > 0 {
+	if len(c.Only) > 0 && !c.OutSet {
 		return page, nil
 	}
 	return page, write(c.Out, page, res)
@@ -155,7 +155,7 @@ func renderSaved(c config) (string, error) {
 		return "", fmt.Errorf("-render %s: %w", c.Render, err)
 	}
 	page := render(s.Config, s.Results)
-	if len(s.Config.Only) > 0 {
+	if len(s.Config.Only) > 0 && !c.OutSet {
 		return page, nil
 	}
 	return page, write(c.Out, page, s.Results)

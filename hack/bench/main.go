@@ -20,7 +20,55 @@
 // prints their sections without writing anything; -smoke runs every
 // measurement once or twice with the short timings only, in seconds (the
 // test in this directory does that). -save keeps a run's results, from
-// which -render writes the page and plots again without measuring.
+// which -render writes the page and plots again without measuring. -only
+// with -out writes its partial page and plots into that directory (not
+// docs, whose page it would replace).
+//
+// # Many elections
+//
+// A point of the many-elections measurement (elections.go) is (elections,
+// replicas, system, renew setting): -elections and -replicas take lists,
+// -elections-renew a list of "default" (each system's own: the sidecar
+// renews every lease/3, client-go every retry period) and fractions of the
+// lease, given to the sidecar as --renew-interval and to client-go as
+// --retry-period, the only knob that sets how often its leader renews (its
+// standbys then poll at that rate too). A fraction either binary refuses at
+// the timings of the run is refused with its reason: at the default
+// timings lease/2 (7.5s) passes the sidecar's rule (renew interval + 1.2 ×
+// retry period < renew deadline: 7.5s + 2.4s < 10s); at the short timings it
+// does not. Each (replicas, renew setting, system) is one series on a
+// fresh API server (-elections-fresh-server), its election counts in
+// ascending order, each adding elections to those running; points of more
+// than -elections-max-candidates processes are skipped. The section's
+// model (elections_model.go) is fitted from the points when the page is
+// rendered, so page and data cannot drift.
+//
+// The large run, on an otherwise idle machine:
+//
+//	go run ./hack/bench -only elections -elections 50,100,200 -replicas 2,3 \
+//		-elections-renew default,1/2 -save /tmp/elections.json -out /tmp/elections
+//
+// measures 50, 100 and 200 elections of 2 replicas and 50 and 100 of 3
+// (200 × 3 is over the default bound of 400 processes), at both renew
+// settings, for both systems: 20 points in 8 series, about two hours. A
+// point takes its start-up, a lease for a sidecar's new Leases, the settle
+// time, the window and 20 hand-offs, which are the longest part: some 6 s
+// each, and about 20 s for client-go at lease/2 (its standbys poll every
+// 7.5 s); -elections-trials 10 halves them.
+//
+// What it needs: up to 400 candidate processes at once beside
+// kube-apiserver and etcd. Each candidate costs the bench process about
+// six descriptors (its proxy's listener and connections, its pipes: 136 at
+// 20 sidecars) and under 1 MiB, so ulimit -n must be above some 3000
+// (20000 here); each candidate is one process of a few threads, a few
+// thousand threads in all, far below pid_max (32768) and threads-max; the
+// candidates' RSS, 18 to 22 MiB each, counts the binary's shared pages in
+// each, so 400 of them hold well under 9 GiB, and with the servers and the
+// bench under 10 GiB. The proxies are goroutines of the bench process, one
+// TLS connection to kube-apiserver each, and the candidates on a Lease use
+// no inotify. The two CPUs are the limit: 400 idle Go processes take a
+// part of them, which the hand-off p99 under load shows; the page records
+// the load average.
 package main
 
 import (
@@ -37,6 +85,7 @@ import (
 type config struct {
 	Smoke        bool
 	Out          string   // directory of benchmarks.md and the plots
+	OutSet       bool     // -out was given: a run of -only writes its partial page and plots there too
 	Only         []string // measurements to run (names in measurements); nil: all
 	SidecarBin   string   // a sidecar binary to measure instead of building ./cmd/sidecar
 	Trials       int      // hand-off trials per system and profile on a Lease
@@ -79,11 +128,11 @@ func main() {
 // parseFlags reads the command line into a config.
 func parseFlags(args []string) (config, error) {
 	var c config
-	var standbys, replicas, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
+	var standbys, elections, replicas, renews, costProfiles, only, shardBackends, shardSteps, shardCounts, shardCostProfile string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&c.Smoke, "smoke", false, "a seconds-long run with a trial or two of each measurement (short timings only)")
 	fs.StringVar(&c.Out, "out", "docs", "directory for benchmarks.md and the plots")
-	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing")
+	fs.StringVar(&only, "only", "", "run only these measurements (comma-separated: "+strings.Join(measurementNames(), ", ")+"), print them and write nothing unless -out is given")
 	fs.StringVar(&c.SidecarBin, "sidecar", "", "measure this sidecar binary instead of building ./cmd/sidecar (to compare builds)")
 	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile on a Lease")
 	fs.IntVar(&c.SQLiteTrials, "sqlite-trials", 100, "graceful hand-off trials per profile on SQLite (about a second each)")
@@ -92,9 +141,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
 	fs.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
 	fs.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
-	fs.IntVar(&c.Elections.Count, "elections", 50, "elections on one API server in the many-elections measurement")
+	fs.StringVar(&elections, "elections", "50", "election counts on one API server in the many-elections measurement (comma-separated; each replica count, renew setting and system runs them as one series, adding elections)")
 	fs.StringVar(&replicas, "replicas", "2,3", "replicas per election in the many-elections measurement")
+	fs.StringVar(&renews, "elections-renew", "default", "renew settings of the many-elections measurement (comma-separated): default (the sidecar renews every lease/3, client-go every retry period, 2s) or a fraction of the lease such as 1/3 or 1/2 (the sidecar's --renew-interval, client-go's --retry-period)")
 	fs.DurationVar(&c.Elections.Window, "elections-window", time.Minute, "measurement window of the many-elections cost")
+	fs.IntVar(&c.Elections.MaxCandidates, "elections-max-candidates", 400, "skip the many-elections points of more candidates (elections × replicas) than this; 0: no limit")
+	fs.BoolVar(&c.Elections.FreshServer, "elections-fresh-server", true, "start each many-elections series (replica count, renew setting, system) on a fresh kube-apiserver and etcd, so that no series inherits another's memory")
 	fs.IntVar(&c.Elections.Trials, "elections-trials", 20, "graceful hand-offs of one election while the others run")
 	fs.StringVar(&shardBackends, "shard-backends", "sqlite,lease", "backends of the shard-mode moves (shard-stop, shard-scale)")
 	fs.IntVar(&c.Shards.Shards, "shards", 8, "shards of the group in shard-stop and shard-scale")
@@ -113,17 +165,29 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	fs.Visit(func(f *flag.Flag) { c.OutSet = c.OutSet || f.Name == "out" })
 	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials,
 		"-shard-stop-trials": c.Shards.StopTrials, "-shard-scale-trials": c.Shards.ScaleTrials} {
 		if n < 1 {
 			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
 		}
 	}
+	if c.Elections.MaxCandidates < 0 {
+		return c, fmt.Errorf("-elections-max-candidates: must be 0 (no limit) or more, got %d", c.Elections.MaxCandidates)
+	}
 	var err error
 	if c.Standbys, err = parseCounts("-standbys", standbys); err != nil {
 		return c, err
 	}
+	if c.Elections.Counts, err = parseCounts("-elections", elections); err != nil {
+		return c, err
+	}
+	slices.Sort(c.Elections.Counts)
+	c.Elections.Counts = slices.Compact(c.Elections.Counts)
 	if c.Elections.Replicas, err = parseCounts("-replicas", replicas); err != nil {
+		return c, err
+	}
+	if c.Elections.Renews, err = parseRenews(renews); err != nil {
 		return c, err
 	}
 	if c.Shards.Shards < 1 || c.Shards.Shards > 256 {
@@ -167,6 +231,11 @@ func parseFlags(args []string) (config, error) {
 	if c.Smoke {
 		c = smokeConfig(c)
 	}
+	for _, rs := range c.Elections.Renews {
+		if err := rs.check(c.Elections.Profile); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
@@ -208,7 +277,10 @@ func smokeConfig(c config) config {
 	c.Standbys = []int{1}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
-	c.Elections = electionsConfig{Count: 3, Replicas: []int{2}, Window: 3 * time.Second, Trials: 1, Profile: profShort}
+	// Many elections: a series of two counts per system, renewing every
+	// lease/4, on the one API server (a fresh one takes seconds).
+	c.Elections = electionsConfig{Counts: []int{1, 2}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
+		Window: time.Second, Trials: 1, Profile: profShort}
 	c.Idle = time.Second
 	c.LoadDuration = 500 * time.Millisecond
 	// Shard mode: the moves on SQLite only (the group's code is the same

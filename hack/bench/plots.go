@@ -65,7 +65,7 @@ func plots(dir string, r *results) error {
 		}
 	}
 	if len(r.Elections) > 0 {
-		return electionBars(filepath.Join(dir, electionsPlot), r.Elections)
+		return electionLines(filepath.Join(dir, electionsPlot), r.Elections)
 	}
 	return nil
 }

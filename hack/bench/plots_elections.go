@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"slices"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,19 +17,24 @@ import (
 
 var systemColors = map[string]color.Color{sysSidecar: color.RGBA{0, 90, 200, 255}, sysClientGo: color.RGBA{210, 40, 30, 255}}
 
-// electionBars draws three panels side by side, each with a bar per system
-// and configuration (elections × replicas): requests per second, Lease
-// writes per second, and kube-apiserver + etcd CPU seconds per minute.
-func electionBars(file string, es []electionsResult) error {
-	var configs []string
-	bySys := map[string]map[string]electionsResult{}
+// electionLines draws a panel per quantity against the number of
+// elections, three to a row, with a line per system, replica count and
+// renew setting: requests and Lease writes per second, open watches,
+// kube-apiserver's and etcd's CPU seconds per minute and RSS, the
+// candidates' median RSS, and the hand-off p99 of one election.
+func electionLines(file string, es []electionsResult) error {
+	type line struct {
+		sys, renew string
+		replicas   int
+	}
+	var order []line
+	by := map[line][]electionsResult{}
 	for _, e := range es {
-		c := fmt.Sprintf("%d×%d", e.Elections, e.Replicas)
-		if bySys[e.Sys] == nil {
-			bySys[e.Sys] = map[string]electionsResult{}
+		k := line{e.Sys, e.Renew, e.Replicas}
+		if by[k] == nil {
+			order = append(order, k)
 		}
-		configs = appendNew(configs, c)
-		bySys[e.Sys][c] = e
+		by[k] = append(by[k], e)
 	}
 	panels := []struct {
 		title string
@@ -35,50 +42,68 @@ func electionBars(file string, es []electionsResult) error {
 	}{
 		{"API server requests/s", func(e electionsResult) float64 { return perSec(e.Requests.total(), e.Window) }},
 		{"Lease writes/s", func(e electionsResult) float64 { return perSec(e.Requests.Writes, e.Window) }},
-		{"kube-apiserver + etcd CPU s/min", func(e electionsResult) float64 { return perMinD(e.APIServer+e.Etcd, e.Window) }},
+		{"open watches", func(e electionsResult) float64 { return float64(e.OpenWatches) }},
+		{"kube-apiserver CPU s/min", func(e electionsResult) float64 { return perMinD(e.APIServer, e.Window) }},
+		{"etcd CPU s/min", func(e electionsResult) float64 { return perMinD(e.Etcd, e.Window) }},
+		{"hand-off p99 (ms)", func(e electionsResult) float64 {
+			d := sorted(e.Handoffs, lat)
+			if len(d) == 0 {
+				return math.NaN()
+			}
+			return float64(pct(d, 99)) / float64(time.Millisecond)
+		}},
+		{"kube-apiserver RSS (MiB)", func(e electionsResult) float64 { return mibOf(e.APIServerRSS) }},
+		{"etcd RSS (MiB)", func(e electionsResult) float64 { return mibOf(e.EtcdRSS) }},
+		{"candidate RSS, median (MiB)", func(e electionsResult) float64 { m, _ := medianMax(e.CandRSS); return mibOf(m) }},
 	}
-	row := make([]*plot.Plot, len(panels))
+	const cols = 3
+	var grid [][]*plot.Plot
 	for i, p := range panels {
-		pl, err := barPanel(p.title, configs, bySys, p.value)
-		if err != nil {
-			return err
+		if i%cols == 0 {
+			grid = append(grid, nil)
 		}
-		row[i] = pl
+		pl := plot.New()
+		pl.Title.Text = p.title
+		pl.X.Label.Text = "elections"
+		pl.Legend.Top, pl.Legend.Left = true, true
+		for n, k := range order {
+			var pts plotter.XYs
+			for _, e := range by[k] {
+				if v := p.value(e); !math.IsNaN(v) {
+					pts = append(pts, plotter.XY{X: float64(e.Elections), Y: v})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, s.Color = systemColors[k.sys], systemColors[k.sys]
+			l.Dashes = lineDashes[n/2%len(lineDashes)]
+			s.Shape = draw.CircleGlyph{}
+			pl.Add(l, s)
+			if i == 0 {
+				pl.Legend.Add(fmt.Sprintf("%s ×%d, renew %s", k.sys, k.replicas, k.renew), l, s)
+			}
+		}
+		grid[len(grid)-1] = append(grid[len(grid)-1], pl)
 	}
-	img := vgimg.New(12*vg.Inch, 4*vg.Inch)
+	img := vgimg.New(15*vg.Inch, vg.Length(4*len(grid))*vg.Inch)
 	dc := draw.New(img)
-	canvases := plot.Align([][]*plot.Plot{row}, draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 4}, dc)
-	for i, pl := range row {
-		pl.Draw(canvases[0][i])
+	canvases := plot.Align(grid, draw.Tiles{Rows: len(grid), Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4}, dc)
+	for r, row := range grid {
+		for c, pl := range row {
+			pl.Draw(canvases[r][c])
+		}
 	}
 	return savePNG(img, file)
 }
 
-// barPanel is one panel: for each system a bar per configuration.
-func barPanel(title string, configs []string, bySys map[string]map[string]electionsResult, value func(electionsResult) float64) (*plot.Plot, error) {
-	pl := plot.New()
-	pl.Title.Text = title
-	pl.X.Label.Text = "elections × replicas"
-	pl.Legend.Top, pl.Legend.Left = true, true
-	width := vg.Points(18)
-	for i, sys := range []string{sysSidecar, sysClientGo} {
-		vals := make(plotter.Values, len(configs))
-		for j, c := range configs {
-			vals[j] = value(bySys[sys][c])
-		}
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			return nil, err
-		}
-		bars.Color = systemColors[sys]
-		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(2*i-1) * width / 2
-		pl.Add(bars)
-		pl.Legend.Add(sys, bars)
-	}
-	pl.NominalX(configs...)
-	return pl, nil
-}
+// lineDashes tell the replica counts and renew settings of one system
+// apart.
+var lineDashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
 
 func appendNew(list []string, s string) []string {
 	if slices.Contains(list, s) {

@@ -26,6 +26,7 @@ type countingProxy struct {
 	srv                    *http.Server
 	addr                   string
 	reads, writes, watches atomic.Int64
+	openWatches            atomic.Int64 // watch requests started and not yet ended
 }
 
 type counts struct{ Reads, Writes, Watches int64 }
@@ -72,6 +73,8 @@ func newProxy(cfg *rest.Config) (*countingProxy, error) {
 		switch w := r.URL.Query().Get("watch"); {
 		case w == "true" || w == "1":
 			p.watches.Add(1)
+			p.openWatches.Add(1)
+			defer p.openWatches.Add(-1)
 		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			p.reads.Add(1)
 		default:

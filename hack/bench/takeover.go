@@ -25,6 +25,7 @@ type group struct {
 	prof                   profile
 	leader                 *cand
 	standbys               []*cand
+	extra                  []string // sidecar: further flags of every candidate (spawn's extra)
 }
 
 // newPair starts a leader, waits for it to lead, and starts a standby.
@@ -144,7 +145,7 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	}
 	g.leader = next
 	g.standbys = slices.DeleteFunc(g.standbys, func(c *cand) bool { return c == next })
-	fresh, err := b.spawn(g.sys, g.prof, g.backend, g.ns, g.name, true)
+	fresh, err := b.spawn(g.sys, g.prof, g.backend, g.ns, g.name, true, g.extra...)
 	if err != nil {
 		return t, err
 	}

@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Targets of issue 13 and earlier ones.
 const (
@@ -78,24 +81,42 @@ func targetsCost(w *page, r *results) {
 }
 
 // targetsElections: the sidecar's cost grows with the number of leaders,
-// not of replicas.
+// not of replicas: at the largest election count measured with the fewest
+// and the most replicas, at the first renew setting.
 func targetsElections(w *page, r *results) {
-	bySys := map[string][]electionsResult{}
-	for _, e := range r.Elections {
-		bySys[e.Sys] = append(bySys[e.Sys], e)
-	}
-	s, g := bySys[sysSidecar], bySys[sysClientGo]
-	if len(s) < 2 || len(g) < 2 {
+	if len(r.Elections) == 0 {
 		return
 	}
-	first, last := s[0], s[len(s)-1]
-	a, b := perSec(first.Requests.total(), first.Window), perSec(last.Requests.total(), last.Window)
-	ga, gb := perSec(g[0].Requests.total(), g[0].Window), perSec(g[len(g)-1].Requests.total(), g[len(g)-1].Window)
-	w.p("| %d elections: cost grows with leaders, not replicas (req/s, %d → %d replicas) | %.1f → %.1f | %.1f → %.1f | %s |\n",
-		first.Elections, first.Replicas, last.Replicas, a, b, ga, gb, met(b <= a*1.1+0.5))
-	for _, e := range s {
-		if e.OneLeader >= 0 {
-			w.p("| %d × %d sidecars: exactly one leader per election | %d / %d | | %s |\n", e.Elections, e.Replicas, e.OneLeader, e.Elections, met(e.OneLeader == e.Elections))
+	renew := r.Elections[0].Renew
+	type size struct{ elec, repls int }
+	at := map[string]map[size]electionsResult{sysSidecar: {}, sysClientGo: {}}
+	counts := map[int][]int{} // elections → replica counts measured for both systems
+	for _, e := range r.Elections {
+		if e.Renew == renew {
+			at[e.Sys][size{e.Elections, e.Replicas}] = e
+		}
+	}
+	best := 0
+	for s := range at[sysSidecar] {
+		if _, ok := at[sysClientGo][s]; ok {
+			counts[s.elec] = append(counts[s.elec], s.repls)
+			if len(counts[s.elec]) > 1 && s.elec > best {
+				best = s.elec
+			}
+		}
+	}
+	if best > 0 {
+		lo, hi := slices.Min(counts[best]), slices.Max(counts[best])
+		s0, s1 := at[sysSidecar][size{best, lo}], at[sysSidecar][size{best, hi}]
+		g0, g1 := at[sysClientGo][size{best, lo}], at[sysClientGo][size{best, hi}]
+		a, b := perSec(s0.Requests.total(), s0.Window), perSec(s1.Requests.total(), s1.Window)
+		ga, gb := perSec(g0.Requests.total(), g0.Window), perSec(g1.Requests.total(), g1.Window)
+		w.p("| %d elections: cost grows with leaders, not replicas (req/s, %d → %d replicas) | %.1f → %.1f | %.1f → %.1f | %s |\n",
+			best, lo, hi, a, b, ga, gb, met(b <= a*1.1+0.5))
+	}
+	for _, e := range r.Elections {
+		if e.Sys == sysSidecar && e.OneLeader >= 0 {
+			w.p("| %d × %d sidecars (renew %s): exactly one leader per election | %d / %d | | %s |\n", e.Elections, e.Replicas, e.Renew, e.OneLeader, e.Elections, met(e.OneLeader == e.Elections))
 		}
 	}
 }
