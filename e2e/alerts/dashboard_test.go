@@ -27,32 +27,44 @@ func readDashboard(t *testing.T) []byte {
 }
 
 // dashboardQuery is one PromQL expression of the dashboard, with Grafana's
-// variables replaced as Grafana would for the live test's election, and
-// where it was found.
+// variables replaced as Grafana would for one live test's election, where
+// it was found, and the title of the row its panel is in ("" for a
+// variable).
 type dashboardQuery struct {
-	where, expr string
+	where, expr, row string
 }
 
+// shardsRow is the title of the dashboard's row of shard groups' panels,
+// whose queries return data only for a shard group.
+const shardsRow = "Shards"
+
 // grafanaVariables are what Grafana puts in place of the dashboard's
-// variables for the live test's election ($__rate_interval: four scrape
-// intervals at least; a minute holds many 1s scrapes).
-var grafanaVariables = strings.NewReplacer(
-	"$namespace", "e2e", "$lease", "live", "$__rate_interval", "1m",
-)
+// variables for a live test's election lease in namespace e2e
+// ($__rate_interval: four scrape intervals at least; a minute holds many
+// 1s scrapes).
+func grafanaVariables(lease string) *strings.Replacer {
+	return strings.NewReplacer("$namespace", "e2e", "$lease", lease, "$__rate_interval", "1m")
+}
 
 // labelValues is a query variable's Grafana function around a PromQL
 // selector.
 var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
 
-// dashboardQueries is every PromQL expression of the dashboard: each
-// panel target's expr and the selector inside each query variable's
+// dashboardQueries is every PromQL expression of the dashboard, for the
+// election lease: each panel target's expr, with the row it is in (the
+// row panel above it: Grafana puts a panel in the last row whose y is not
+// below its own), and the selector inside each query variable's
 // label_values. It fails t on a panel target without one.
-func dashboardQueries(t *testing.T) []dashboardQuery {
+func dashboardQueries(t *testing.T, lease string) []dashboardQuery {
 	t.Helper()
+	vars := grafanaVariables(lease)
 	var d struct {
 		Panels []struct {
 			Title   string `json:"title"`
 			Type    string `json:"type"`
+			GridPos struct {
+				Y int `json:"y"`
+			} `json:"gridPos"`
 			Targets []struct {
 				RefID string `json:"refId"`
 				Expr  string `json:"expr"`
@@ -69,17 +81,33 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 	if err := json.Unmarshal(readDashboard(t), &d); err != nil {
 		t.Fatal(err)
 	}
+	rowOf := func(y int) string {
+		row, rowY := "", -1
+		for _, p := range d.Panels {
+			if p.Type == "row" && p.GridPos.Y <= y && p.GridPos.Y > rowY {
+				row, rowY = p.Title, p.GridPos.Y
+			}
+		}
+		return row
+	}
 	var out []dashboardQuery
 	for _, p := range d.Panels {
-		if p.Type != "row" && len(p.Targets) == 0 {
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
+		}
+		row := rowOf(p.GridPos.Y)
+		if row == "" {
+			t.Errorf("panel %q is in no row", p.Title)
 		}
 		for _, tg := range p.Targets {
 			if strings.TrimSpace(tg.Expr) == "" {
 				t.Errorf("panel %q target %s has no expr", p.Title, tg.RefID)
 				continue
 			}
-			out = append(out, dashboardQuery{fmt.Sprintf("panel %q target %s", p.Title, tg.RefID), grafanaVariables.Replace(tg.Expr)})
+			out = append(out, dashboardQuery{fmt.Sprintf("panel %q target %s", p.Title, tg.RefID), vars.Replace(tg.Expr), row})
 		}
 	}
 	for _, v := range d.Templating.List {
@@ -92,7 +120,7 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 			t.Errorf("variable %s: query %v is not label_values(selector, label)", v.Name, v.Query)
 			continue
 		}
-		out = append(out, dashboardQuery{"variable " + v.Name, grafanaVariables.Replace(m[1])})
+		out = append(out, dashboardQuery{"variable " + v.Name, vars.Replace(m[1]), ""})
 	}
 	if len(out) < 10 {
 		t.Fatalf("%d queries in the dashboard, want at least 10", len(out))

@@ -15,7 +15,12 @@
 // tuning values; the alerts go pending, fire and resolve as every app turns
 // unhealthy and healthy again, and every query of the Grafana dashboard
 // (files/dashboard.json, also rendered as the charts' ConfigMap) returns
-// data. promtool check metrics passes on a real sidecar's /metrics.
+// data. Beside it, another Prometheus scrapes two sidecars of a shard
+// group: no alert while the shards are spread, every query of the
+// dashboard's shard row returns data, and a replica killed leaves its
+// shards to one LeaderSidecarShardUnowned each and no other alert.
+// promtool check metrics passes on a real sidecar's /metrics, in both
+// modes.
 //
 // What they need besides Go: promtool and prometheus (Debian: apt-get
 // install prometheus; hack/test-deps.sh installs it when missing), and

@@ -1,11 +1,13 @@
 package alerts
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,11 +28,11 @@ const liveTuning = `prometheusRule:
     LeaderSidecarMultipleLeaders: {for: 3s}
 `
 
-// liveRules renders the example chart's PrometheusRule with liveTuning and
-// writes its groups as a Prometheus rule file.
-func liveRules(t *testing.T) string {
+// liveRules renders the example chart's PrometheusRule with tuning, its
+// values, and writes its groups as a Prometheus rule file.
+func liveRules(t *testing.T, tuning string) string {
 	t.Helper()
-	rules := renderedRules(t, sidecartest.Charts(t), liveTuning)
+	rules := renderedRules(t, sidecartest.Charts(t), tuning)
 	if len(rules) != 1 {
 		t.Fatalf("%d PrometheusRules rendered, want 1", len(rules))
 	}
@@ -52,11 +54,15 @@ func liveRules(t *testing.T) string {
 // LeaderSidecarAppUnhealthyEverywhere go pending, then firing, and no
 // other alert does; with the apps healthy again a leader is back and both
 // resolve. The new leader's term gap is the time nobody led, give or take
-// a scrape. Then every query of the Grafana dashboard runs against the
-// same Prometheus and returns data.
+// a scrape. Then every query of the Grafana dashboard but those of its
+// shard groups' row runs against the same Prometheus and returns data
+// (TestShardAlertsAndDashboardOnALivePrometheus runs those on a group).
 func TestAlertsAndDashboardOnALivePrometheus(t *testing.T) {
+	// Not parallel: beside the shard group's live test on a loaded machine,
+	// its leader once went a renewal short and LeaderSidecarNoLeader was
+	// pending while a leader existed.
 	began := time.Now()
-	rules := liveRules(t)
+	rules := liveRules(t, liveTuning)
 	db := sidecartest.DBPath(t)
 	var apps []*health
 	var all []*sidecartest.Sidecar
@@ -163,14 +169,149 @@ func TestAlertsAndDashboardOnALivePrometheus(t *testing.T) {
 	t.Logf("term gap %.2fs after %v without a leader", gap, leaderless.Round(10*time.Millisecond))
 
 	t.Run("dashboard queries return data", func(t *testing.T) {
-		exprs := dashboardQueries(t)
-		for _, q := range exprs {
+		ran := 0
+		for _, q := range dashboardQueries(t, "live") {
+			if q.row == shardsRow {
+				continue
+			}
+			ran++
 			if got := prom.query(t, q.expr); len(got) == 0 {
 				t.Errorf("%s: %q returned no data", q.where, q.expr)
 			}
 		}
-		t.Logf("%d dashboard queries, each with data", len(exprs))
+		t.Logf("%d dashboard queries, each with data", ran)
 	})
+	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
+}
+
+// shardTuning shortens the for: of LeaderSidecarShardUnowned, which the
+// live shard test waits for, through the chart's own tuning values.
+const shardTuning = `prometheusRule:
+  enabled: true
+  alerts:
+    LeaderSidecarShardUnowned: {for: 1s}
+`
+
+// The chart's alerts and the dashboard's shard row on a real Prometheus
+// that scrapes two real sidecars of one shard group (8 shards, one SQLite
+// file, at most 4 each), spread: an evaluation comes at which no alert is
+// pending or firing, and every query of the row returns data, the shards
+// held by nobody and twice reading 0. Then one replica is killed
+// (SIGKILL): the other, at its cap of 4, cannot take the dead one's
+// shards, so each of those shards, and only those, has one alert
+// LeaderSidecarShardUnowned firing, no other alert is pending or firing,
+// and the dashboard counts 4 shards held by nobody. LeaderSidecarRenewFailing
+// is let be throughout: on a loaded machine a renewal fails now and then,
+// and the alert stays pending for 5 minutes after.
+func TestShardAlertsAndDashboardOnALivePrometheus(t *testing.T) {
+	t.Parallel() // after TestAlertsAndDashboardOnALivePrometheus, which is not: both wait on scrapes
+	began := time.Now()
+	db := sidecartest.DBPath(t)
+	args := append([]string{"--lease-name", "shop", "--shard-max-per-member", "4"}, sidecartest.ShardArgs()...)
+	live := []*sidecartest.Sidecar{sidecartest.Launch(t, db, args...), sidecartest.Launch(t, db, args...)}
+	var targets []string
+	for _, s := range live {
+		s.WaitServing()
+		targets = append(targets, s.Addr())
+	}
+	// Prometheus scrapes its targets only a few seconds after it is ready,
+	// time in which the replicas spread the shards. Spread, as Prometheus
+	// sees it: each shard claimed by one replica, 4 on each.
+	prom := startPrometheus(t, liveRules(t, shardTuning), targets)
+	awaitValue(t, prom, `count(sum by (name) (leader_election_master_status{name=~"shop-shard-.*"}) == 1)`, "8", 20*time.Second)
+	awaitValue(t, prom, `count(leader_sidecar_shards_held{lease="shop"} == 4)`, "2", 10*time.Second)
+	awaitValue(t, prom, `count(count_over_time(leader_sidecar_shards_held{lease="shop"}[1m]) >= 2)`, "2", 10*time.Second)
+	t.Logf("spread, and two scrapes of both replicas, %v after the start", time.Since(began).Round(time.Millisecond))
+	active := func() []alert {
+		var out []alert
+		for _, a := range prom.activeAlerts(t) {
+			if a.Labels["alertname"] != "LeaderSidecarRenewFailing" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		prom.awaitEvaluationAfter(t, time.Now(), 5*time.Second)
+		a := active()
+		if len(a) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with the shards spread, still active 10s after two scrapes of each: %v", a)
+		}
+	}
+
+	var nobodyOrTwice []string
+	ran := 0
+	for _, q := range dashboardQueries(t, "shop") {
+		if q.row != shardsRow {
+			continue
+		}
+		ran++
+		got := prom.query(t, q.expr)
+		if len(got) == 0 {
+			t.Errorf("%s: %q returned no data", q.where, q.expr)
+		}
+		if strings.Contains(q.where, "held by nobody or twice") {
+			nobodyOrTwice = append(nobodyOrTwice, q.expr)
+			if len(got) != 1 || got[0].value() != "0" {
+				t.Errorf("%s: %v with every shard held once, want one sample 0", q.where, got)
+			}
+		}
+	}
+	if ran < 6 || len(nobodyOrTwice) != 2 {
+		t.Fatalf("%d queries in the dashboard's row %q, %d of them shards held by nobody or twice; want 6 or more, and 2",
+			ran, shardsRow, len(nobodyOrTwice))
+	}
+	t.Logf("no alert; %d queries of the row %s, each with data, %v after the start",
+		ran, shardsRow, time.Since(began).Round(time.Millisecond))
+
+	victim := live[1]
+	st, err := victim.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, h := range st.Held {
+		want[fmt.Sprintf("shop-shard-%d", h.Shard)] = true
+	}
+	if len(want) != 4 {
+		t.Fatalf("the replica to kill holds %v, want 4 shards", st.Held)
+	}
+	victim.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	for {
+		firing := map[string]bool{}
+		for _, a := range active() {
+			name, shard := a.Labels["alertname"], a.Labels["name"]
+			if name != "LeaderSidecarShardUnowned" || !want[shard] || a.Labels["lease"] != "shop" {
+				t.Fatalf("after the kill: %s %s is %s (labels %v); only LeaderSidecarShardUnowned on %v may be",
+					name, shard, a.State, a.Labels, want)
+			}
+			if _, twice := firing[shard]; twice {
+				t.Fatalf("after the kill: two alerts LeaderSidecarShardUnowned on %s", shard)
+			}
+			firing[shard] = a.State == "firing"
+		}
+		done := len(firing) == len(want)
+		for _, f := range firing {
+			done = done && f
+		}
+		if done {
+			break
+		}
+		if time.Since(killed) > 15*time.Second {
+			t.Fatalf("15s after the kill, LeaderSidecarShardUnowned firing (true) or pending (false): %v; want firing on %v", firing, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("LeaderSidecarShardUnowned firing on each of the killed replica's %d shards, and nothing else, %v after the kill",
+		len(want), time.Since(killed).Round(10*time.Millisecond))
+	awaitValue(t, prom, nobodyOrTwice[0], "4", 5*time.Second)
+	if got := prom.query(t, nobodyOrTwice[1]); len(got) != 1 || got[0].value() != "0" {
+		t.Errorf("shards held twice: %v, want one sample 0", got)
+	}
 	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
 }
 

@@ -190,15 +190,22 @@ type alert struct {
 	State  string            `json:"state"`
 }
 
-// alerts is every active (pending or firing) alert, as "name=state".
-func (p *prometheus) alerts(t *testing.T) map[string]string {
+// activeAlerts is every active (pending or firing) alert.
+func (p *prometheus) activeAlerts(t *testing.T) []alert {
 	t.Helper()
 	var data struct {
 		Alerts []alert `json:"alerts"`
 	}
 	p.apiGet(t, "/api/v1/alerts", nil, &data)
+	return data.Alerts
+}
+
+// alerts is every active (pending or firing) alert, as "name=state", by
+// alert name and election (namespace/lease).
+func (p *prometheus) alerts(t *testing.T) map[string]string {
+	t.Helper()
 	out := map[string]string{}
-	for _, a := range data.Alerts {
+	for _, a := range p.activeAlerts(t) {
 		name := a.Labels["alertname"]
 		if a.Labels["lease"] != "" {
 			name += "{" + a.Labels["namespace"] + "/" + a.Labels["lease"] + "}"

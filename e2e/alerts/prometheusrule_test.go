@@ -100,6 +100,7 @@ func TestChartPrometheusRuleTuning(t *testing.T) {
   alerts:
     LeaderSidecarFlapping: {threshold: 10, for: 10m, severity: critical}
     LeaderSidecarLeaseStale: {threshold: 600}
+    LeaderSidecarShardFlapping: {threshold: 8, for: 5m}
     LeaderSidecarTokenAnomaly: {enabled: false}
 `)
 	if len(rules) != 1 {
@@ -118,6 +119,9 @@ func TestChartPrometheusRuleTuning(t *testing.T) {
 				r["labels"].(map[string]any)["severity"] = "critical"
 			case "LeaderSidecarLeaseStale":
 				r["expr"] = replaceOnce(t, r["expr"].(string), "> 120", "> 600")
+			case "LeaderSidecarShardFlapping":
+				r["expr"] = replaceOnce(t, r["expr"].(string), "> 4", "> 8")
+				r["for"] = "5m"
 			case "LeaderSidecarTokenAnomaly":
 				continue
 			}

@@ -97,47 +97,26 @@ func absUnitTests(t *testing.T) string {
 	return abs
 }
 
-// The unit tests notice a rule that is not robust against a hand-off's
-// scrape skew: LeaderSidecarMultipleLeaders without its for: fires on the
-// single scrape where both the old and the new leader read 1, and
-// LeaderSidecarNoLeader without its for: on the single scrape where none
-// does.
+// The unit tests notice a rule that is not robust against a move's or a
+// hand-off's scrape skew: held for 0m, LeaderSidecarMultipleLeaders fires
+// on the single scrape where both the old and the new leader read 1 and
+// LeaderSidecarNoLeader on the single scrape where none does; in the
+// shard group shop/orders, LeaderSidecarShardHeldTwice and
+// LeaderSidecarShardUnowned fire on the same skew of a shard's move,
+// LeaderSidecarShardDrainStuck on a drain that ended in time, and
+// LeaderSidecarShardMembersDisagree on the scrapes between a member's
+// coming or going and the other replica's next listing.
 func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 	for _, c := range []struct{ alert, lease string }{
 		{"LeaderSidecarMultipleLeaders", "handoff"},
 		{"LeaderSidecarNoLeader", "handoff"},
+		{"LeaderSidecarShardHeldTwice", "orders"},
+		{"LeaderSidecarShardUnowned", "orders"},
+		{"LeaderSidecarShardDrainStuck", "orders"},
+		{"LeaderSidecarShardMembersDisagree", "orders"},
 	} {
 		t.Run(c.alert, func(t *testing.T) {
-			var file map[string]any
-			if err := sigsyaml.Unmarshal(readRuleFile(t), &file); err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, g := range file["groups"].([]any) {
-				for _, r := range g.(map[string]any)["rules"].([]any) {
-					if r := r.(map[string]any); r["alert"] == c.alert {
-						r["for"], found = "0m", true
-					}
-				}
-			}
-			if !found {
-				t.Fatalf("no rule %s", c.alert)
-			}
-			dir := t.TempDir()
-			mutated, err := sigsyaml.Marshal(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "alerts.yaml"), mutated, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := readUnitTests(t)
-			tests := regexp.MustCompile(`(?m)^rule_files:\n  - .*$`).
-				ReplaceAllString(string(raw), "rule_files:\n  - alerts.yaml")
-			if err := os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), []byte(tests), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := tryPromtool(t, "test", "rules", filepath.Join(dir, "alerts_test.yaml"))
+			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["for"] = "0m" })
 			if err == nil {
 				t.Fatalf("the unit tests pass with %s held for 0m:\n%s", c.alert, out)
 			}
@@ -146,6 +125,78 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The unit tests notice a rule that judges shard groups wrongly:
+// LeaderSidecarFlapping counting a group's shard terms as one election's
+// (shop/churn began 10 in 5 minutes, 5 per shard), and a shard rule that
+// reads leader_election_master_status by its name alone, as docs once
+// showed, and so judges a client-go component's gauge named like a shard
+// (cache-shard-0, whose standby reports 0).
+func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
+	for _, c := range []struct {
+		alert, want string
+		change      func(expr string) string
+	}{
+		{"LeaderSidecarFlapping", `lease="churn"`, func(expr string) string {
+			before, _, found := strings.Cut(expr, " unless on (namespace, lease)")
+			if !found {
+				t.Fatalf("LeaderSidecarFlapping: no unless in %q", expr)
+			}
+			return before
+		}},
+		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(string) string {
+			return `sum by (namespace, name) (leader_election_master_status{name=~".+-shard-[0-9]+"}) == 0`
+		}},
+	} {
+		t.Run(c.alert, func(t *testing.T) {
+			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["expr"] = c.change(r["expr"].(string)) })
+			if err == nil {
+				t.Fatalf("the unit tests pass with %s changed:\n%s", c.alert, out)
+			}
+			if !strings.Contains(out, c.want) {
+				t.Fatalf("the unit tests fail with %s changed, but not on %s:\n%s", c.alert, c.want, out)
+			}
+		})
+	}
+}
+
+// unitTestsWithRule runs the unit tests on a copy of the rule file in
+// which change has altered the rule of alert, and returns promtool's
+// output and error.
+func unitTestsWithRule(t *testing.T, alert string, change func(rule map[string]any)) (string, error) {
+	t.Helper()
+	var file map[string]any
+	if err := sigsyaml.Unmarshal(readRuleFile(t), &file); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range file["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r := r.(map[string]any); r["alert"] == alert {
+				change(r)
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no rule %s", alert)
+	}
+	dir := t.TempDir()
+	mutated, err := sigsyaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yaml"), mutated, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := readUnitTests(t)
+	tests := regexp.MustCompile(`(?m)^rule_files:\n  - .*$`).
+		ReplaceAllString(string(raw), "rule_files:\n  - alerts.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tryPromtool(t, "test", "rules", filepath.Join(dir, "alerts_test.yaml"))
 }
 
 // Every alert has a severity, a summary, a description and a runbook_url

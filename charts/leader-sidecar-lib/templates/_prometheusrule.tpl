@@ -25,7 +25,8 @@ prometheusRule:
       threshold: 4  # the number after the expression's one ">", only in
                     # LeaderSidecarFlapping (terms per hour),
                     # LeaderSidecarRenewFailing (failures per 5m),
-                    # LeaderSidecarLeaseStale (seconds since the renewal)
+                    # LeaderSidecarLeaseStale (seconds since the renewal),
+                    # LeaderSidecarShardFlapping (terms per shard per hour)
 */}}
 {{- define "leader-sidecar-lib.prometheusRuleSettings" -}}
 {{- $p := .Values.prometheusRule | default dict }}
@@ -48,7 +49,7 @@ applied, as YAML.
 {{- $file := $lib.Files.Get "files/alerts.yaml" | fromYaml }}
 {{- $tuning := $p.alerts | default dict }}
 {{- $known := dict }}
-{{- $thresholds := list "LeaderSidecarFlapping" "LeaderSidecarRenewFailing" "LeaderSidecarLeaseStale" }}
+{{- $thresholds := list "LeaderSidecarFlapping" "LeaderSidecarRenewFailing" "LeaderSidecarLeaseStale" "LeaderSidecarShardFlapping" }}
 {{- $groups := list }}
 {{- range $g := $file.groups }}
 {{- $rules := list }}
