@@ -92,26 +92,32 @@
 // Options.BusyTimeout for it; past that the call fails with an error naming
 // the file and the timeout.
 //
-// Each Watch reads PRAGMA data_version, a read, on a connection of its own.
-// The value changes whenever another connection commits to the file; the
-// watch then reads its election's row and signals only if the row changed,
-// so the writes of the other elections of a file (a shard group's other
-// records) wake no elector. A
-// watch reads it as soon as the watch on the file's directory (fsnotify;
+// The Backends of a process open on one file, whatever their elections,
+// watch it together: one connection reads PRAGMA data_version, a read,
+// while any of them watches. The value changes whenever another connection
+// commits to the file; the watch then reads every election's row in one
+// query and signals each Watch whose election's row changed, so the writes
+// of the other elections of a file (a shard group's other records) wake no
+// elector, and a group of any size costs one reader. The watch reads
+// data_version as soon as the watch on the file's directory (fsnotify;
 // inotify on Linux, see Store identity) reports a write to the file or its
 // -wal, and then every millisecond until the commit shows (it is published
 // in the -shm just after the write that is reported), so a watcher learns
 // of a release or takeover within milliseconds. It also reads it every
-// Options.PollInterval, the fallback when the directory cannot be watched
-// or an event is dropped: a change is never seen later than that.
+// Options.PollInterval (the shortest of the Backends watching), the
+// fallback when the directory cannot be watched or an event is dropped: a
+// change is never seen later than that.
 //
 // # Connections
 //
 // A Backend has two connection pools on the file. Get, Create and Update
 // share a pool of two connections, so a read is not held up by a write
-// waiting for the lock. Each active Watch holds one connection of a second,
-// unbounded pool, so watches and writes never wait for each other's
-// connections. Close ends the watches and closes both pools.
+// waiting for the lock; releases have a connection of their own
+// (durability.go). The watch of the file holds one connection of a third
+// pool, shared by the process's Backends on the file, so watches and
+// writes never wait for each other's connections. Close ends the
+// Backend's watches and closes its pools, and the shared watch with the
+// last Backend on the file.
 //
 // # Store identity
 //
@@ -142,6 +148,8 @@
 //     file's directory, and on the directory of the file a symbolic link
 //     resolves to. Any event naming the file or the directory makes it stat
 //     the path and compare. The goroutine starts at Open and ends at Close.
+//     The process's Backends share one watcher (one inotify instance, of
+//     the 128 Linux allows a user by default), whatever their number.
 //   - at the latest on the next Get, Create or Update, which stat the path
 //     on every call: Get after reading, writes inside the write transaction
 //     before reading or writing anything. If the watch cannot be set up

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,17 +86,15 @@ type Backend struct {
 	warnings     []string
 	log          *slog.Logger
 
-	db        *sql.DB // Get, Create and Update; writes begin IMMEDIATE
-	releaseDB *sql.DB // one connection for releases (durability.go)
-	watchDB   *sql.DB // one dedicated connection per active Watch
+	db        *sql.DB    // Get, Create and Update; writes begin IMMEDIATE
+	releaseDB *sql.DB    // one connection for releases (durability.go)
+	fileWatch *fileWatch // shared by the process's Backends on the file (watch.go)
 
 	file     os.FileInfo   // the database file Open's first connection opened (connect)
 	lost     chan struct{} // closed once the path no longer names file
 	lostOnce sync.Once
 	lostErr  error     // set before lost is closed
 	sides    sideFiles // the -wal and -shm beside the file
-
-	wakeups wakeups // the file or its -wal was written (fswatch.go)
 
 	mu        sync.Mutex // guards closed against watches.Add
 	closed    bool
@@ -177,13 +176,18 @@ func open(ctx context.Context, opts Options) (*Backend, error) {
 		follow(nil)
 		return nil, b.fail("open", err)
 	}
+	if err := b.attachFileWatch(); err != nil {
+		follow(nil)
+		_ = b.closeHandles()
+		return nil, b.fail("open", err)
+	}
 	b.closing, b.stop = context.WithCancel(context.Background())
 	follow(b)
 	return b, nil
 }
 
-// openHandles opens the writer pool, creating the schema if missing, the
-// release handle and the watch handle on b.path (see dsn). Every
+// openHandles opens the writer pool, creating the schema if missing, and
+// the release handle on b.path (see dsn). Every
 // connection of each is opened through connect: the first one takes the
 // file's identity, and each later one, whenever database/sql opens it, must
 // be on that file. On failure it closes what it opened.
@@ -208,32 +212,29 @@ func (b *Backend) openHandles(ctx context.Context) (err error) {
 	b.releaseDB.SetMaxIdleConns(1)
 	// Open the release connection now rather than at the first release,
 	// which is on the way of a graceful hand-off.
-	if err = b.releaseDB.PingContext(ctx); err != nil {
-		return err
-	}
-	if b.watchDB, err = b.openPool(watchPool); err != nil {
-		return err
-	}
-	// A watch's connection is closed, not pooled, when the watch ends or
-	// fails, so a failed connection is never handed to the next watch.
-	b.watchDB.SetMaxIdleConns(0)
-	return nil
+	return b.releaseDB.PingContext(ctx)
 }
 
 // openPool returns a handle whose connections, for p, open through
 // connect.
 func (b *Backend) openPool(p pool) (*sql.DB, error) {
-	base, err := modernc.NewConnector(dsn(b.path, b.busyTimeout, p))
+	base, err := newConnector(b.path, b.busyTimeout, p)
 	if err != nil {
 		return nil, err
 	}
 	return sql.OpenDB(fileConnector{Connector: base, b: b}), nil
 }
 
+// newConnector is the driver's connector for p's connections to path,
+// before any identity check.
+func newConnector(path string, busyTimeout time.Duration, p pool) (driver.Connector, error) {
+	return modernc.NewConnector(dsn(path, busyTimeout, p))
+}
+
 // closeHandles closes every handle openHandles opened.
 func (b *Backend) closeHandles() error {
 	var errs []error
-	for _, db := range []*sql.DB{b.watchDB, b.releaseDB, b.db} {
+	for _, db := range []*sql.DB{b.releaseDB, b.db} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
@@ -341,7 +342,7 @@ func (b *Backend) Close() error {
 		b.watches.Wait()
 		b.sides.mu.Lock() // a removal of stale files needs the connections open
 		defer b.sides.mu.Unlock()
-		if err := b.closeHandles(); err != nil {
+		if err := errors.Join(b.fileWatch.detach(b), b.closeHandles()); err != nil {
 			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
 		}
 	})

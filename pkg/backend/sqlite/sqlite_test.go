@@ -46,8 +46,9 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // TestConformance runs the shared suite on one file per Run; every handle is
-// a separate Backend, with its own connections, as a separate process would
-// have.
+// a separate Backend, with its own connections for reads and writes, as a
+// separate process would have (the watch of the file they share, as the
+// handles of one process do).
 func TestConformance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {

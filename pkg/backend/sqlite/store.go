@@ -15,6 +15,10 @@ import (
 const (
 	selectRecord = `SELECT version, holder, lease_duration_seconds, acquire_time_us,
 	renew_time_us, transitions, handoff FROM leader_records WHERE name = ?`
+	// selectRecords reads every election's row, in selectRecord's columns
+	// after the name (watch.go).
+	selectRecords = `SELECT name, version, holder, lease_duration_seconds,
+	acquire_time_us, renew_time_us, transitions, handoff FROM leader_records`
 	selectVersion = `SELECT version FROM leader_records WHERE name = ?`
 	insertRecord  = `INSERT INTO leader_records (name, version, holder,
 	lease_duration_seconds, acquire_time_us, renew_time_us, transitions, handoff)

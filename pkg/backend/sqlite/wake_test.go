@@ -64,7 +64,7 @@ func TestWatchWakesOnAWriteWithoutWaitingForAPoll(t *testing.T) {
 // brings every change.
 func TestWatchFallsBackToPollingWithoutADirectoryWatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
-	standby, leader := openPolling(t, path, 20*time.Millisecond, noWatcher), openT(t, path, "e")
+	standby, leader := openPolling(t, path, 20*time.Millisecond, noWatcher), openPolling(t, path, never, noWatcher)
 	if len(standby.Warnings()) == 0 {
 		t.Fatal("no warning about the directory watch")
 	}

@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -14,25 +17,32 @@ import (
 // keeps failing (a PollInterval longer than this is kept as it is).
 const maxRetryDelay = 2 * time.Second
 
-// Watch implements backend.Backend. Each call takes a connection of its own
-// and reads PRAGMA data_version on it; the value changes whenever another
-// connection (in any process, this one's writers included) has committed
-// to the file, and each change sends a signal. Polling never writes.
+// Watch implements backend.Backend. The Backends of a process open on one
+// file, whatever their elections, share one watch of it (fileWatch): one
+// connection that reads PRAGMA data_version, whose value changes whenever
+// another connection (in any process, this one's writers included) has
+// committed to the file. When it changes, the watch reads every election's
+// row in one query, and each Watch channel whose election's row differs
+// from the one last read gets a signal: a write to another election of the
+// file (a shard group's other records) is no change of this one; every
+// column is compared, so an edit by hand that keeps the version counts.
+// Polling never writes.
 //
 // It reads when the file or its -wal is written, as the watch on the
 // file's directory reports (fsnotify; see watchFile), and then every
 // followUpEvery until the value changes, for at most followUpFor, since
 // the write is reported just before the commit becomes visible; so a
 // standby learns of a release or takeover within milliseconds. It also
-// reads every PollInterval whatever happens, the fallback for a write the
+// reads every PollInterval whatever happens (the shortest of the
+// PollIntervals of the Backends watching), the fallback for a write the
 // directory watch does not report (the watch could not be set up, or
 // dropped events).
 //
-// The first signal comes as soon as the watch has read its starting value,
-// and another after every reconnection, so that a change made before the
-// watch could observe it is never missed; such a signal may be spurious. A
-// failing connection is closed and reopened, backing off up to a few
-// seconds; the caller's own polling covers the gap.
+// The first signal comes as soon as the watch has read a starting value
+// after the call, and another after every reconnection, so that a change
+// made before the watch could observe it is never missed; such a signal
+// may be spurious. A failing connection is closed and reopened, backing
+// off up to a few seconds; the caller's own polling covers the gap.
 //
 // A loss of the file (see Lost) sends one more signal, so a standby that
 // only watches calls Get and learns of it.
@@ -48,47 +58,227 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 	}
 	b.watches.Add(1)
 	b.mu.Unlock()
-	go b.watch(ctx, ch)
+	sub := b.fileWatch.subscribe(b.election, b.pollInterval)
+	go b.watch(ctx, ch, sub)
 	return ch
 }
 
-func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
+func (b *Backend) watch(ctx context.Context, ch chan struct{}, sub *rowSubscription) {
 	defer b.watches.Done()
 	defer close(ch)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(b.closing, cancel)()
+	defer b.fileWatch.unsubscribe(sub)
+	lost := b.lost
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.closing.Done():
+			return
+		case <-lost:
+			backend.Notify(ch)
+			lost = nil // signalled once
+		case <-sub.changed:
+			backend.Notify(ch)
+		}
+	}
+}
 
-	p := &poller{db: b.watchDB, election: b.election}
+// fileWatch is the one watch of one database file in this process: every
+// Backend open on the file (the same file, as os.SameFile says) shares it,
+// and with it one connection that polls the file while any of them
+// watches, however many elections they are. Its connections open through
+// the identity check (connect) of a Backend still attached.
+type fileWatch struct {
+	path string
+	file os.FileInfo
+	db   *sql.DB // watchPool connections, closed with the last Backend
+
+	wakeups wakeups // the file or its -wal was written (fswatch.go)
+
+	mu       sync.Mutex
+	backends map[*Backend]bool // attached: from Open to Close
+	subs     map[*rowSubscription]bool
+	stop     context.CancelFunc // ends the poll loop; nil while none runs
+	polling  sync.WaitGroup     // the poll loops started
+	poke     chan struct{}      // capacity 1: a new subscription wants its starting value
+}
+
+// rowSubscription is one Watch's interest in one election's row.
+type rowSubscription struct {
+	election string
+	interval time.Duration
+	changed  chan struct{} // capacity 1
+	// Read and written by the poll loop alone, under fileWatch.mu:
+	started bool   // a starting value was read since it subscribed
+	row     string // the row as last read; "" while missing
+}
+
+// fileWatches holds every fileWatch of the process, by path.
+var fileWatches struct {
+	sync.Mutex
+	byPath map[string][]*fileWatch
+}
+
+// attachFileWatch gives b, whose file is now known, the process's watch
+// of it, made if none exists.
+func (b *Backend) attachFileWatch() error {
+	fileWatches.Lock()
+	defer fileWatches.Unlock()
+	for _, fw := range fileWatches.byPath[b.path] {
+		if os.SameFile(fw.file, b.file) {
+			fw.mu.Lock()
+			fw.backends[b] = true
+			fw.mu.Unlock()
+			b.fileWatch = fw
+			return nil
+		}
+	}
+	fw := &fileWatch{path: b.path, file: b.file, backends: map[*Backend]bool{b: true},
+		subs: map[*rowSubscription]bool{}, poke: make(chan struct{}, 1)}
+	base, err := newConnector(b.path, b.busyTimeout, watchPool)
+	if err != nil {
+		return err
+	}
+	fw.db = sql.OpenDB(watchConnector{Connector: base, fw: fw})
+	// A watch's connection is closed, not pooled, when its loop ends or the
+	// connection fails, so a failed connection is never handed out again.
+	fw.db.SetMaxIdleConns(0)
+	if fileWatches.byPath == nil {
+		fileWatches.byPath = map[string][]*fileWatch{}
+	}
+	fileWatches.byPath[b.path] = append(fileWatches.byPath[b.path], fw)
+	b.fileWatch = fw
+	return nil
+}
+
+// detach removes b, whose Watches have ended; with the last Backend the
+// watch ends and its connections close.
+func (fw *fileWatch) detach(b *Backend) error {
+	fileWatches.Lock()
+	fw.mu.Lock()
+	delete(fw.backends, b)
+	last := len(fw.backends) == 0
+	fw.mu.Unlock()
+	if last {
+		list := fileWatches.byPath[fw.path]
+		for i, other := range list {
+			if other == fw {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(fileWatches.byPath, fw.path)
+		} else {
+			fileWatches.byPath[fw.path] = list
+		}
+	}
+	fileWatches.Unlock()
+	if !last {
+		return nil
+	}
+	fw.polling.Wait() // the last subscription stopped the loop
+	return fw.db.Close()
+}
+
+// watchConnector opens the watch's connections through the identity check
+// of an attached Backend: each must be on the file the watch is of.
+type watchConnector struct {
+	driver.Connector
+	fw *fileWatch
+}
+
+func (c watchConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c.fw.mu.Lock()
+	var b *Backend
+	for b = range c.fw.backends {
+		break
+	}
+	c.fw.mu.Unlock()
+	if b == nil {
+		return nil, errors.New("no handle open on the file")
+	}
+	return b.connect(ctx, c.Connector)
+}
+
+// subscribe adds a Watch of election and starts the poll loop if none
+// runs.
+func (fw *fileWatch) subscribe(election string, interval time.Duration) *rowSubscription {
+	sub := &rowSubscription{election: election, interval: interval, changed: make(chan struct{}, 1)}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	fw.subs[sub] = true
+	if fw.stop == nil {
+		var ctx context.Context
+		ctx, fw.stop = context.WithCancel(context.Background())
+		fw.polling.Add(1)
+		go fw.poll(ctx)
+	}
+	select {
+	case fw.poke <- struct{}{}:
+	default:
+	}
+	return sub
+}
+
+// unsubscribe removes sub, and stops the poll loop with the last one.
+func (fw *fileWatch) unsubscribe(sub *rowSubscription) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	delete(fw.subs, sub)
+	if len(fw.subs) == 0 && fw.stop != nil {
+		fw.stop()
+		fw.stop = nil
+	}
+}
+
+// interval is the shortest PollInterval of the subscriptions.
+func (fw *fileWatch) interval() time.Duration {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	shortest := time.Duration(-1)
+	for sub := range fw.subs {
+		if shortest < 0 || sub.interval < shortest {
+			shortest = sub.interval
+		}
+	}
+	if shortest < 0 {
+		return DefaultPollInterval
+	}
+	return shortest
+}
+
+// poll is the loop of one run of the watch: it reads at once, on every
+// notification (following it up until the commit shows), on every new
+// subscription, and every interval.
+func (fw *fileWatch) poll(ctx context.Context) {
+	defer fw.polling.Done()
+	p := &poller{db: fw.db}
 	defer p.close()
 	timer := time.NewTimer(0) // the first poll takes the baseline at once
 	defer timer.Stop()
-	delay := b.pollInterval
-	lost := b.lost
-	written := b.wakeups.next()
+	delay := fw.interval()
+	written := fw.wakeups.next()
 	var followUntil time.Time // while reads follow a notification
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-lost:
-			backend.Notify(ch)
-			lost = nil // signalled once
-			continue
 		case <-written:
-			written = b.wakeups.next() // before the read: no write after it is missed
+			written = fw.wakeups.next() // before the read: no write after it is missed
 			followUntil = time.Now().Add(followUpFor)
+			timer.Stop()
+		case <-fw.poke:
 			timer.Stop()
 		case <-timer.C:
 		}
-		advanced, changed, err := p.poll(ctx)
+		advanced, err := p.poll(ctx)
+		interval := fw.interval()
 		if err != nil {
-			delay = min(2*delay, max(maxRetryDelay, b.pollInterval))
+			delay = min(2*delay, max(maxRetryDelay, interval))
 		} else {
-			delay = b.pollInterval
-		}
-		if changed {
-			backend.Notify(ch)
+			delay = interval
+			fw.deliver(p)
 		}
 		if advanced {
 			followUntil = time.Time{} // the commit shows, this row's or another's
@@ -101,61 +291,129 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 	}
 }
 
-// poller holds one watch's connection, the data_version last read on it,
-// and the election's row as read after it. data_version is per
+// deliver signals every subscription whose election's row, as p last read
+// it, differs from the one it saw, every subscription still without a
+// starting value, and every one after a reconnection.
+func (fw *fileWatch) deliver(p *poller) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for sub := range fw.subs {
+		if sub.see(p) {
+			select {
+			case sub.changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	p.fresh = false
+}
+
+// see takes the row of sub's election as p last read it, and reports
+// whether that is a change for sub: the row differs from the one it saw,
+// or sub has no starting value yet, or p read on a new connection.
+func (sub *rowSubscription) see(p *poller) bool {
+	row := p.row(sub.election)
+	if sub.started && !p.fresh && row == sub.row {
+		return false
+	}
+	sub.started, sub.row = true, row
+	return true
+}
+
+// poller holds one watch loop's connection, the data_version last read on
+// it, and every election's row as read after it. data_version is per
 // connection, so a new connection starts a new baseline.
 type poller struct {
-	db       *sql.DB
-	election string
-	conn     *sql.Conn
-	last     int64
-	// row is the election's row as read when data_version last changed,
-	// every column; "" while the row is missing.
-	row string
+	db   *sql.DB
+	conn *sql.Conn
+	last int64
+	// rows are the elections' rows as read when data_version last changed,
+	// every column, by election.
+	rows map[string]string
+	// unreadable is the error that kept the rows from being read, "" when
+	// they were.
+	unreadable string
+	// fresh: rows were read on a new connection and not yet delivered.
+	fresh bool
 }
 
 // poll reads data_version, connecting first if needed, and reports
 // whether it advanced (a commit to the file shows, or the connection is
-// new). When it advanced, poll reads the election's row too (every column,
-// so that an edit by hand that keeps the version counts), and reports a
-// change only if the row differs from the one last read: a write to
-// another election's row of the file (a shard group's other records) is
-// no change of this one. It reports a change on every new connection. On
-// an error of data_version the connection is closed, to be reopened next
-// time; a row that cannot be read counts as a row of its own, so it
-// reports one change, and Get reports the error.
-func (p *poller) poll(ctx context.Context) (advanced, changed bool, err error) {
-	fresh := false
+// new). When it advanced, poll reads every election's row too. On an
+// error of data_version the connection is closed, to be reopened next
+// time.
+func (p *poller) poll(ctx context.Context) (advanced bool, err error) {
 	if p.conn == nil {
 		if p.conn, err = p.db.Conn(ctx); err != nil {
 			p.conn = nil
-			return false, false, err
+			return false, err
 		}
-		fresh = true
+		p.fresh = true
 	}
 	var v int64
 	if err := p.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 		p.close()
-		return false, false, err
+		return false, err
 	}
-	if !fresh && v == p.last {
-		return false, false, nil
+	if !p.fresh && v == p.last && p.rows != nil {
+		return false, nil
 	}
-	var (
-		version, duration, transitions, acquire, renew sql.NullInt64
-		holder, handoff                                sql.NullString
-		row                                            string
-	)
-	err = p.conn.QueryRowContext(ctx, selectRecord, p.election).Scan(&version, &holder, &duration, &acquire, &renew, &transitions, &handoff)
-	switch {
-	case err == nil:
-		row = fmt.Sprint(version, holder, duration, acquire, renew, transitions, handoff)
-	case !errors.Is(err, sql.ErrNoRows):
-		row = "unreadable: " + err.Error()
+	rows, err := readRows(ctx, p.conn)
+	if err != nil {
+		// A table that cannot be read counts as rows of their own, so each
+		// Watch gets one signal, and Get reports the error.
+		rows = map[string]string{}
+		p.unreadable = "unreadable: " + err.Error()
+	} else {
+		p.unreadable = ""
 	}
-	changed = fresh || row != p.row
-	p.last, p.row = v, row
-	return true, changed, nil
+	p.last, p.rows = v, rows
+	return true, nil
+}
+
+// row is election's row as last read.
+func (p *poller) row(election string) string {
+	if p.unreadable != "" {
+		return p.unreadable
+	}
+	return p.rows[election]
+}
+
+// readRows reads every election's row, every column, as text to compare.
+// Values are read as they are stored, whatever their type, so that a row
+// edited by hand into a shape Get refuses still reads here as a change
+// (Get then reports what is wrong with it).
+func readRows(ctx context.Context, conn *sql.Conn) (map[string]string, error) {
+	rows, err := conn.QueryContext(ctx, selectRecords)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[string]string{}
+	for rows.Next() {
+		var name any
+		cols := make([]any, 7)
+		dest := []any{&name}
+		for i := range cols {
+			dest = append(dest, &cols[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out[text(name)] = fmt.Sprintf("%#v", cols)
+	}
+	return out, rows.Err()
+}
+
+// text is a name as Get's WHERE name = ? matches it.
+func text(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return fmt.Sprint(v)
 }
 
 func (p *poller) close() {

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -111,11 +113,11 @@ func mustVersion(t *testing.T, b *Backend) backend.Version {
 	return v
 }
 
-// TestPollerReconnects drives one watch's poller by hand: a failed
-// connection is an error, not a panic; the next poll reconnects and reports
-// a change (one may have been missed); then only real writes are changes,
-// and only writes to its own election's row: a write to another
-// election of the file is none.
+// TestPollerReconnects drives a file watch's poller by hand, for one
+// election: a failed connection is an error, not a panic; the next poll
+// reconnects and reports a change (one may have been missed); then only
+// real writes are changes, and only writes to its own election's row: a
+// write to another election of the file is none.
 func TestPollerReconnects(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	b, writer := openT(t, path, "e"), openT(t, path, "e")
@@ -123,14 +125,16 @@ func TestPollerReconnects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	p := &poller{db: b.watchDB, election: "e"}
+	p := &poller{db: b.fileWatch.db}
 	defer p.close()
+	sub := &rowSubscription{election: "e"}
 	poll := func(step string, want bool) {
 		t.Helper()
-		_, changed, err := p.poll(ctxT(t))
-		if err != nil {
+		if _, err := p.poll(ctxT(t)); err != nil {
 			t.Fatalf("%s: poll: %v", step, err)
 		}
+		changed := sub.see(p)
+		p.fresh = false
 		if changed != want {
 			t.Fatalf("%s: poll reported changed=%v, want %v", step, changed, want)
 		}
@@ -139,7 +143,7 @@ func TestPollerReconnects(t *testing.T) {
 	poll("no write", false)
 
 	_ = p.conn.Close() // the connection fails under the poller
-	if _, _, err := p.poll(ctxT(t)); err == nil {
+	if _, err := p.poll(ctxT(t)); err == nil {
 		t.Fatal("poll on a closed connection succeeded")
 	}
 	if p.conn != nil {
@@ -162,4 +166,82 @@ func TestPollerReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll("after an edit by hand that keeps the version", true)
+}
+
+// manyHandles is more handles than Linux's default inotify instances per
+// user (fs.inotify.max_user_instances, 128): a shard group's records.
+const manyHandles = 200
+
+// TestHandlesOnOneFileShareOneWatch: a process's handles on one file, one
+// election each, as a shard group's are, all watch it through one
+// connection and one directory watcher, and each is woken by its own row
+// alone. Were each handle's watch its own, every Watch would add a
+// connection to the file, and the handles past the system's inotify
+// instances would warn that they cannot watch the directory.
+func TestHandlesOnOneFileShareOneWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	handles := make([]*Backend, manyHandles)
+	for i := range handles {
+		handles[i] = openT(t, path, fmt.Sprintf("shard-%d", i))
+		if w := handles[i].Warnings(); len(w) > 0 {
+			t.Fatalf("handle %d: %v", i, w)
+		}
+	}
+	file, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onFile := func() int {
+		n := 0
+		for _, fi := range descriptors() {
+			if os.SameFile(fi, file) {
+				n++
+			}
+		}
+		return n
+	}
+	before := onFile()
+	changes := make([]<-chan struct{}, len(handles))
+	for i, b := range handles {
+		changes[i] = b.Watch(ctxT(t))
+	}
+	for i, ch := range changes {
+		waitSignal(t, ch, 10*time.Second, fmt.Sprintf("baseline of watch %d", i))
+	}
+	if added := onFile() - before; added != 1 {
+		t.Fatalf("%d watches opened %d descriptors of the file, want the one of a shared connection", len(changes), added)
+	}
+	if n := inotifyInstances(t); n > 1 {
+		t.Fatalf("the process has %d inotify instances open, want one for every handle", n)
+	}
+
+	for _, i := range []int{7, 0, manyHandles - 1} {
+		if _, err := handles[i].Create(ctxT(t), backendtest.SampleRecord("a", 1)); err != nil {
+			t.Fatal(err)
+		}
+		waitSignal(t, changes[i], 10*time.Second, fmt.Sprintf("a write to shard-%d", i))
+		for j, ch := range changes {
+			select {
+			case <-ch:
+				t.Fatalf("a write to shard-%d woke the watch of shard-%d", i, j)
+			default:
+			}
+		}
+	}
+}
+
+// inotifyInstances counts the process's open inotify instances.
+func inotifyInstances(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
 }
