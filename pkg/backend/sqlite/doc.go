@@ -88,9 +88,13 @@
 // the file (a network filesystem is refused); the record then names the
 // last holder as of its last durable write, which starts no term:
 // candidates wait it out as after a crash, and the next term's token is
-// still one above it. A writer that finds the write lock taken waits up to
-// Options.BusyTimeout for it; past that the call fails with an error naming
-// the file and the timeout.
+// still one above it. The writes of a process's Backends on one file take
+// turns in the process, in the order they come (a shard group's hundreds
+// of records renew through one queue, not through SQLite's busy retries);
+// a writer waits up to Options.BusyTimeout for its turn, and then up to
+// Options.BusyTimeout for the write lock, which only another process can
+// hold then; past either the call fails with an error naming the file and
+// the timeout.
 //
 // The Backends of a process open on one file, whatever their elections,
 // watch it together: one connection reads PRAGMA data_version, a read,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,5 +233,61 @@ func TestContentionWaits(t *testing.T) {
 	}
 	if got, _, err := b.Get(ctxT(t)); err != nil || got.HolderIdentity != "b" {
 		t.Fatalf("Get = %+v, %v; want the waiting writer's record", got, err)
+	}
+}
+
+// TestWritesOfOneProcessTakeTurns: a write to one election waits while
+// another write of the process to the same file runs, whatever its
+// election; past the busy timeout it fails naming the process's own writes
+// (SQLite's lock, which only another process can then hold, is not what
+// it waited for); once the other write ends in time, it succeeds.
+func TestWritesOfOneProcessTakeTurns(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "leader.db")
+	open := func(election string, timeout time.Duration) *Backend {
+		b, err := Open(ctxT(t), Options{Path: path, Election: election, BusyTimeout: timeout})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	first, second := open("shard-0", timeout), open("shard-1", timeout)
+	patient := open("shard-1", time.Minute)
+
+	entered, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	beforeCommit = func(*sql.Tx) {
+		once.Do(func() {
+			close(entered)
+			<-resume
+		})
+	}
+	t.Cleanup(func() { beforeCommit = nil })
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := first.Create(context.Background(), backendtest.SampleRecord("a", 1))
+		firstDone <- err
+	}()
+	<-entered // the first write holds its turn, inside its transaction
+
+	_, err := second.Create(ctxT(t), backendtest.SampleRecord("b", 1))
+	wantErrContains(t, err, "database "+path+" is locked", "this process's other writes", "busy timeout (100ms)")
+	var se *modernc.Error
+	if errors.As(err, &se) {
+		t.Fatalf("the second write reached SQLite's lock (%v); it should have waited for its turn", err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := patient.Create(ctxT(t), backendtest.SampleRecord("b", 1))
+		done <- err
+	}()
+	close(resume)
+	if err := <-firstDone; err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the second write, once the first ended: %v", err)
 	}
 }

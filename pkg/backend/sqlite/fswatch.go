@@ -16,7 +16,7 @@ import (
 // connection opens and follows once the file is remembered: the events in
 // between are kept (see dirSubscription), so none is missed. A write to
 // the file or to its -wal (where SQLite appends every commit) also wakes
-// the file's Watches (see fileWatch). When the path is a symbolic link,
+// the file's Watches (see processFile). When the path is a symbolic link,
 // the directory of the file it resolves to (or will, once the file is
 // made) is watched too. Events naming other files, such as SQLite's -shm,
 // are dropped after a string comparison.
@@ -74,7 +74,7 @@ func (b *Backend) followFile(w *dirWatcher, sub *dirSubscription) {
 		case <-sub.ready:
 			wrote, check := sub.take()
 			if wrote {
-				b.fileWatch.wakeups.notify()
+				b.shared.wakeups.notify()
 			}
 			if check {
 				_ = b.checkFile() // a loss closes b.lost; another error waits for the next call

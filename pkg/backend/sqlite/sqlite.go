@@ -44,8 +44,9 @@ type Options struct {
 	// Election is the name of the election (lease): the key of its row.
 	// Required.
 	Election string
-	// BusyTimeout is how long a write waits for SQLite's write lock, held by
-	// another connection, before failing. Zero means DefaultBusyTimeout;
+	// BusyTimeout is how long a write waits for its turn among the
+	// process's writes to the file, and then for SQLite's write lock, held
+	// by another process, before failing. Zero means DefaultBusyTimeout;
 	// negative is an error. It is rounded up to whole milliseconds.
 	BusyTimeout time.Duration
 	// PollInterval is how often Watch checks PRAGMA data_version even when
@@ -86,9 +87,9 @@ type Backend struct {
 	warnings     []string
 	log          *slog.Logger
 
-	db        *sql.DB    // Get, Create and Update; writes begin IMMEDIATE
-	releaseDB *sql.DB    // one connection for releases (durability.go)
-	fileWatch *fileWatch // shared by the process's Backends on the file (watch.go)
+	db        *sql.DB      // Get, Create and Update; writes begin IMMEDIATE
+	releaseDB *sql.DB      // one connection for releases (durability.go)
+	shared    *processFile // what the process's Backends on the file share (processfile.go)
 
 	file     os.FileInfo   // the database file Open's first connection opened (connect)
 	lost     chan struct{} // closed once the path no longer names file
@@ -176,7 +177,7 @@ func open(ctx context.Context, opts Options) (*Backend, error) {
 		follow(nil)
 		return nil, b.fail("open", err)
 	}
-	if err := b.attachFileWatch(); err != nil {
+	if err := b.attach(); err != nil {
 		follow(nil)
 		_ = b.closeHandles()
 		return nil, b.fail("open", err)
@@ -342,7 +343,7 @@ func (b *Backend) Close() error {
 		b.watches.Wait()
 		b.sides.mu.Lock() // a removal of stale files needs the connections open
 		defer b.sides.mu.Unlock()
-		if err := errors.Join(b.fileWatch.detach(b), b.closeHandles()); err != nil {
+		if err := errors.Join(b.shared.detach(b), b.closeHandles()); err != nil {
 			b.closeErr = fmt.Errorf("sqlite: close %s: %w", b.path, err)
 		}
 	})

@@ -146,7 +146,8 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 // before it commits.
 var beforeCommit func(*sql.Tx)
 
-// write runs one BEGIN IMMEDIATE transaction: it checks that the path
+// write runs one BEGIN IMMEDIATE transaction, in its turn among the
+// process's writers on the file (writeTurn): it checks that the path
 // still names the file open (one stat, under the write lock, before
 // anything is read or written), reads the stored version, lets check refuse
 // the write, then runs stmt (insertRecord or
@@ -170,6 +171,11 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		return "", fmt.Errorf("sqlite: %s %q: renew time: %w", op, b.election, err)
 	}
 
+	done, err := b.shared.writeTurn(ctx, b.busyTimeout)
+	if err != nil {
+		return "", b.fail(op, err)
+	}
+	defer done()
 	tx, err := b.writerFor(rec).BeginTx(ctx, nil) // BEGIN IMMEDIATE, from the DSN
 	if err != nil {
 		return "", b.fail(op, err)

@@ -3,11 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -18,7 +14,7 @@ import (
 const maxRetryDelay = 2 * time.Second
 
 // Watch implements backend.Backend. The Backends of a process open on one
-// file, whatever their elections, share one watch of it (fileWatch): one
+// file, whatever their elections, share one watch of it (processFile): one
 // connection that reads PRAGMA data_version, whose value changes whenever
 // another connection (in any process, this one's writers included) has
 // committed to the file. When it changes, the watch reads every election's
@@ -58,7 +54,7 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 	}
 	b.watches.Add(1)
 	b.mu.Unlock()
-	sub := b.fileWatch.subscribe(b.election, b.pollInterval)
+	sub := b.shared.subscribe(b.election, b.pollInterval)
 	go b.watch(ctx, ch, sub)
 	return ch
 }
@@ -66,7 +62,7 @@ func (b *Backend) Watch(ctx context.Context) <-chan struct{} {
 func (b *Backend) watch(ctx context.Context, ch chan struct{}, sub *rowSubscription) {
 	defer b.watches.Done()
 	defer close(ch)
-	defer b.fileWatch.unsubscribe(sub)
+	defer b.shared.unsubscribe(sub)
 	lost := b.lost
 	for {
 		select {
@@ -83,161 +79,53 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}, sub *rowSubscript
 	}
 }
 
-// fileWatch is the one watch of one database file in this process: every
-// Backend open on the file (the same file, as os.SameFile says) shares it,
-// and with it one connection that polls the file while any of them
-// watches, however many elections they are. Its connections open through
-// the identity check (connect) of a Backend still attached.
-type fileWatch struct {
-	path string
-	file os.FileInfo
-	db   *sql.DB // watchPool connections, closed with the last Backend
-
-	wakeups wakeups // the file or its -wal was written (fswatch.go)
-
-	mu       sync.Mutex
-	backends map[*Backend]bool // attached: from Open to Close
-	subs     map[*rowSubscription]bool
-	stop     context.CancelFunc // ends the poll loop; nil while none runs
-	polling  sync.WaitGroup     // the poll loops started
-	poke     chan struct{}      // capacity 1: a new subscription wants its starting value
-}
-
 // rowSubscription is one Watch's interest in one election's row.
 type rowSubscription struct {
 	election string
 	interval time.Duration
 	changed  chan struct{} // capacity 1
-	// Read and written by the poll loop alone, under fileWatch.mu:
+	// Read and written by the poll loop alone, under processFile.mu:
 	started bool   // a starting value was read since it subscribed
 	row     string // the row as last read; "" while missing
 }
 
-// fileWatches holds every fileWatch of the process, by path.
-var fileWatches struct {
-	sync.Mutex
-	byPath map[string][]*fileWatch
-}
-
-// attachFileWatch gives b, whose file is now known, the process's watch
-// of it, made if none exists.
-func (b *Backend) attachFileWatch() error {
-	fileWatches.Lock()
-	defer fileWatches.Unlock()
-	for _, fw := range fileWatches.byPath[b.path] {
-		if os.SameFile(fw.file, b.file) {
-			fw.mu.Lock()
-			fw.backends[b] = true
-			fw.mu.Unlock()
-			b.fileWatch = fw
-			return nil
-		}
-	}
-	fw := &fileWatch{path: b.path, file: b.file, backends: map[*Backend]bool{b: true},
-		subs: map[*rowSubscription]bool{}, poke: make(chan struct{}, 1)}
-	base, err := newConnector(b.path, b.busyTimeout, watchPool)
-	if err != nil {
-		return err
-	}
-	fw.db = sql.OpenDB(watchConnector{Connector: base, fw: fw})
-	// A watch's connection is closed, not pooled, when its loop ends or the
-	// connection fails, so a failed connection is never handed out again.
-	fw.db.SetMaxIdleConns(0)
-	if fileWatches.byPath == nil {
-		fileWatches.byPath = map[string][]*fileWatch{}
-	}
-	fileWatches.byPath[b.path] = append(fileWatches.byPath[b.path], fw)
-	b.fileWatch = fw
-	return nil
-}
-
-// detach removes b, whose Watches have ended; with the last Backend the
-// watch ends and its connections close.
-func (fw *fileWatch) detach(b *Backend) error {
-	fileWatches.Lock()
-	fw.mu.Lock()
-	delete(fw.backends, b)
-	last := len(fw.backends) == 0
-	fw.mu.Unlock()
-	if last {
-		list := fileWatches.byPath[fw.path]
-		for i, other := range list {
-			if other == fw {
-				list = append(list[:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(list) == 0 {
-			delete(fileWatches.byPath, fw.path)
-		} else {
-			fileWatches.byPath[fw.path] = list
-		}
-	}
-	fileWatches.Unlock()
-	if !last {
-		return nil
-	}
-	fw.polling.Wait() // the last subscription stopped the loop
-	return fw.db.Close()
-}
-
-// watchConnector opens the watch's connections through the identity check
-// of an attached Backend: each must be on the file the watch is of.
-type watchConnector struct {
-	driver.Connector
-	fw *fileWatch
-}
-
-func (c watchConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	c.fw.mu.Lock()
-	var b *Backend
-	for b = range c.fw.backends {
-		break
-	}
-	c.fw.mu.Unlock()
-	if b == nil {
-		return nil, errors.New("no handle open on the file")
-	}
-	return b.connect(ctx, c.Connector)
-}
-
 // subscribe adds a Watch of election and starts the poll loop if none
 // runs.
-func (fw *fileWatch) subscribe(election string, interval time.Duration) *rowSubscription {
+func (pf *processFile) subscribe(election string, interval time.Duration) *rowSubscription {
 	sub := &rowSubscription{election: election, interval: interval, changed: make(chan struct{}, 1)}
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	fw.subs[sub] = true
-	if fw.stop == nil {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	pf.subs[sub] = true
+	if pf.stop == nil {
 		var ctx context.Context
-		ctx, fw.stop = context.WithCancel(context.Background())
-		fw.polling.Add(1)
-		go fw.poll(ctx)
+		ctx, pf.stop = context.WithCancel(context.Background())
+		pf.polling.Add(1)
+		go pf.poll(ctx)
 	}
 	select {
-	case fw.poke <- struct{}{}:
+	case pf.poke <- struct{}{}:
 	default:
 	}
 	return sub
 }
 
 // unsubscribe removes sub, and stops the poll loop with the last one.
-func (fw *fileWatch) unsubscribe(sub *rowSubscription) {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	delete(fw.subs, sub)
-	if len(fw.subs) == 0 && fw.stop != nil {
-		fw.stop()
-		fw.stop = nil
+func (pf *processFile) unsubscribe(sub *rowSubscription) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	delete(pf.subs, sub)
+	if len(pf.subs) == 0 && pf.stop != nil {
+		pf.stop()
+		pf.stop = nil
 	}
 }
 
 // interval is the shortest PollInterval of the subscriptions.
-func (fw *fileWatch) interval() time.Duration {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
+func (pf *processFile) interval() time.Duration {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
 	shortest := time.Duration(-1)
-	for sub := range fw.subs {
+	for sub := range pf.subs {
 		if shortest < 0 || sub.interval < shortest {
 			shortest = sub.interval
 		}
@@ -251,34 +139,34 @@ func (fw *fileWatch) interval() time.Duration {
 // poll is the loop of one run of the watch: it reads at once, on every
 // notification (following it up until the commit shows), on every new
 // subscription, and every interval.
-func (fw *fileWatch) poll(ctx context.Context) {
-	defer fw.polling.Done()
-	p := &poller{db: fw.db}
+func (pf *processFile) poll(ctx context.Context) {
+	defer pf.polling.Done()
+	p := &poller{db: pf.db}
 	defer p.close()
 	timer := time.NewTimer(0) // the first poll takes the baseline at once
 	defer timer.Stop()
-	delay := fw.interval()
-	written := fw.wakeups.next()
+	delay := pf.interval()
+	written := pf.wakeups.next()
 	var followUntil time.Time // while reads follow a notification
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-written:
-			written = fw.wakeups.next() // before the read: no write after it is missed
+			written = pf.wakeups.next() // before the read: no write after it is missed
 			followUntil = time.Now().Add(followUpFor)
 			timer.Stop()
-		case <-fw.poke:
+		case <-pf.poke:
 			timer.Stop()
 		case <-timer.C:
 		}
 		advanced, err := p.poll(ctx)
-		interval := fw.interval()
+		interval := pf.interval()
 		if err != nil {
 			delay = min(2*delay, max(maxRetryDelay, interval))
 		} else {
 			delay = interval
-			fw.deliver(p)
+			pf.deliver(p)
 		}
 		if advanced {
 			followUntil = time.Time{} // the commit shows, this row's or another's
@@ -294,10 +182,10 @@ func (fw *fileWatch) poll(ctx context.Context) {
 // deliver signals every subscription whose election's row, as p last read
 // it, differs from the one it saw, every subscription still without a
 // starting value, and every one after a reconnection.
-func (fw *fileWatch) deliver(p *poller) {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	for sub := range fw.subs {
+func (pf *processFile) deliver(p *poller) {
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	for sub := range pf.subs {
 		if sub.see(p) {
 			select {
 			case sub.changed <- struct{}{}:

@@ -125,7 +125,7 @@ func TestPollerReconnects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	p := &poller{db: b.fileWatch.db}
+	p := &poller{db: b.shared.db}
 	defer p.close()
 	sub := &rowSubscription{election: "e"}
 	poll := func(step string, want bool) {
