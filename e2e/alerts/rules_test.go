@@ -105,7 +105,10 @@ func absUnitTests(t *testing.T) string {
 // LeaderSidecarShardUnowned fire on the same skew of a shard's move,
 // LeaderSidecarShardDrainStuck on a drain that ended in time, and
 // LeaderSidecarShardMembersDisagree on the scrapes between a member's
-// coming or going and the other replica's next listing.
+// coming or going and the other replica's next listing, and
+// LeaderSidecarShardLeaseStale on shop/rollout's shard Leases, unrenewed
+// for one evaluation past the threshold while the group is stopped and
+// started again.
 func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 	for _, c := range []struct{ alert, lease string }{
 		{"LeaderSidecarMultipleLeaders", "handoff"},
@@ -114,6 +117,7 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 		{"LeaderSidecarShardUnowned", "orders"},
 		{"LeaderSidecarShardDrainStuck", "orders"},
 		{"LeaderSidecarShardMembersDisagree", "orders"},
+		{"LeaderSidecarShardLeaseStale", "rollout"},
 	} {
 		t.Run(c.alert, func(t *testing.T) {
 			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["for"] = "0m" })
@@ -132,7 +136,11 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 // (shop/churn began 10 in 5 minutes, 5 per shard), and a shard rule that
 // reads leader_election_master_status by its name alone, as docs once
 // showed, and so judges a client-go component's gauge named like a shard
-// (cache-shard-0, whose standby reports 0).
+// (cache-shard-0, whose standby reports 0); and a stale shard Lease rule
+// that judges each shard Lease by itself (shop/shrunk's Leases of shards
+// beyond its lowered --shards are renewed no more, though the group runs)
+// or any Lease named like a shard's (another component's cache-shard-0,
+// with no group of that name).
 func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 	for _, c := range []struct {
 		alert, want string
@@ -147,6 +155,16 @@ func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 		}},
 		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(string) string {
 			return `sum by (namespace, name) (leader_election_master_status{name=~".+-shard-[0-9]+"}) == 0`
+		}},
+		{"LeaderSidecarShardLeaseStale", `lease="shrunk"`, func(expr string) string {
+			return replaceOnce(t, expr, "time() - max by", "time() - min by")
+		}},
+		{"LeaderSidecarShardLeaseStale", `lease="cache"`, func(expr string) string {
+			before, _, found := strings.Cut(expr, " and on (namespace, lease)")
+			if !found {
+				t.Fatalf("LeaderSidecarShardLeaseStale: no and in %q", expr)
+			}
+			return before
 		}},
 	} {
 		t.Run(c.alert, func(t *testing.T) {
