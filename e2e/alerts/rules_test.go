@@ -140,35 +140,35 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 // that judges each shard Lease by itself (shop/shrunk's Leases of shards
 // beyond its lowered --shards are renewed no more, though the group runs)
 // or any Lease named like a shard's (another component's cache-shard-0,
-// with no group of that name).
+// with no group of that name), or a group's Leases left over once it is one
+// election again (shop/unsharded); and LeaderSidecarLeaseStale judging the
+// Lease an election left when it was made a group (shop/migrated).
 func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 	for _, c := range []struct {
 		alert, want string
-		change      func(expr string) string
+		change      func(t *testing.T, expr string) string
 	}{
-		{"LeaderSidecarFlapping", `lease="churn"`, func(expr string) string {
-			before, _, found := strings.Cut(expr, " unless on (namespace, lease)")
-			if !found {
-				t.Fatalf("LeaderSidecarFlapping: no unless in %q", expr)
-			}
-			return before
+		{"LeaderSidecarFlapping", `lease="churn"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
 		}},
-		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(string) string {
+		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(*testing.T, string) string {
 			return `sum by (namespace, name) (leader_election_master_status{name=~".+-shard-[0-9]+"}) == 0`
 		}},
-		{"LeaderSidecarShardLeaseStale", `lease="shrunk"`, func(expr string) string {
+		{"LeaderSidecarShardLeaseStale", `lease="shrunk"`, func(t *testing.T, expr string) string {
 			return replaceOnce(t, expr, "time() - max by", "time() - min by")
 		}},
-		{"LeaderSidecarShardLeaseStale", `lease="cache"`, func(expr string) string {
-			before, _, found := strings.Cut(expr, " and on (namespace, lease)")
-			if !found {
-				t.Fatalf("LeaderSidecarShardLeaseStale: no and in %q", expr)
-			}
-			return before
+		{"LeaderSidecarShardLeaseStale", `lease="cache"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " and on (namespace, lease)")
+		}},
+		{"LeaderSidecarShardLeaseStale", `lease="unsharded"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
+		}},
+		{"LeaderSidecarLeaseStale", `lease="migrated"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
 		}},
 	} {
-		t.Run(c.alert, func(t *testing.T) {
-			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["expr"] = c.change(r["expr"].(string)) })
+		t.Run(c.alert+" on "+strings.ReplaceAll(c.want, `"`, ""), func(t *testing.T) {
+			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["expr"] = c.change(t, r["expr"].(string)) })
 			if err == nil {
 				t.Fatalf("the unit tests pass with %s changed:\n%s", c.alert, out)
 			}
@@ -177,6 +177,16 @@ func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cutAt is expr up to sep, which it must hold.
+func cutAt(t *testing.T, expr, sep string) string {
+	t.Helper()
+	before, _, found := strings.Cut(expr, sep)
+	if !found {
+		t.Fatalf("no %q in %q", sep, expr)
+	}
+	return before
 }
 
 // unitTestsWithRule runs the unit tests on a copy of the rule file in
