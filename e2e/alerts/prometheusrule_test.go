@@ -101,6 +101,7 @@ func TestChartPrometheusRuleTuning(t *testing.T) {
     LeaderSidecarFlapping: {threshold: 10, for: 10m, severity: critical}
     LeaderSidecarLeaseStale: {threshold: 600}
     LeaderSidecarShardFlapping: {threshold: 8, for: 5m}
+    LeaderSidecarShardLeaseStale: {threshold: 300, for: 2m}
     LeaderSidecarTokenAnomaly: {enabled: false}
 `)
 	if len(rules) != 1 {
@@ -122,6 +123,9 @@ func TestChartPrometheusRuleTuning(t *testing.T) {
 			case "LeaderSidecarShardFlapping":
 				r["expr"] = replaceOnce(t, r["expr"].(string), "> 4", "> 8")
 				r["for"] = "5m"
+			case "LeaderSidecarShardLeaseStale":
+				r["expr"] = replaceOnce(t, r["expr"].(string), "> 120", "> 300")
+				r["for"] = "2m"
 			case "LeaderSidecarTokenAnomaly":
 				continue
 			}

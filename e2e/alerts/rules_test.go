@@ -105,7 +105,10 @@ func absUnitTests(t *testing.T) string {
 // LeaderSidecarShardUnowned fire on the same skew of a shard's move,
 // LeaderSidecarShardDrainStuck on a drain that ended in time, and
 // LeaderSidecarShardMembersDisagree on the scrapes between a member's
-// coming or going and the other replica's next listing.
+// coming or going and the other replica's next listing, and
+// LeaderSidecarShardLeaseStale on shop/rollout's shard Leases, unrenewed
+// for one evaluation past the threshold while the group is stopped and
+// started again.
 func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 	for _, c := range []struct{ alert, lease string }{
 		{"LeaderSidecarMultipleLeaders", "handoff"},
@@ -114,6 +117,7 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 		{"LeaderSidecarShardUnowned", "orders"},
 		{"LeaderSidecarShardDrainStuck", "orders"},
 		{"LeaderSidecarShardMembersDisagree", "orders"},
+		{"LeaderSidecarShardLeaseStale", "rollout"},
 	} {
 		t.Run(c.alert, func(t *testing.T) {
 			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["for"] = "0m" })
@@ -132,25 +136,39 @@ func TestUnitTestsRefuseRulesWithoutFor(t *testing.T) {
 // (shop/churn began 10 in 5 minutes, 5 per shard), and a shard rule that
 // reads leader_election_master_status by its name alone, as docs once
 // showed, and so judges a client-go component's gauge named like a shard
-// (cache-shard-0, whose standby reports 0).
+// (cache-shard-0, whose standby reports 0); and a stale shard Lease rule
+// that judges each shard Lease by itself (shop/shrunk's Leases of shards
+// beyond its lowered --shards are renewed no more, though the group runs)
+// or any Lease named like a shard's (another component's cache-shard-0,
+// with no group of that name), or a group's Leases left over once it is one
+// election again (shop/unsharded); and LeaderSidecarLeaseStale judging the
+// Lease an election left when it was made a group (shop/migrated).
 func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 	for _, c := range []struct {
 		alert, want string
-		change      func(expr string) string
+		change      func(t *testing.T, expr string) string
 	}{
-		{"LeaderSidecarFlapping", `lease="churn"`, func(expr string) string {
-			before, _, found := strings.Cut(expr, " unless on (namespace, lease)")
-			if !found {
-				t.Fatalf("LeaderSidecarFlapping: no unless in %q", expr)
-			}
-			return before
+		{"LeaderSidecarFlapping", `lease="churn"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
 		}},
-		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(string) string {
+		{"LeaderSidecarShardUnowned", `name="cache-shard-0"`, func(*testing.T, string) string {
 			return `sum by (namespace, name) (leader_election_master_status{name=~".+-shard-[0-9]+"}) == 0`
 		}},
+		{"LeaderSidecarShardLeaseStale", `lease="shrunk"`, func(t *testing.T, expr string) string {
+			return replaceOnce(t, expr, "time() - max by", "time() - min by")
+		}},
+		{"LeaderSidecarShardLeaseStale", `lease="cache"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " and on (namespace, lease)")
+		}},
+		{"LeaderSidecarShardLeaseStale", `lease="unsharded"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
+		}},
+		{"LeaderSidecarLeaseStale", `lease="migrated"`, func(t *testing.T, expr string) string {
+			return cutAt(t, expr, " unless on (namespace, lease)")
+		}},
 	} {
-		t.Run(c.alert, func(t *testing.T) {
-			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["expr"] = c.change(r["expr"].(string)) })
+		t.Run(c.alert+" on "+strings.ReplaceAll(c.want, `"`, ""), func(t *testing.T) {
+			out, err := unitTestsWithRule(t, c.alert, func(r map[string]any) { r["expr"] = c.change(t, r["expr"].(string)) })
 			if err == nil {
 				t.Fatalf("the unit tests pass with %s changed:\n%s", c.alert, out)
 			}
@@ -159,6 +177,16 @@ func TestUnitTestsRefuseRulesThatMisjudgeShardGroups(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cutAt is expr up to sep, which it must hold.
+func cutAt(t *testing.T, expr, sep string) string {
+	t.Helper()
+	before, _, found := strings.Cut(expr, sep)
+	if !found {
+		t.Fatalf("no %q in %q", sep, expr)
+	}
+	return before
 }
 
 // unitTestsWithRule runs the unit tests on a copy of the rule file in

@@ -26,6 +26,8 @@ prometheusRule:
                     # LeaderSidecarFlapping (terms per hour),
                     # LeaderSidecarRenewFailing (failures per 5m),
                     # LeaderSidecarLeaseStale (seconds since the renewal),
+                    # LeaderSidecarShardLeaseStale (seconds since the
+                    # group's newest shard Lease renewal),
                     # LeaderSidecarShardFlapping (terms per shard per hour)
 */}}
 {{- define "leader-sidecar-lib.prometheusRuleSettings" -}}
@@ -49,7 +51,7 @@ applied, as YAML.
 {{- $file := $lib.Files.Get "files/alerts.yaml" | fromYaml }}
 {{- $tuning := $p.alerts | default dict }}
 {{- $known := dict }}
-{{- $thresholds := list "LeaderSidecarFlapping" "LeaderSidecarRenewFailing" "LeaderSidecarLeaseStale" "LeaderSidecarShardFlapping" }}
+{{- $thresholds := list "LeaderSidecarFlapping" "LeaderSidecarRenewFailing" "LeaderSidecarLeaseStale" "LeaderSidecarShardFlapping" "LeaderSidecarShardLeaseStale" }}
 {{- $groups := list }}
 {{- range $g := $file.groups }}
 {{- $rules := list }}
