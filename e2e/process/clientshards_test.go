@@ -558,14 +558,13 @@ type shardFake struct {
 // of a drain it does not have.
 func shardFakes(t *testing.T) map[string]*httptest.Server {
 	t.Helper()
-	held, shards := fakeHeld, fakeShards
 	fakes := map[string]shardFake{
 		"HTML":                    {http.StatusOK, "<html>proxy error</html>"},
 		"404 (not in shard mode)": {http.StatusNotFound, `{"error":"not found"}`},
-		"503 with a shards body":  {http.StatusServiceUnavailable, shards(fmt.Sprintf(held, 3, "held"))},
+		"503 with a shards body":  {http.StatusServiceUnavailable, fakeShards(fmt.Sprintf(fakeHeld, 3, "held"))},
 		"no held field":           {http.StatusOK, `{"group":"g","identity":"a_1","shards":4,"shardSelector":""}`},
-		"a shard with token 0":    {http.StatusOK, shards(fmt.Sprintf(held, 0, "held"))},
-		"a shard in state lost":   {http.StatusOK, shards(fmt.Sprintf(held, 3, "lost"))},
+		"a shard with token 0":    {http.StatusOK, fakeShards(fmt.Sprintf(fakeHeld, 0, "held"))},
+		"a shard in state lost":   {http.StatusOK, fakeShards(fmt.Sprintf(fakeHeld, 3, "lost"))},
 		"holds nothing":           {http.StatusOK, `{"group":"g","identity":"a_1","shards":4,"members":["a_1"],"fairShare":4,"leaving":false,"held":[],"shardSelector":""}`},
 		"409":                     {http.StatusConflict, `{"shard":1,"error":"shard 1 is not draining"}`},
 	}
