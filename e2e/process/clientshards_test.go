@@ -288,17 +288,19 @@ process.exit(0);
 // TestCopyPasteClientsInShardMode runs each copy-paste client against two
 // sidecar processes in shard mode on one SQLite file. Replica A starts
 // alone and holds the 4 shards; each client's --shards and
-// --shard-selector print what A's GET /shards says, and the Python and
-// Node.js clients' --watch-shards prints acquired for each shard with A's
-// tokens. Replica B starts; A drains two shards towards it, which
-// --shards shows as draining (and --watch-shards as draining events);
-// the client's --drained acknowledges each, A releases it at once (the
-// drain timeout is 60s) and B holds it with a higher token, and each
-// client then prints what each replica's GET /shards says. Imported, the
+// --shard-selector print what A's GET /shards says, and its
+// --watch-shards (the shell client's with jq and with sed alike) prints
+// acquired for each shard with A's tokens. Replica B starts; A drains two
+// shards towards it, which --shards shows as draining and --watch-shards
+// as draining events; the client's --drained acknowledges each, A
+// releases it at once (the drain timeout is 60s) and B holds it with a
+// higher token, and each client then prints what each replica's GET
+// /shards says. --watch-shards, replayed in order, ends each moved
+// shard's term with released and renews the kept ones. Imported, the
 // Python and Node.js clients' ShardGuard accepts A's terms, then B's, and
 // refuses A's terms of the shards that moved, while A's term of a shard
 // it kept still writes. Killed, A ends the stream, and --watch-shards
-// exits 2.
+// exits 2: what A held is then unknown, and the application stops.
 func TestCopyPasteClientsInShardMode(t *testing.T) {
 	t.Parallel()
 	cs := clients(t)
@@ -311,15 +313,15 @@ func TestCopyPasteClientsInShardMode(t *testing.T) {
 			awaitShards(t, a, "holds every shard", 10*time.Second, func(st httpapi.ShardsJSON) bool { return len(st.Held) == clientShards })
 			first := checkClientShards(t, c, a, true)
 
-			var watch, guard *lineProc
+			watch := startLines(t, c.name+" --watch-shards", append([]string{"LEADER_SIDECAR_URL=http://" + a.Addr()}, c.env...),
+				append(slices.Clone(c.argv), "--watch-shards")...)
+			var acquired []string
+			for _, h := range first.Held {
+				acquired = append(acquired, fmt.Sprintf("acquired %d %d %s", h.Shard, h.Token, first.Identity))
+			}
+			watch.await(t, "acquired for every shard of A", 20*time.Second, hasAll(acquired))
+			var guard *lineProc
 			if script, ok := guardScripts[c.name]; ok {
-				watch = startLines(t, c.name+" --watch-shards", append([]string{"LEADER_SIDECAR_URL=http://" + a.Addr()}, c.env...),
-					append(slices.Clone(c.argv), "--watch-shards")...)
-				var acquired []string
-				for _, h := range first.Held {
-					acquired = append(acquired, fmt.Sprintf("acquired %d %d %s", h.Shard, h.Token, first.Identity))
-				}
-				watch.await(t, "acquired for every shard of A", 20*time.Second, hasAll(acquired))
 				guard = startGuard(t, c.name, script(t, dir, "http://"+a.Addr()), first)
 			}
 
@@ -342,13 +344,11 @@ func TestCopyPasteClientsInShardMode(t *testing.T) {
 			if len(moved) != clientShards/2 {
 				t.Fatalf("A drains %v, want %d shards", draining.Held, clientShards/2)
 			}
-			if watch != nil {
-				var want []string
-				for _, i := range moved {
-					want = append(want, fmt.Sprintf("draining %d %d %s", i, tokenA[i], draining.Identity))
-				}
-				watch.await(t, "draining for the shards A drains", 10*time.Second, hasAll(want))
+			var want []string
+			for _, i := range moved {
+				want = append(want, fmt.Sprintf("draining %d %d %s", i, tokenA[i], draining.Identity))
 			}
+			watch.await(t, "draining for the shards A drains", 10*time.Second, hasAll(want))
 
 			held := ackDrains(t, c, a, b, moved, kept, tokenA)
 			if got := checkClientShards(t, c, a, true); !sameHeld(got, held[0]) {
@@ -357,11 +357,10 @@ func TestCopyPasteClientsInShardMode(t *testing.T) {
 			if got := checkClientShards(t, c, b, true); !sameHeld(got, held[1]) {
 				t.Fatalf("B holds %+v, then %+v", held[1].Held, got.Held)
 			}
-			if watch == nil {
-				return
-			}
 			checkWatchedMove(t, watch, first.Identity, moved, kept, tokenA)
-			checkGuardAfterMove(t, guard, "http://"+b.Addr(), first, held[1], moved)
+			if guard != nil {
+				checkGuardAfterMove(t, guard, "http://"+b.Addr(), first, held[1], moved)
+			}
 			// A killed: its stream breaks, and --watch-shards exits 2.
 			if err := a.Cmd().Process.Kill(); err != nil {
 				t.Fatal(err)
@@ -378,15 +377,20 @@ func TestCopyPasteClientsInShardMode(t *testing.T) {
 // is not a usable GET /shards and where no sidecar listens, and exits 1
 // printing nothing on a replica that holds nothing; --shard-selector
 // alike on two of them; --drained takes a 200 as acknowledged (0), a 409
-// as not draining here (1) and a 404 or no answer as 2.
+// as not draining here (1) and a 404 or no answer as 2. --watch-shards
+// prints the events of a stream that ends, skipping one of a name added
+// later, and exits 2; it exits 2 with a message, at once and printing
+// nothing, on a stream that sends an event the sidecar does not and stays
+// open, and when there is no stream.
 func TestCopyPasteClientsRefuseBadShardAnswers(t *testing.T) {
 	t.Parallel()
 	cs := clients(t)
-	fakes := shardFakes(t)
+	fakes, streams := shardFakes(t), watchFakes(t)
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			checkShardFakes(t, c, fakes)
+			checkWatchFakes(t, c, streams)
 		})
 	}
 }
@@ -554,18 +558,13 @@ type shardFake struct {
 // of a drain it does not have.
 func shardFakes(t *testing.T) map[string]*httptest.Server {
 	t.Helper()
-	const held = `{"shard":1,"token":%d,"state":%q,"range":{"start":"0x4000000000000000","end":"0x8000000000000000"},"validUntil":"2030-01-01T00:00:00.123456789Z"}`
-	shards := func(held string) string {
-		return `{"group":"g","identity":"a_1","shards":4,"members":["a_1"],"fairShare":4,"leaving":false,"held":[` + held +
-			`],"shardSelector":"shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')"}`
-	}
 	fakes := map[string]shardFake{
 		"HTML":                    {http.StatusOK, "<html>proxy error</html>"},
 		"404 (not in shard mode)": {http.StatusNotFound, `{"error":"not found"}`},
-		"503 with a shards body":  {http.StatusServiceUnavailable, shards(fmt.Sprintf(held, 3, "held"))},
+		"503 with a shards body":  {http.StatusServiceUnavailable, fakeShards(fmt.Sprintf(fakeHeld, 3, "held"))},
 		"no held field":           {http.StatusOK, `{"group":"g","identity":"a_1","shards":4,"shardSelector":""}`},
-		"a shard with token 0":    {http.StatusOK, shards(fmt.Sprintf(held, 0, "held"))},
-		"a shard in state lost":   {http.StatusOK, shards(fmt.Sprintf(held, 3, "lost"))},
+		"a shard with token 0":    {http.StatusOK, fakeShards(fmt.Sprintf(fakeHeld, 0, "held"))},
+		"a shard in state lost":   {http.StatusOK, fakeShards(fmt.Sprintf(fakeHeld, 3, "lost"))},
 		"holds nothing":           {http.StatusOK, `{"group":"g","identity":"a_1","shards":4,"members":["a_1"],"fairShare":4,"leaving":false,"held":[],"shardSelector":""}`},
 		"409":                     {http.StatusConflict, `{"shard":1,"error":"shard 1 is not draining"}`},
 	}
@@ -580,6 +579,90 @@ func shardFakes(t *testing.T) map[string]*httptest.Server {
 		srvs[name] = srv
 	}
 	return srvs
+}
+
+// fakeHeld is shard 1's JSON in a fake's answers, with a token and a state
+// to fill in; fakeShards is a fake GET /shards of replica a_1 (of 4 shards)
+// holding the shard held.
+const fakeHeld = `{"shard":1,"token":%d,"state":%q,"range":{"start":"0x4000000000000000","end":"0x8000000000000000"},"validUntil":"2030-01-01T00:00:00.123456789Z"}`
+
+func fakeShards(held string) string {
+	return `{"group":"g","identity":"a_1","shards":4,"members":["a_1"],"fairShare":4,"leaving":false,"held":[` + held +
+		`],"shardSelector":"shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')"}`
+}
+
+// fakeEvent is a named event of a fake /shards/watch about shard i.
+func fakeEvent(event string, i int, token int64, state string) string {
+	return fmt.Sprintf(`event: %s`+"\n"+`data: {"event":%q,"shard":%d,"token":%d,"state":%q,"range":{"start":"0x4000000000000000","end":"0x8000000000000000"},"validUntil":"2030-01-01T00:00:00.123456789Z"}`+"\n\n",
+		event, event, i, token, state)
+}
+
+// watchFake is an app API whose GET /shards says that a_1 holds shard 1
+// with token 3, and whose GET /shards/watch sends events, then ends the
+// stream if end, else keeps it open until the client goes; with no events
+// it answers 404.
+type watchFake struct {
+	events string
+	end    bool
+	want   []string // what --watch-shards prints before it exits 2
+	url    string   // the fake's, once started
+}
+
+// watchFakes are the fakes of TestCopyPasteClientsRefuseBadShardAnswers'
+// --watch-shards, by what they send, with the servers' URLs.
+func watchFakes(t *testing.T) map[string]watchFake {
+	t.Helper()
+	state := "data: " + fakeShards(fmt.Sprintf(fakeHeld, 3, "held")) + "\n\n"
+	fakes := map[string]watchFake{
+		"a stream that ends": {
+			events: "event: later\ndata: {}\n\n: keep-alive\n\n" + fakeEvent("acquired", 1, 3, "held") + state +
+				strings.ReplaceAll(fakeEvent("renewed", 1, 3, "held"), "\n", "\r\n"),
+			end:  true,
+			want: []string{"acquired 1 3 a_1", "renewed 1 3 a_1"},
+		},
+		"acquired with token 0":        {events: fakeEvent("acquired", 1, 0, "held")},
+		"acquired of shard 4 of 4":     {events: fakeEvent("acquired", 4, 3, "held")},
+		"lost in state held":           {events: fakeEvent("lost", 1, 3, "held")},
+		"acquired that is not JSON":    {events: "event: acquired\ndata: <html>proxy error</html>\n\n"},
+		"a state of another sidecar":   {events: strings.Replace(state, `"a_1"`, `"b_1"`, 1)},
+		"no stream (404 on the watch)": {},
+	}
+	for name, f := range fakes {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/shards":
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintln(w, fakeShards(fmt.Sprintf(fakeHeld, 3, "held")))
+			case r.URL.Path == "/shards/watch" && f.events != "":
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, f.events)
+				w.(http.Flusher).Flush()
+				if !f.end {
+					<-r.Context().Done()
+				}
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		f.url = srv.URL
+		fakes[name] = f
+	}
+	return fakes
+}
+
+// checkWatchFakes runs c --watch-shards against fakes as
+// TestCopyPasteClientsRefuseBadShardAnswers says.
+func checkWatchFakes(t *testing.T, c appClient, fakes map[string]watchFake) {
+	t.Helper()
+	for name, f := range fakes {
+		p := startLines(t, c.name+" --watch-shards on "+name, append([]string{"LEADER_SIDECAR_URL=" + f.url}, c.env...),
+			append(slices.Clone(c.argv), "--watch-shards")...)
+		code := p.exitCode(t, 10*time.Second)
+		if got := p.Lines(); code != 2 || !slices.Equal(got, f.want) || p.stderr.String() == "" {
+			t.Errorf("%s --watch-shards on %s: exit %d, printed %q, stderr %q; want 2, %q and a message", c.name, name, code, got, p.stderr.String(), f.want)
+		}
+	}
 }
 
 // checkShardFakes runs c against fakes as

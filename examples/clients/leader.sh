@@ -14,10 +14,15 @@
 #
 # In shard mode (the sidecar's --shards N), each shard has its own term:
 #
-#   leader.sh --shards | while read -r shard token state identity; do
-#     ...state "held": work on the shard, attaching $token and $identity to
-#     every write of its data; "draining": stop, then leader.sh --drained $shard
+#   leader.sh --watch-shards | while read -r event shard token identity; do
+#     case $event in
+#       acquired) ...work on the shard, attaching $token and $identity to
+#                 every write of its data... ;;
+#       draining) ...stop working on it, then: leader.sh --drained $shard ;;
+#       released | lost) ...stop working on it at once... ;;
+#     esac
 #   done
+#   ...the stream ended: stop working on every shard...
 #
 #   leader.sh --shards          prints "<shard> <token> <state> <identity>" for
 #                               each shard held here (state "held" or
@@ -25,6 +30,13 @@
 #                               while it holds none, 2 as above
 #   leader.sh --shard-selector  prints the shardSelector of the shards held
 #                               here, exits 0, 1 or 2 alike
+#   leader.sh --watch-shards    follows GET /shards/watch and prints
+#                               "<event> <shard> <token> <identity>" for each
+#                               acquired, draining, undrained, renewed,
+#                               released and lost; exits 2 when the stream
+#                               ends, breaks, stays silent for 45s or sends
+#                               what the sidecar does not (what is held is
+#                               then unknown)
 #   leader.sh --drained I       acknowledges the drain of shard I (POST
 #                               /shards/I/drained: the sidecar releases it),
 #                               exits 0, 1 when shard I does not drain here,
@@ -34,10 +46,11 @@
 # Needs curl. Parses with jq when it is on PATH (or at $JQ), else with sed,
 # which relies on the identity having no ",", "}" or '"' (true of Pod names
 # and host names, which identities start with).
-set -u
+set -u -f
 
 url=${LEADER_SIDECAR_URL:-http://127.0.0.1:4040}
 jq=${JQ:-jq}
+command -v "$jq" >/dev/null 2>&1 || jq=
 
 fail() {
   echo "leader.sh: $*" >&2
@@ -45,9 +58,13 @@ fail() {
 }
 
 usage() {
-  echo "usage: leader.sh [--shards | --shard-selector | --drained SHARD]" >&2
+  echo "usage: leader.sh [--shards | --shard-selector | --watch-shards | --drained SHARD]" >&2
   exit 2
 }
+
+# value prints field $1 of the JSON $2 by sed: its last "$1": and the value
+# after it up to a '"', "," or "}".
+value() { printf '%s' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p"; }
 
 # drained acknowledges the drain of shard $1.
 drained() {
@@ -61,23 +78,34 @@ drained() {
   esac
 }
 
-# shards prints the shards held here (--shards) or the shardSelector
-# (--shard-selector), from GET /shards.
-shards() {
+# check_term fails unless shard $1 of the group's $count shards has a
+# token $2 >= 1 and a state $3 among $4, naming $5 (what was answered).
+check_term() {
+  case $1 in '' | *[!0-9]*) fail "a shard numbered '$1': $5" ;; esac
+  [ "$1" -lt "$count" ] 2>/dev/null || fail "shard $1 of $count: $5"
+  case $2 in '' | 0* | *[!0-9]*) fail "shard $1 with token '$2': $5" ;; esac
+  case " $4 " in *" $3 "*) ;; *) fail "shard $1 in state '$3': $5" ;; esac
+}
+
+# read_shards reads GET /shards into identity, count (the group's shards),
+# held (a line "<shard> <token> <state> <identity>" per shard held here)
+# and selector; it returns 1 when no shard is held here.
+read_shards() {
   body=$(curl -fsS --max-time 2 --noproxy '*' "$url/shards") || fail "no usable answer from $url/shards"
-  if command -v "$jq" >/dev/null 2>&1; then
-    held=$(printf '%s' "$body" | "$jq" -er '
-      if (.identity | type) != "string" or (.held | type) != "array" or (.shardSelector | type) != "string"
-      then error("not a shards answer")
-      else .identity as $id | [.held[] | "\(.shard) \(.token) \(.state) \($id)"] | join("\n") end') &&
-      selector=$(printf '%s' "$body" | "$jq" -er .shardSelector) || fail "not the sidecar's shards JSON: $body"
+  if [ -n "$jq" ]; then
+    meta=$(printf '%s' "$body" | "$jq" -er '
+      if (.identity | type) != "string" or (.shards | type) != "number" or (.held | type) != "array" or (.shardSelector | type) != "string"
+      then error("not a shards answer") else "\(.shards) \(.identity)" end') &&
+      held=$(printf '%s' "$body" | "$jq" -r '.identity as $id | [.held[] | "\(.shard) \(.token) \(.state) \($id)"] | join("\n")') &&
+      selector=$(printf '%s' "$body" | "$jq" -r .shardSelector) || fail "not the sidecar's shards JSON: $body"
+    count=${meta%% *} identity=${meta#* }
   else
     # The answer is one line of JSON; each held shard is a flat object but
     # for its range, and no string in the answer holds '"', "]" or "}".
     case $body in *'"held":['*) ;; *) fail "not the sidecar's shards JSON: $body" ;; esac
     case $body in *'"shardSelector":"'*) ;; *) fail "not the sidecar's shards JSON: $body" ;; esac
-    value() { printf '%s' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p"; }
     identity=$(value identity "$body")
+    count=$(value shards "$body")
     # One held shard's object a line.
     held=$(printf '%s\n' "$body" | sed -n 's/.*"held":\[\([^]]*\)\].*/\1/p' | sed 's/},{/}\
 {/g' | while IFS= read -r shard; do
@@ -85,29 +113,86 @@ shards() {
     done)
     selector=$(printf '%s\n' "$body" | sed -n 's/.*"shardSelector":"\([^"]*\)".*/\1/p')
   fi
+  case $identity in '' | *[[:space:]]*) fail "a shards answer without the identity: $body" ;; esac
+  case $count in '' | 0* | *[!0-9]*) fail "a shards answer with shards '$count': $body" ;; esac
   # Each held shard has a number, a token >= 1, the state held or draining,
   # and the identity; the selector is empty when nothing is held.
   [ -n "$held" ] || [ -z "$selector" ] || fail "a shardSelector with no shard held: $body"
-  [ -n "$held" ] || exit 1
+  [ -n "$held" ] || return 1
   [ -n "$selector" ] || fail "no shardSelector for the shards held: $body"
-  lines=$(printf '%s\n' "$held" | while read -r shard token state id rest; do
-    case $shard in '' | *[!0-9]*) fail "a held shard numbered '$shard': $body" ;; esac
-    case $token in '' | 0* | *[!0-9]*) fail "shard $shard with token '$token': $body" ;; esac
-    case $state in held | draining) ;; *) fail "shard $shard in state '$state': $body" ;; esac
+  held=$(printf '%s\n' "$held" | while read -r shard token state id rest; do
+    check_term "$shard" "$token" "$state" "held draining" "$body"
     [ -n "$id" ] && [ -z "$rest" ] || fail "shard $shard without the identity: $body"
     printf '%s %s %s %s\n' "$shard" "$token" "$state" "$id"
   done) || exit 2
-  if [ "$1" = --shard-selector ]; then
-    printf '%s\n' "$selector"
+}
+
+# on_event prints the named event $1 of /shards/watch, whose data is $2, as
+# "<event> <shard> <token> <identity>", checked. A state (an event without a
+# name) must be this sidecar's; an event added later is skipped.
+on_event() {
+  case $1 in
+    '') if [ -n "$jq" ]; then
+        id=$(printf '%s' "$2" | "$jq" -r '.identity // empty' 2>/dev/null)
+      else
+        id=$(value identity "$2")
+      fi
+      [ "$id" = "$identity" ] || fail "the stream is another sidecar's, not $identity's: $2"
+      return ;;
+    acquired | draining | undrained | renewed) states="held draining" ;;
+    released | lost) states=$1 ;;
+    *) return ;;
+  esac
+  if [ -n "$jq" ]; then
+    fields=$(printf '%s' "$2" | "$jq" -r '"\(.shard) \(.token) \(.state)"' 2>/dev/null)
   else
-    printf '%s\n' "$lines"
+    fields="$(value shard "$2") $(value token "$2") $(value state "$2")"
   fi
-  exit 0
+  read -r shard token state rest <<EOF
+$fields
+EOF
+  check_term "$shard" "$token" "$state" "$states" "a $1 event: $2"
+  [ -z "$rest" ] || fail "not a shard: a $1 event: $2"
+  printf '%s %s %s %s\n' "$1" "$shard" "$token" "$identity"
+}
+
+# watch_shards follows GET /shards/watch (--watch-shards): a new stream
+# begins with acquired for every shard held. It needs the identity and the
+# group's size, which the events do not repeat, from GET /shards first.
+watch_shards() {
+  read_shards
+  cr=$(printf '\r')
+  # The pid of curl comes first, to stop it when this side ends.
+  sh -c 'echo "$$" && exec curl -fsSN --connect-timeout 2 --speed-limit 1 --speed-time 45 --noproxy "*" "$0"' \
+    "$url/shards/watch" | {
+    read -r curl
+    trap 'kill -s INT "$curl" 2>/dev/null' EXIT
+    event= data=
+    while IFS= read -r line; do
+      line=${line%"$cr"}
+      case $line in
+        event:*) event=${line#event:}; event=${event# } ;;
+        data:*) line=${line#data:}; data=${data:+$data
+}${line# } ;;
+        '') [ -z "$data" ] || on_event "$event" "$data"
+          event= data= ;;
+      esac # else a keep-alive comment or another field
+    done
+    fail "the stream from $url/shards/watch ended"
+  }
+  exit 2
 }
 
 case $# in
   0) ;;
-  1) case $1 in --shards | --shard-selector) shards "$1" ;; *) usage ;; esac ;;
+  1) case $1 in
+      --shards) read_shards || exit 1
+        printf '%s\n' "$held" && exit 0 ;;
+      --shard-selector) read_shards || exit 1
+        printf '%s\n' "$selector" && exit 0 ;;
+      --watch-shards) watch_shards ;;
+      *) usage ;;
+    esac ;;
   2) [ "$1" = --drained ] || usage
     drained "$2" ;;
   *) usage ;;
@@ -115,7 +200,7 @@ esac
 
 body=$(curl -fsS --max-time 2 --noproxy '*' "$url/leader") || fail "no usable answer from $url/leader"
 
-if command -v "$jq" >/dev/null 2>&1; then
+if [ -n "$jq" ]; then
   line=$(printf '%s' "$body" | "$jq" -er '
     if .leader == true then "\(.token) \(.identity) \(.validForMs)"
     elif .leader == false then ""
