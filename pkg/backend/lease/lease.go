@@ -39,10 +39,12 @@ type Options struct {
 	// SharedWatch makes Watch share one watch of every Lease of the
 	// namespace with the other Backends of this process that have it set,
 	// the same Client and the same Namespace (see Watch), instead of
-	// watching this Lease alone. It needs list and watch on every Lease
-	// of the namespace, which cannot be limited by name; without it, the
-	// Backend needs them on its own Lease only. A shard group sets it:
-	// its replicas hold that permission anyway (List).
+	// watching this Lease alone. It needs watch (and list, on an API
+	// server that cannot stream a watch's initial state) on every Lease of
+	// the namespace, which cannot be limited by name; without it, the
+	// Backend needs them on its own Lease only. The sidecar's shard mode
+	// sets it: its replicas list every Lease of the namespace anyway
+	// (List).
 	SharedWatch bool
 }
 
