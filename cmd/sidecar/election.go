@@ -53,6 +53,11 @@ type electionConfig struct {
 	// namespace (shard mode's member record, --shard-member-owner pod).
 	// Not a flag.
 	ownedByPod bool
+	// sharedWatch makes the Lease's Backend share the watch of its
+	// namespace's Leases with the process's other Backends (shard mode,
+	// whose Role may list and watch them all; lease.Options.SharedWatch).
+	// Not a flag.
+	sharedWatch bool
 	// set is the flag set the election's flags are in, to tell a
 	// --renew-interval given (flag or variable) from its default.
 	set *pflag.FlagSet
@@ -389,7 +394,7 @@ func openLease(_ context.Context, cfg electionConfig, kube *kubeclient.Clients, 
 			owners = []metav1.OwnerReference{owner}
 		}
 	}
-	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Owners: owners, Logger: log})
+	b, err := lease.New(lease.Options{Client: client, Namespace: namespace, Name: cfg.leaseName, Owners: owners, Logger: log, SharedWatch: cfg.sharedWatch})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
 // single election's record is; the member's Lease owned by the Pod under
-// --shard-member-owner pod), a shardgroup.Group, the shard API, the
+// --shard-member-owner pod; on Leases, the handles share one watch of the
+// namespace's Leases), a shardgroup.Group, the shard API, the
 // metrics of every shard (metrics.WatchShards) on /metrics, and on Leases
 // Kubernetes Events of every shard's terms, related to its Lease.
 // When ctx ends the group leaves gracefully (drains and releases every
@@ -38,6 +39,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		rc := el
 		rc.leaseName = name
 		rc.ownedByPod = ownedByPod
+		rc.sharedWatch = true // one watch of the namespace for every record
 		st, err := openStore(ctx, rc, kube, log)
 		if err != nil {
 			return nil, err

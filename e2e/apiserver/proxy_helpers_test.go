@@ -1,11 +1,22 @@
 package apiserver
 
 import (
+	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // tcpProxy forwards every connection made to it to upstream, byte for
@@ -180,4 +191,69 @@ func (p *tcpProxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// watchCountingProxy forwards plain HTTP to the API server of cfg with
+// cfg's credentials, and counts the watch requests of Leases: opened, and
+// open now. A sidecar reaches it through kubeconfig().
+type watchCountingProxy struct {
+	addr         string
+	opened, open atomic.Int64
+}
+
+// newWatchCountingProxy listens on a free loopback port until the test
+// ends.
+func newWatchCountingProxy(t *testing.T, cfg *rest.Config) *watchCountingProxy {
+	t.Helper()
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.Scheme == "" {
+		target, err = url.Parse("https://" + cfg.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &watchCountingProxy{addr: ln.Addr().String()}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport:     rt,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/leases") && r.URL.Query().Get("watch") == "true" {
+			p.opened.Add(1)
+			p.open.Add(1)
+			defer p.open.Add(-1)
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return p
+}
+
+// kubeconfig writes a kubeconfig whose server is the proxy.
+func (p *watchCountingProxy) kubeconfig(t *testing.T) string {
+	t.Helper()
+	c := clientcmdapi.NewConfig()
+	c.Clusters["proxy"] = &clientcmdapi.Cluster{Server: "http://" + p.addr}
+	c.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	c.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	c.CurrentContext = "proxy"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*c, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -24,7 +24,10 @@ import (
 // holder. No shard is ever claimed by two replicas at one instant. The
 // member Lease of a replica whose POD_UID is set is owned by its Pod.
 // Each shard's terms are Kubernetes Events about the replica's Pod,
-// related to the shard's Lease.
+// related to the shard's Lease. A replica keeps one watch of Leases open,
+// the namespace's, shared by its 8 shards' electors (each watching its own
+// Lease would be 8), as a counting proxy in front of app-2 sees, from the
+// spread to the end.
 func TestLeaseShardGroup(t *testing.T) {
 	t.Parallel()
 	k := sidecartest.Kube(t)
@@ -40,6 +43,15 @@ func TestLeaseShardGroup(t *testing.T) {
 		uids[pod] = k.CreatePod(t, ns, pod)
 	}
 	podOf := map[*sidecartest.Sidecar]string{}
+	watches := newWatchCountingProxy(t, k.Config)
+	oneWatch := func(when string) {
+		t.Helper()
+		if open, opened := watches.open.Load(), watches.opened.Load(); open != 1 {
+			t.Errorf("%s: app-2 has %d watches of Leases open (%d opened), want 1", when, open, opened)
+		} else {
+			t.Logf("%s: app-2 has 1 watch of Leases open (%d opened) for %d shards", when, opened, sidecartest.TestShards)
+		}
+	}
 	for _, pod := range []string{"app-0", "app-1", "app-2"} {
 		env := []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}
 		if uid, ok := uids[pod]; ok {
@@ -47,7 +59,11 @@ func TestLeaseShardGroup(t *testing.T) {
 		}
 		// Every shard's renewals go through the one client: at these
 		// timings 8 shards renew 8 times a second, above the default rate.
-		s := sidecartest.Spawn(t, env, append([]string{"--backend", "lease", "--kubeconfig", kc, "--namespace", ns, "--lease-name", group,
+		kubeconfig := kc
+		if pod == "app-2" {
+			kubeconfig = watches.kubeconfig(t)
+		}
+		s := sidecartest.Spawn(t, env, append([]string{"--backend", "lease", "--kubeconfig", kubeconfig, "--namespace", ns, "--lease-name", group,
 			"--kube-api-qps", "50", "--kube-api-burst", "100"}, sidecartest.ShardArgs()...)...)
 		s.WaitServing()
 		p.Sample(s)
@@ -56,6 +72,7 @@ func TestLeaseShardGroup(t *testing.T) {
 	}
 	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
+	oneWatch("spread over 3")
 	// The Events of each term begun, but those of the replica killed
 	// below, which may die before its recorder has sent them.
 	began := map[shardEvent]bool{}
@@ -133,6 +150,7 @@ func TestLeaseShardGroup(t *testing.T) {
 	live = live[1:]
 	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, tokens))
 	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
+	oneWatch("holding all 8")
 	if code := leaver.WaitExit(10 * time.Second); code != 0 {
 		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
 	}

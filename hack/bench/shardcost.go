@@ -15,6 +15,7 @@ type shardCostResult struct {
 	Window           time.Duration
 	PerReplica       []counts // over the window, each replica's proxy
 	Held             []int    // shards each replica held
+	OpenWatches      []int64  // watches each replica had open at the window's end
 	Moves            int      // acquired events in the window: 0 for an idle group
 }
 
@@ -59,6 +60,7 @@ func (b *bench) shardCost(n int) (shardCostResult, error) {
 	for i, rep := range g.live {
 		r.PerReplica = append(r.PerReplica, rep.proxy.snapshot().sub(before[i]))
 		r.Held = append(r.Held, len(rep.latest().Held))
+		r.OpenWatches = append(r.OpenWatches, rep.proxy.openWatches.Load())
 		for _, e := range rep.eventsSince(t0) {
 			if e.Name == fence.EventAcquired {
 				r.Moves++
@@ -66,8 +68,8 @@ func (b *bench) shardCost(n int) (shardCostResult, error) {
 		}
 	}
 	tot := r.total()
-	b.logf("  shard-cost %s %d shards x %d: %.1f req/min per replica (%.1f Lease writes/min), held %v, %d moves in the window", g.prof.Name, n, c.Replicas,
-		perMin(tot.total(), c.CostWindow)/float64(c.Replicas), perMin(tot.Writes, c.CostWindow)/float64(c.Replicas), r.Held, r.Moves)
+	b.logf("  shard-cost %s %d shards x %d: %.1f req/min per replica (%.1f Lease writes/min), held %v, open watches %v, %d moves in the window", g.prof.Name, n, c.Replicas,
+		perMin(tot.total(), c.CostWindow)/float64(c.Replicas), perMin(tot.Writes, c.CostWindow)/float64(c.Replicas), r.Held, r.OpenWatches, r.Moves)
 	return r, nil
 }
 

@@ -71,6 +71,18 @@
 // while idle apart from re-establishing its watch every five to ten
 // minutes.
 //
+// With Options.SharedWatch (a shard group's Backends), the Backends of a
+// process on one Client and one namespace share one such watch of every
+// Lease of the namespace instead (namespacewatch.go), which keeps those
+// Leases as it last saw them: one watch request at a time for any number
+// of Backends. Each Watch still gets the signals of its own Lease alone,
+// as above (its first state, each of its changes, every start over), and
+// Snapshot is still its own Lease as its Watch last saw it: every Backend
+// is served from the one stream in the API server's order, so its
+// Snapshot never goes back to an older resourceVersion. Backends on
+// different Clients never share a watch, so one watch never serves two
+// sets of credentials.
+//
 // # Errors and permissions
 //
 // Errors keep the API server's message behind the Lease and the operation,
@@ -80,7 +92,9 @@
 // and update on the Lease, and watch for Watch (list too on an API server
 // that cannot stream a watch's initial state: Watch then lists first). A
 // Role may limit get, update, list and watch to the Lease with
-// resourceNames; create cannot be limited by name. List (backend.Lister,
-// for a shard group's member Leases) needs list on every Lease of the
-// namespace: it cannot be limited by name.
+// resourceNames; create cannot be limited by name. A Backend with
+// SharedWatch needs watch (and on such a server list) on every Lease of
+// the namespace. List (backend.Lister, for a shard group's member Leases)
+// needs list on every Lease of the namespace: it cannot be limited by
+// name.
 package lease

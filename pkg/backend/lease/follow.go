@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -11,12 +12,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
 // Timings of the watch behind Backend.Watch, as client-go's reflector has
@@ -32,14 +32,39 @@ func newBackoff() wait.Backoff {
 	return wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1, Steps: math.MaxInt32, Cap: 30 * time.Second}
 }
 
-// follower is one Watch's loop: it keeps Backend.latest in step with the
-// Lease and signals ch on every change.
+// follower is one watch loop: it follows the Leases its field selector
+// picks (one Lease by name, or every Lease of the namespace) and hands
+// each one it sees, in the order the API server sent them, to its sink.
+// Both kinds of watch (a Backend's own, and the namespace's shared one)
+// are this loop; they differ only in selector and sink.
 type follower struct {
-	b  *Backend
-	ch chan struct{}
+	leases *kubeclient.Leases
+	// selector is the field selector of every request ("" for all).
+	selector string
+	// what names the watched Leases in logs ("the Lease"), errPrefix in
+	// errors ("lease <namespace>/<name>", as Backend.errorf).
+	what, errPrefix string
+	log             *slog.Logger
+	// beforeWatch, when it returns a hook, runs it before every watch
+	// request (see Backend.beforeWatch).
+	beforeWatch func() func(*metav1.ListOptions) error
+	sink        sink
 	// rv is the resourceVersion to resume from; "" starts over from the
-	// Lease's current state.
+	// Leases' current state.
 	rv string
+}
+
+// sink receives what a follower sees, from its goroutine alone.
+type sink interface {
+	// saw: l was added or modified, or is part of the current state sent
+	// when the watch starts over.
+	saw(l *coordinationv1.Lease)
+	// deleted: l was deleted.
+	deleted(l *coordinationv1.Lease)
+	// synced: the watch started over, and every Lease of the current
+	// state has now been passed to saw; present holds their names. A
+	// Lease not in present is gone, and a change may have been missed.
+	synced(present map[string]bool)
 }
 
 // run watches until ctx ends, backing off after each failure.
@@ -55,7 +80,7 @@ func (f *follower) run(ctx context.Context) {
 			continue
 		}
 		pause := backoff.Step()
-		f.b.log.Warn("watching the Lease failed; retrying", "in", pause.Round(time.Millisecond), "err", err)
+		f.log.Warn("watching "+f.what+" failed; retrying", "in", pause.Round(time.Millisecond), "err", err)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -83,7 +108,7 @@ func (f *follower) watchOnce(ctx context.Context) error {
 		f.rv = "" // start over, at once
 		return nil
 	case initial && errors.As(err, &status):
-		f.b.log.Warn("the API server refused a streaming watch of the Lease; listing it instead", "err", err)
+		f.log.Warn("the API server refused a streaming watch of "+f.what+"; listing instead", "err", err)
 		if err := f.list(ctx); err != nil {
 			return err
 		}
@@ -98,44 +123,44 @@ func (f *follower) watchOnce(ctx context.Context) error {
 	return f.follow(ctx, w, initial)
 }
 
-// open starts a watch of this Lease alone, with bookmarks, for five to
+// open starts a watch of the selected Leases, with bookmarks, for five to
 // ten minutes.
 func (f *follower) open(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", f.b.name).String()
+	opts.FieldSelector = f.selector
 	opts.AllowWatchBookmarks = true
 	opts.TimeoutSeconds = ptr.To(int64(minWatchTimeout.Seconds() * (1 + rand.Float64())))
-	if f.b.beforeWatch != nil {
-		if err := f.b.beforeWatch(&opts); err != nil {
+	if hook := f.beforeWatch(); hook != nil {
+		if err := hook(&opts); err != nil {
 			return nil, err
 		}
 	}
-	return f.b.leases.Watch(ctx, opts)
+	return f.leases.Watch(ctx, opts)
 }
 
-// list reads the Lease with a list, the fallback of a refused streaming
-// watch, and signals.
+// list reads the selected Leases with a list, the fallback of a refused
+// streaming watch, and hands them to the sink as the current state.
 func (f *follower) list(ctx context.Context) error {
-	list, err := f.b.leases.List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", f.b.name).String(),
-	})
+	list, err := f.leases.List(ctx, metav1.ListOptions{FieldSelector: f.selector})
 	if err != nil {
-		return f.b.errorf("list", "%w", err)
+		return fmt.Errorf("%s: list: %w", f.errPrefix, err)
 	}
 	f.rv = list.ResourceVersion
-	if len(list.Items) == 0 {
-		f.saw(nil)
-	} else {
-		f.saw(&list.Items[0])
+	present := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		present[list.Items[i].Name] = true
+		f.sink.saw(&list.Items[i])
 	}
+	f.sink.synced(present)
 	return nil
 }
 
 // follow reads w's events until it ends. In the initial phase of a
-// streaming watch (the Lease's current state), resourceVersions are not
+// streaming watch (the Leases' current state), resourceVersions are not
 // kept: the phase ends with a bookmark that carries the version to resume
 // from, and a watch cut off before it starts over.
 func (f *follower) follow(ctx context.Context, w watch.Interface, initial bool) error {
-	began, events, sawLease := time.Now(), 0, false
+	began, events := time.Now(), 0
+	present := map[string]bool{} // the Leases of the initial phase
 	for {
 		var ev watch.Event
 		var open bool
@@ -165,29 +190,20 @@ func (f *follower) follow(ctx context.Context, w watch.Interface, initial bool) 
 		}
 		switch ev.Type {
 		case watch.Added, watch.Modified:
-			sawLease = true
-			f.saw(l)
+			if initial {
+				present[l.Name] = true
+			}
+			f.sink.saw(l)
 		case watch.Deleted:
-			f.saw(nil)
+			f.sink.deleted(l)
 		case watch.Bookmark:
 			if initial && l.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
 				initial = false
-				if !sawLease {
-					f.saw(nil) // there is no Lease now
-				}
+				f.sink.synced(present)
 			}
 		}
 		if !initial {
 			f.rv = l.ResourceVersion
 		}
 	}
-}
-
-// saw records l (nil: no Lease) as the latest state and signals.
-func (f *follower) saw(l *coordinationv1.Lease) {
-	f.b.latest.Store(l)
-	if l != nil {
-		f.b.known.put(l)
-	}
-	backend.Notify(f.ch)
 }

@@ -36,23 +36,38 @@ type Options struct {
 	// Logger receives what Watch cannot do by itself (a watch refused or
 	// failing); nil means slog.Default().
 	Logger *slog.Logger
+	// SharedWatch makes Watch share one watch of every Lease of the
+	// namespace with the other Backends of this process that have it set,
+	// the same Client and the same Namespace (see Watch), instead of
+	// watching this Lease alone. It needs watch (and list, on an API
+	// server that cannot stream a watch's initial state) on every Lease of
+	// the namespace, which cannot be limited by name; without it, the
+	// Backend needs them on its own Lease only. The sidecar's shard mode
+	// sets it: its replicas list every Lease of the namespace anyway
+	// (List).
+	SharedWatch bool
 }
 
 // Backend stores the record of one election in one Lease. It is safe for
 // concurrent use.
 type Backend struct {
+	client    *kubeclient.Client
 	leases    *kubeclient.Leases
 	namespace string
 	name      string
 	owners    []metav1.OwnerReference
-	log       *slog.Logger
-	known     objectCache
+	// log names the Lease; namespaceLog, the namespace alone (the shared
+	// watch's messages).
+	log, namespaceLog *slog.Logger
+	sharedWatch       bool
+	known             objectCache
 	// latest is the Lease as a Watch last saw it (nil: not seen, or deleted).
 	latest atomic.Pointer[coordinationv1.Lease]
 
 	// beforeWatch, when set, is called before every watch request; it may
 	// change the request's options or fail it. Tests use it to make the
-	// API server end watches early and to make Watch start over.
+	// API server end watches early and to make Watch start over. A shared
+	// watch calls the hook of one of the Backends it serves.
 	beforeWatch func(*metav1.ListOptions) error
 
 	closing    context.Context
@@ -90,13 +105,16 @@ func New(opts Options) (*Backend, error) {
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		leases:    opts.Client.Leases(opts.Namespace),
-		namespace: opts.Namespace,
-		name:      opts.Name,
-		owners:    slices.Clone(opts.Owners),
-		log:       log.With("lease", opts.Namespace+"/"+opts.Name),
-		closing:   closing,
-		close:     cancel,
+		client:       opts.Client,
+		leases:       opts.Client.Leases(opts.Namespace),
+		namespace:    opts.Namespace,
+		name:         opts.Name,
+		owners:       slices.Clone(opts.Owners),
+		log:          log.With("lease", opts.Namespace+"/"+opts.Name),
+		namespaceLog: log.With("namespace", opts.Namespace),
+		sharedWatch:  opts.SharedWatch,
+		closing:      closing,
+		close:        cancel,
 	}, nil
 }
 
