@@ -34,28 +34,11 @@ func TestExampleChartFencesPausedLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ns := cl.namespace(t)
-	// A hostPath volume is outside every Pod Security profile but
-	// privileged; the rest of the Pod still meets restricted.
-	cl.run(t, ctx, cl.kubectl, "label", "namespace", ns, "--overwrite", "pod-security.kubernetes.io/enforce=privileged")
-
-	// A directory the app (uid 65532) can write, on the node's filesystem:
-	// the node's mount namespace sees the host's /tmp.
-	shared, err := os.MkdirTemp("", "leader-sidecar-fence-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chown(shared, 65532, 65532); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	volume, _ := json.Marshal(map[string]any{"hostPath": map[string]string{"path": shared, "type": "Directory"}})
+	shared, volume := sharedDataVolume(t, ctx, ns)
 	args := []string{"--sidecar=$(LEADER_SIDECAR_URL)", "--db=/data/results.db", "--resource=example",
 		"--name=$(POD_NAME)", "--hold-file=/data/hold-$(POD_NAME)"}
 	install(t, ctx, ns, "--set", "replicaCount=3",
-		"--set-json", "app.dataVolume="+string(volume),
+		"--set-json", "app.dataVolume="+volume,
 		"--set-json", "app.args="+mustJSON(t, args),
 		// Short timings, so the pause outlasts the lease well within the
 		// liveness probe's 30 s; a renew deadline of four retry periods,
@@ -222,4 +205,28 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// sharedDataVolume makes a directory on the node that the app (uid 65532)
+// can write, and returns it with the app.dataVolume value that mounts it
+// at /data in every Pod: one file there is shared by every replica, as a
+// database of the application's would be. A hostPath volume is outside
+// every Pod Security profile but privileged, so ns is labelled so; the
+// rest of the Pod still meets restricted. The node's mount namespace sees
+// the host's /tmp.
+func sharedDataVolume(t *testing.T, ctx context.Context, ns string) (dir, volume string) {
+	t.Helper()
+	cl.run(t, ctx, cl.kubectl, "label", "namespace", ns, "--overwrite", "pod-security.kubernetes.io/enforce=privileged")
+	dir, err := os.MkdirTemp("", "leader-sidecar-data-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, mustJSON(t, map[string]any{"hostPath": map[string]string{"path": dir, "type": "Directory"}})
 }

@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
@@ -52,7 +54,11 @@ import (
 // between.
 //
 // Throughout, a sampler sweeps every running sidecar's GET /shards: no
-// shard is claimed by two holders at one instant (claimLog.overlaps).
+// shard is claimed by two holders at one instant (claimLog.overlaps). And
+// every worker writes one results file on the node (a hostPath shared by
+// the Pods) through the per-shard guard: across every move of the run,
+// the log of accepted writes holds no write of a shard after a newer term
+// of it (checkShardWrites).
 func TestExampleChartShardScaling(t *testing.T) {
 	// Not parallel: it runs before the parallel tests, as go test runs
 	// the tests that do not call t.Parallel first. Its five replicas of
@@ -62,8 +68,10 @@ func TestExampleChartShardScaling(t *testing.T) {
 	defer cancel()
 	ns := cl.namespace(t)
 	const shards, replicas = 8, 3
+	data, volume := sharedDataVolume(t, ctx, ns)
 	install(t, ctx, ns, "--set", fmt.Sprintf("replicaCount=%d,sidecar.sharding.enabled=true,sidecar.sharding.shards=%d", replicas, shards),
 		"--set", "app.args={--sidecar=$(LEADER_SIDECAR_URL),--db=/data/results.db,--resource=example,--name=$(POD_NAME),--shards}",
+		"--set-json", "app.dataVolume="+volume,
 		"--set", "sidecar.sharding.rebalanceDelay=3s,sidecar.sharding.drainTimeout=3s",
 		"--set", "sidecar.leaseDuration=6s,sidecar.renewDeadline=4s,sidecar.retryPeriod=1s",
 		// 8 shards renewed every 2 s and a list every second: above the
@@ -141,6 +149,44 @@ func TestExampleChartShardScaling(t *testing.T) {
 		}
 	}
 	t.Logf("%s held shards %v; all held elsewhere, each after a release, %v after the delete", gone, goneShards, last.Round(time.Millisecond))
+	checkShardWrites(t, ctx, filepath.Join(data, "results.db"), shards)
+}
+
+// checkShardWrites reads the log of the writes the workers' per-shard
+// guard accepted in the results file all the Pods share, in commit order:
+// none may be stale (a write of a shard after a newer term of it was
+// accepted), every shard must have been written, and some shard by more
+// than one holder, so the check saw terms change hands.
+func checkShardWrites(t *testing.T, ctx context.Context, results string, shards int) {
+	t.Helper()
+	writes, err := sidecartest.ReadShardWrites(ctx, results)
+	if err != nil {
+		t.Fatalf("reading the workers' log of accepted writes: %v", err)
+	}
+	stale, last := sidecartest.StaleShardWritesAccepted(writes)
+	if stale != 0 {
+		t.Errorf("%d stale writes accepted by the guard", stale)
+	}
+	if len(last) != shards {
+		t.Errorf("writes on %d shards, want %d", len(last), shards)
+	}
+	holders := map[string]map[string]bool{}
+	for _, w := range writes {
+		if holders[w.Resource] == nil {
+			holders[w.Resource] = map[string]bool{}
+		}
+		holders[w.Resource][w.Holder] = true
+	}
+	moved := 0
+	for _, h := range holders {
+		if len(h) > 1 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no shard was written by more than one holder: the writes crossed no move")
+	}
+	t.Logf("%d writes accepted over %d shards, %d stale; %d shards written by more than one holder", len(writes), len(last), stale, moved)
 }
 
 // shardGroupState is a converged group: who holds each shard, and every

@@ -1,8 +1,6 @@
 package process
 
 import (
-	"context"
-	"database/sql"
 	"slices"
 	"strings"
 	"syscall"
@@ -53,50 +51,6 @@ func (r replica) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	r.worker.Signal(t, sig)
 	r.sidecar.Signal(sig)
-}
-
-// shardWrite is a row of the workers' shard_writes, the log of every
-// write the guard accepted, in commit order.
-type shardWrite struct {
-	resource, holder string
-	token            int64
-}
-
-func readShardWrites(ctx context.Context, results string) ([]shardWrite, error) {
-	db, err := sql.Open("sqlite", results+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT resource, token, holder FROM shard_writes ORDER BY rowid")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []shardWrite
-	for rows.Next() {
-		var w shardWrite
-		if err := rows.Scan(&w.resource, &w.token, &w.holder); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
-}
-
-// staleWritesAccepted counts the accepted writes that did not follow the
-// last accepted write of their shard: a lower token, or the same token
-// from another holder. It also returns each shard's last accepted term.
-func staleWritesAccepted(writes []shardWrite) (stale int, last map[string]shardWrite) {
-	last = map[string]shardWrite{}
-	for _, w := range writes {
-		if prev, ok := last[w.resource]; ok && (w.token < prev.token || (w.token == prev.token && w.holder != prev.holder)) {
-			stale++
-			continue
-		}
-		last[w.resource] = w
-	}
-	return stale, last
 }
 
 // TestShardWorkersFenceEveryShard runs 3 replicas (a sidecar in shard mode
@@ -195,11 +149,11 @@ func TestShardWorkersFenceEveryShard(t *testing.T) {
 	}
 
 	p.Check(t)
-	writes, err := readShardWrites(t.Context(), results)
+	writes, err := sidecartest.ReadShardWrites(t.Context(), results)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, last := staleWritesAccepted(writes)
+	stale, last := sidecartest.StaleShardWritesAccepted(writes)
 	if stale != 0 {
 		t.Errorf("%d stale writes accepted by the guard", stale)
 	}
@@ -224,11 +178,11 @@ func awaitWritten(t *testing.T, results string, tokens []int64, within time.Dura
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		writes, err := readShardWrites(t.Context(), results) // no table before the workers made it
-		_, last := staleWritesAccepted(writes)
+		writes, err := sidecartest.ReadShardWrites(t.Context(), results) // no table before the workers made it
+		_, last := sidecartest.StaleShardWritesAccepted(writes)
 		missing := []int{}
 		for i, tok := range tokens {
-			if w, ok := last[shardResource(i)]; !ok || w.token < tok {
+			if w, ok := last[shardResource(i)]; !ok || w.Token < tok {
 				missing = append(missing, i)
 			}
 		}

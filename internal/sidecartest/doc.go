@@ -28,7 +28,10 @@
 //     and [ClaimLog.Check] fails the test if two terms ever claimed
 //     leadership at one instant ([ClaimLog.Overlaps] and
 //     [ClaimLog.TwoLeaderSweeps] count them); a [Recorder] keeps every
-//     answer of a set and [CheckAnswers] judges them by token.
+//     answer of a set and [CheckAnswers] judges them by token. Of the
+//     writes a guard let through, [ReadShardWrites] reads the log
+//     examples/worker --shards keeps, and [StaleShardWritesAccepted]
+//     counts those that did not follow their shard's last accepted term.
 //   - Lock runs: [RunLock] runs sidecar lock on a SQLite file to its end.
 //     A [Journal] is a file the commands of lock runs append lines to
 //     ([Journal.Line]); [Journal.Entries] reads them back as [Entry] lines,
