@@ -43,6 +43,9 @@ type Group struct {
 	// member is the version of this replica's member record it last
 	// wrote; "" when it must read it first.
 	member backend.Version
+	// memberSince is the acquire time of this replica's member record:
+	// when it first wrote the record naming itself; zero before.
+	memberSince time.Time
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }

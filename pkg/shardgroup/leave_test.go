@@ -1,10 +1,12 @@
 package shardgroup
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
 )
 
@@ -112,6 +114,37 @@ func TestAStopDrainTimeoutWaitsForTheAcknowledgement(t *testing.T) {
 		}
 		if s.overlaps != 0 || s.regressions != 0 {
 			t.Errorf("%d overlaps, %d token regressions in %d samples", s.overlaps, s.regressions, s.samples)
+		}
+	})
+}
+
+// TestTheMemberRecordKeepsItsJoinTime: a replica's renewals of its member
+// record keep the time it joined as the record's acquire time, as a
+// term's renewals keep its start, so that `sidecar status` shows how long
+// the member has been in the group; each renewal still writes a new
+// version and renew time, which are what the others judge it live by.
+func TestTheMemberRecordKeepsItsJoinTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		startReplica(t, store, "r0", 2, time.Second, time.Second)
+		member := store.Open(MemberRecord("g", "r0"))
+		read := func() (backend.Record, backend.Version) {
+			t.Helper()
+			rec, v, err := member.Get(context.Background())
+			if err != nil {
+				t.Fatalf("reading the member record: %v", err)
+			}
+			return rec, v
+		}
+		time.Sleep(testRetry)
+		joined, v := read()
+		time.Sleep(3 * testRenew)
+		renewed, w := read()
+		if w == v || !renewed.RenewTime.After(joined.RenewTime) {
+			t.Fatalf("the member record was not renewed in %v: version %s then %s, renewed %v then %v", 3*testRenew, v, w, joined.RenewTime, renewed.RenewTime)
+		}
+		if !renewed.AcquireTime.Equal(joined.AcquireTime) || renewed.HolderIdentity != "r0" {
+			t.Errorf("after renewals the member record reads %+v, want the acquire time %v it joined at", renewed, joined.AcquireTime)
 		}
 	})
 }

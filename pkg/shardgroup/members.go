@@ -34,8 +34,11 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 		RenewTime:            now,
 	}
 	g.mu.Lock()
-	prev := g.member
+	prev, since := g.member, g.memberSince
 	g.mu.Unlock()
+	if holder != "" && !since.IsZero() {
+		rec.AcquireTime = since // a renewal keeps the time the member joined
+	}
 	var err error
 	if prev == "" {
 		var got backend.Record
@@ -43,7 +46,7 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 		switch {
 		case errors.Is(err, backend.ErrNotFound):
 			prev, err = "", nil
-		case err == nil && got.HolderIdentity == g.cfg.Identity:
+		case err == nil && holder != "" && got.HolderIdentity == g.cfg.Identity:
 			rec.AcquireTime = got.AcquireTime
 		}
 	}
@@ -55,6 +58,9 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 	}
 	g.mu.Lock()
 	g.member = written
+	if err == nil && holder != "" && g.memberSince.IsZero() {
+		g.memberSince = rec.AcquireTime
+	}
 	g.mu.Unlock()
 	if err != nil {
 		g.log.Warn("could not write the member record", "err", err, "leaving", holder == "")
