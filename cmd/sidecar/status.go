@@ -29,7 +29,9 @@ Shows every election in a namespace (-n; default: the namespace of the
 kubeconfig's context, as kubectl) or in all of them (-A): its holder, its
 fencing token, the age of the term, the time since the last renewal, the
 lease duration, a hand-off in progress, and its state: held, stale (no
-renewal within the lease duration), or released. With --watch it goes on
+renewal within the lease duration), or released; a shard group's member
+records (<group>-member-<replica>, token 0, the term how long the
+replica has been in the group) show as member. With --watch it goes on
 and prints an election's row again whenever its holder, token, hand-off or
 state changes.
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // The flags of sidecar status are documented in docs/operations.md from
@@ -153,6 +154,8 @@ func TestStatusOnSQLite(t *testing.T) {
 	sqliteElection(t, path, "cron", backend.Record{HolderIdentity: "cron-1_b", LeaseDurationSeconds: 15, Transitions: 9,
 		AcquireTime: now.Add(-2 * time.Minute), RenewTime: now.Add(-time.Minute)})
 	sqliteElection(t, path, "batch", backend.Record{LeaseDurationSeconds: 1, Transitions: 2, AcquireTime: now, RenewTime: now})
+	sqliteElection(t, path, shardgroup.MemberRecord("shop", "shop-0_a"), backend.Record{HolderIdentity: "shop-0_a", LeaseDurationSeconds: 15,
+		AcquireTime: now.Add(-10 * time.Minute), RenewTime: now})
 
 	code, stdout, stderr := runStatusArgs(t, "--backend", "sqlite", "--sqlite-path", path)
 	if code != 0 {
@@ -163,6 +166,7 @@ func TestStatusOnSQLite(t *testing.T) {
 		{"NAME", "HOLDER", "TOKEN", "TERM", "RENEWED", "LEASE", "HANDOFF", "STATE"},
 		{"batch", "<none>", "2", "-", "*", "ago", "1s", "-", "released"},
 		{"cron", "cron-1_b", "9", "2m0s", "1m0s", "ago", "15s", "-", "stale"},
+		{"shop-member-shop-0-a", "shop-0_a", "0", "10m0s", "*", "ago", "15s", "-", "member"},
 		{"web", "web-0_a", "4", "1h0m", "*", "ago", "15s", "-", "held"},
 	}
 	if len(lines) != len(want) {
@@ -185,7 +189,7 @@ func TestStatusOnSQLite(t *testing.T) {
 
 	code, stdout, stderr = runStatusArgs(t, "--backend", "sqlite", "--sqlite-path", path, "-o", "json")
 	var got statusList
-	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got.Elections) != 3 {
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got.Elections) != 4 {
 		t.Fatalf("-o json: exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
 	}
 	cron := got.Elections[1]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 // What sidecar status shows of an election, and how: a row per election
@@ -37,6 +38,7 @@ func (e storedElection) key() string { return e.namespace + "/" + e.name }
 // The states of an election's row.
 const (
 	stateHeld     = "held"     // a holder, renewed within its lease by the observer's clock
+	stateMember   = "member"   // a shard group's member record, renewed within its lease
 	stateStale    = "stale"    // a holder, not renewed within its lease by the observer's clock
 	stateReleased = "released" // no holder: the next candidate may take it at once
 	stateDeleted  = "deleted"  // the record is gone (--watch only)
@@ -62,7 +64,8 @@ type electionRow struct {
 	SinceRenewalSeconds *float64 `json:"sinceRenewalSeconds"`
 	// Handoff is the record's hand-off marker; null when there is none.
 	Handoff *handoffRow `json:"handoff"`
-	// State is held, stale, released or deleted; Stale is State == stale.
+	// State is held, member, stale, released or deleted; Stale is State
+	// == stale.
 	State string `json:"state"`
 	Stale bool   `json:"stale"`
 	// Version is the store's version of the record (a Lease's
@@ -113,10 +116,22 @@ func rowOf(e storedElection, now time.Time) electionRow {
 		r.State = stateReleased
 	case e.rec.RenewTime.IsZero() || now.Sub(e.rec.RenewTime) > lease:
 		r.State, r.Stale = stateStale, true
+	case isMemberRecord(e.name, r.Holder):
+		r.State = stateMember
 	default:
 		r.State = stateHeld
 	}
 	return r
+}
+
+// isMemberRecord reports whether a record named name that names holder is
+// a shard group's member record: the record a replica in shard mode
+// renews to say it is in its group, named after the group and itself
+// (shardgroup.MemberRecord), not an election. Its token is always 0 and
+// its term is how long the replica has been in the group.
+func isMemberRecord(name, holder string) bool {
+	suffix := shardgroup.MemberRecord("", holder)
+	return holder != "" && len(name) > len(suffix) && strings.HasSuffix(name, suffix)
 }
 
 // handoffPending reports whether rec's marker belongs to its term: an

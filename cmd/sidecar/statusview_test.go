@@ -23,7 +23,9 @@ func heldAt(name, holder string, token int64, acquired, renewed time.Duration) s
 }
 
 // The state follows the record's times against the observer's clock: held
-// while renewed within the lease, stale after, released without a holder.
+// while renewed within the lease, stale after, released without a holder;
+// a shard group's member record, named after its group and its holder,
+// is a member while renewed within its lease.
 func TestRowState(t *testing.T) {
 	released := heldAt("r", "", 4, time.Minute, time.Minute)
 	released.rec.AcquireTime = released.rec.RenewTime
@@ -40,6 +42,11 @@ func TestRowState(t *testing.T) {
 		{"renewed in the future (holder's clock ahead)", heldAt("e", "a_1", 3, time.Hour, -5*time.Second), stateHeld},
 		{"released", released, stateReleased},
 		{"held, no renew time", noRenewal, stateStale},
+		{"a shard group's member record", heldAt("shop-member-shop-0-x1", "shop-0_X1", 0, time.Hour, 2*time.Second), stateMember},
+		{"a member record not renewed within its lease", heldAt("shop-member-shop-0-x1", "shop-0_X1", 0, time.Hour, time.Minute), stateStale},
+		{"a shard's record", heldAt("shop-shard-3", "shop-0_X1", 2, time.Hour, 2*time.Second), stateHeld},
+		{"a record named like a member of another holder", heldAt("shop-member-shop-0-x1", "shop-1_y", 1, time.Hour, 2*time.Second), stateHeld},
+		{"a record named only after its holder", heldAt("-member-shop-0-x1", "shop-0_X1", 1, time.Hour, 2*time.Second), stateHeld},
 	} {
 		r := rowOf(c.e, observed)
 		if r.State != c.state || r.Stale != (c.state == stateStale) {
