@@ -194,11 +194,16 @@ func (p *tcpProxy) close() {
 }
 
 // watchCountingProxy forwards plain HTTP to the API server of cfg with
-// cfg's credentials, and counts the watch requests of Leases: opened, and
-// open now. A sidecar reaches it through kubeconfig().
+// cfg's credentials, and counts the watch requests of Leases (opened, and
+// open now) and their list requests. A sidecar reaches it through
+// kubeconfig(). With refuseStreaming set it answers a watch that asks for
+// its initial state (sendInitialEvents) as an API server that cannot
+// stream it does, with 400 Bad Request.
 type watchCountingProxy struct {
-	addr         string
-	opened, open atomic.Int64
+	addr            string
+	opened, open    atomic.Int64
+	lists           atomic.Int64
+	refuseStreaming atomic.Bool
 }
 
 // newWatchCountingProxy listens on a free loopback port until the test
@@ -231,10 +236,20 @@ func newWatchCountingProxy(t *testing.T, cfg *rest.Config) *watchCountingProxy {
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/leases") && r.URL.Query().Get("watch") == "true" {
+		switch {
+		case !strings.HasSuffix(r.URL.Path, "/leases"):
+		case r.URL.Query().Get("watch") == "true" && r.URL.Query().Get("sendInitialEvents") == "true" && p.refuseStreaming.Load():
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400,`+
+				`"message":"sendInitialEvents is not supported (refused by the test proxy)"}`)
+			return
+		case r.URL.Query().Get("watch") == "true":
 			p.opened.Add(1)
 			p.open.Add(1)
 			defer p.open.Add(-1)
+		case r.Method == http.MethodGet:
+			p.lists.Add(1)
 		}
 		rp.ServeHTTP(w, r)
 	})}

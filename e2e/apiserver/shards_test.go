@@ -27,7 +27,9 @@ import (
 // related to the shard's Lease. A replica keeps one watch of Leases open,
 // the namespace's, shared by its 8 shards' electors (each watching its own
 // Lease would be 8), as a counting proxy in front of app-2 sees, from the
-// spread to the end.
+// spread to the end; from the spread to the end it also sends no list of
+// Leases (its member view comes from that watch), while that view still
+// drops the replica killed and the one that left.
 func TestLeaseShardGroup(t *testing.T) {
 	t.Parallel()
 	k := sidecartest.Kube(t)
@@ -73,6 +75,8 @@ func TestLeaseShardGroup(t *testing.T) {
 	holders, tokens := p.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("8 shards spread over 3 replicas %v after start", time.Since(start).Round(time.Millisecond))
 	oneWatch("spread over 3")
+	listsAtSpread, spread := watches.lists.Load(), time.Now()
+	t.Logf("app-2 sent %d lists of Leases before the spread", listsAtSpread)
 	// The Events of each term begun, but those of the replica killed
 	// below, which may die before its recorder has sent them.
 	began := map[shardEvent]bool{}
@@ -151,6 +155,12 @@ func TestLeaseShardGroup(t *testing.T) {
 	p.AwaitSpread(t, live, 6*sidecartest.RetryPeriod, sidecartest.HigherThan(moved, tokens))
 	t.Logf("SIGTERM: shards %v moved after %v", moved, time.Since(stopped).Round(time.Millisecond))
 	oneWatch("holding all 8")
+	if n, d := watches.lists.Load()-listsAtSpread, time.Since(spread); n != 0 {
+		t.Errorf("app-2 sent %d lists of Leases in the %v (%d retry periods) from the spread, want none: its member view comes from its watch",
+			n, d.Round(time.Millisecond), d/sidecartest.RetryPeriod)
+	} else {
+		t.Logf("app-2 sent no list of Leases in the %v (%d retry periods) from the spread", d.Round(time.Millisecond), d/sidecartest.RetryPeriod)
+	}
 	if code := leaver.WaitExit(10 * time.Second); code != 0 {
 		t.Errorf("the replica stopped with SIGTERM exited %d, want 0", code)
 	}

@@ -81,7 +81,7 @@ func renderShardCost(w *page, r *results) {
 	w.p("### API server cost against the number of shards\n\n")
 	w.p("A group of %d replicas on Leases, %s timings (lease %s, renew deadline %s, retry %s: a holder renews each shard every %s, a third of the lease, ",
 		first.Replicas, first.Prof, profileOf(first.Prof).Lease, profileOf(first.Prof).Renew, profileOf(first.Prof).Retry, profileOf(first.Prof).Lease/3)
-	w.p("and every replica lists the namespace's Leases every retry period), idle once every shard is held as `shard.Assign` gives and start-up has passed. ")
+	w.p("and every replica reads the member Leases every retry period, from its watch of the namespace's Leases when that watch is current, else with a list), idle once every shard is held as `shard.Assign` gives and start-up has passed. ")
 	w.p("Requests per minute over the window, as each replica's counting proxy saw them (reads, writes and watches opened, as in the cost of one election); ")
 	w.p("*per replica* is the group's total over the replicas. *Moves*: `acquired` events in the window, 0 for an idle group.\n\n")
 	w.p("| shards | replicas | window | shards held | requests/min per replica | reads | Lease writes | watches opened | busiest replica | group total | moves |\n")

@@ -17,7 +17,9 @@
 //     back with no holder, which counts as gone at once.
 //
 // Every retry period, and at once when another replica releases a shard
-// (mostly as it leaves), a replica lists the member records (backend.Lister),
+// (mostly as it leaves), a replica lists the member records (backend.Lister;
+// on Leases, from the watch of the namespace's Leases that its shards'
+// electors share, without a request, while that watch is current),
 // builds its view (the live members; each shard's holder as its elector
 // last saw it, expired once the elector saw it unchanged for a lease, and
 // draining while this replica drains it) and does what shard.Decide says:

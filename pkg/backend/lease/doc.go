@@ -83,6 +83,18 @@
 // different Clients never share a watch, so one watch never serves two
 // sets of credentials.
 //
+// List (backend.Lister) of a Backend with SharedWatch answers from that
+// watch, without a request, while it runs and is current: a watch request
+// is open that follows on from a whole state of the namespace (streamed
+// at its start, or listed on a server that cannot stream it). Its answer
+// is as current as the stream: a Lease created, changed or deleted is in
+// it once the event has arrived, a moment after the write. It is never
+// made of two states: from a start over (the version to resume from has
+// expired) until the new state is whole, between two watch requests and
+// while the watch backs off, and when no Backend of the process is
+// watching, List sends a list request as without SharedWatch (read from
+// etcd, not a cache).
+//
 // # Errors and permissions
 //
 // Errors keep the API server's message behind the Lease and the operation,
@@ -95,6 +107,6 @@
 // resourceNames; create cannot be limited by name. A Backend with
 // SharedWatch needs watch (and on such a server list) on every Lease of
 // the namespace. List (backend.Lister, for a shard group's member Leases)
-// needs list on every Lease of the namespace: it cannot be limited by
-// name.
+// needs list on every Lease of the namespace (with SharedWatch, for the
+// times its watch cannot answer): it cannot be limited by name.
 package lease

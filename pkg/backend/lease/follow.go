@@ -65,6 +65,12 @@ type sink interface {
 	// state has now been passed to saw; present holds their names. A
 	// Lease not in present is gone, and a change may have been missed.
 	synced(present map[string]bool)
+	// streaming: true once a watch is open that follows on from a whole
+	// state already passed to the sink (after synced, or resuming from
+	// its resourceVersion), so what the sink holds is as current as the
+	// stream; false when that watch ends, and until the next one is open
+	// (or, after a start over, until synced).
+	streaming(on bool)
 }
 
 // run watches until ctx ends, backing off after each failure.
@@ -159,6 +165,10 @@ func (f *follower) list(ctx context.Context) error {
 // kept: the phase ends with a bookmark that carries the version to resume
 // from, and a watch cut off before it starts over.
 func (f *follower) follow(ctx context.Context, w watch.Interface, initial bool) error {
+	defer f.sink.streaming(false)
+	if !initial {
+		f.sink.streaming(true)
+	}
 	began, events := time.Now(), 0
 	present := map[string]bool{} // the Leases of the initial phase
 	for {
@@ -200,6 +210,7 @@ func (f *follower) follow(ctx context.Context, w watch.Interface, initial bool) 
 			if initial && l.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
 				initial = false
 				f.sink.synced(present)
+				f.sink.streaming(true)
 			}
 		}
 		if !initial {

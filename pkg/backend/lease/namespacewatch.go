@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -25,6 +26,9 @@ import (
 // watch starts over. Everything a subscription gets comes from the one
 // stream, in the API server's order, under mu, so the Lease a Backend's
 // Snapshot returns never goes back to an older resourceVersion.
+//
+// While current, it also answers List for those Backends (listWatched)
+// from what it has seen, without a request.
 type namespaceWatch struct {
 	key    namespaceKey
 	leases *kubeclient.Leases
@@ -38,8 +42,13 @@ type namespaceWatch struct {
 	// so a Lease not in seen does not exist.
 	seen  map[string]*coordinationv1.Lease
 	whole bool
-	stop  context.CancelFunc
-	done  chan struct{} // closed when the follower has returned
+	// current says seen is the namespace's Leases as of the open watch:
+	// a watch is open that follows on from a whole state seen passed to
+	// it. It is false between watches, and from a start over until its
+	// whole new state is in (seen then mixes the old state and the new).
+	current bool
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the follower has returned
 }
 
 // namespaceKey identifies a shared watch: one client, one namespace.
@@ -177,6 +186,12 @@ func (nw *namespaceWatch) deleted(l *coordinationv1.Lease) {
 	}
 }
 
+func (nw *namespaceWatch) streaming(on bool) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.current = on && nw.whole
+}
+
 // synced forgets the Leases that are gone and signals every subscription
 // whose Lease is not in present: those that were in saw signalled there,
 // so after a start over every subscription has had a signal.
@@ -197,4 +212,29 @@ func (nw *namespaceWatch) synced(present map[string]bool) {
 			sub.deliver(nil)
 		}
 	}
+}
+
+// listWatched is List answered from the shared watch of key's namespace:
+// the Leases whose names begin with prefix as the watch has seen them,
+// sorted by name. ok is false unless that watch runs and is current; the
+// answer is then one state of the stream, never parts of two.
+func listWatched(key namespaceKey, prefix string) (out []backend.Listed, ok bool) {
+	namespaceWatches.Lock()
+	nw := namespaceWatches.byKey[key]
+	namespaceWatches.Unlock()
+	if nw == nil {
+		return nil, false
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if !nw.current {
+		return nil, false
+	}
+	for name, l := range nw.seen {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, listed(l))
+		}
+	}
+	sortListed(out)
+	return out, true
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -465,4 +467,125 @@ func TestSharedWatchSnapshotsNeverGoBack(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%d watches started over the %d Leases' writes", starts.Load(), leases)
+}
+
+// TestSharedWatchServesList: while the shared watch of the namespace runs
+// and is current, List of a Backend with SharedWatch answers from it
+// without a request, in the shape and order a list request gives, and
+// follows creations, updates and deletions; before the watch runs, while
+// it is cut off and after a start over until its new state is whole,
+// List sends a list request; a Backend without SharedWatch always does.
+func TestSharedWatchServesList(t *testing.T) {
+	t.Parallel()
+	var lists atomic.Int64
+	client := listCounting(t, &lists)
+	ns := newNamespace(t)
+	member := newSharedBackend(t, client, ns, "grp-member-a")
+	shard := newSharedBackend(t, client, ns, "grp-shard-0")
+	plain := newBackend(t, client, ns, "grp-member-a")
+	for _, b := range []*Backend{member, shard} {
+		if _, err := b.Create(ctxFor(t), backendtest.SampleRecord(b.name, 1)); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	// listedNow is List's answer and the number of list requests it sent.
+	listedNow := func(b *Backend) ([]backend.Listed, int64) {
+		t.Helper()
+		before := lists.Load()
+		got, err := b.List(ctxFor(t), "grp-member-")
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		return got, lists.Load() - before
+	}
+	// settles waits until member's List answers without a request and
+	// equals a list request's answer.
+	settles := func(what string) []backend.Listed {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, sent := listedNow(member)
+			want, _ := listedNow(plain)
+			if sent == 0 && reflect.DeepEqual(got, want) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: List sent %d requests and answered %v, want no request and %v", what, sent, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	names := func(ls []backend.Listed) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Name)
+		}
+		return out
+	}
+
+	if _, sent := listedNow(member); sent != 1 {
+		t.Fatalf("List sent %d requests before any watch ran, want 1", sent)
+	}
+
+	var blocked, expired atomic.Bool
+	refusing := make(chan struct{}, 100)
+	shard.beforeWatch = func(opts *metav1.ListOptions) error {
+		switch {
+		case expired.CompareAndSwap(true, false):
+			return apierrors.NewResourceExpired("too old resource version (injected)")
+		case blocked.Load():
+			refusing <- struct{}{}
+			return errors.New("unreachable (injected)")
+		}
+		opts.TimeoutSeconds = ptr.To[int64](2)
+		return nil
+	}
+	ch := shard.Watch(t.Context())
+	expectSignal(t, ch, 10*time.Second, "first state of the shard")
+	settles("the watch is whole")
+	if _, sent := listedNow(plain); sent != 1 {
+		t.Fatalf("List without SharedWatch sent %d requests, want 1", sent)
+	}
+
+	joined := newSharedBackend(t, newClient(t), ns, "grp-member-b")
+	vb, err := joined.Create(ctxFor(t), backendtest.SampleRecord("b", 1))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	got := settles("a member joined")
+	if !slices.Equal(names(got), []string{"grp-member-a", "grp-member-b"}) || got[1].Version != vb {
+		t.Fatalf("after a join, List = %v, want grp-member-a and grp-member-b at %s", got, vb)
+	}
+	vb = update(t, joined, vb, 2)
+	if got = settles("a member renewed"); got[1].Version != vb || got[1].Record.HolderIdentity != "w" {
+		t.Fatalf("after a renewal, List = %v, want grp-member-b at %s", got, vb)
+	}
+
+	blocked.Store(true)
+	select {
+	case <-refusing: // the open watch (two seconds long) has ended
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch never tried to resume")
+	}
+	if err := admin.CoordinationV1().Leases(ns).Delete(ctxFor(t), "grp-member-b", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	got, sent := listedNow(member)
+	if sent != 1 || !slices.Equal(names(got), []string{"grp-member-a"}) {
+		t.Fatalf("while the watch was cut off, List sent %d requests and answered %v, want 1 and grp-member-a alone", sent, got)
+	}
+	expired.Store(true)
+	blocked.Store(false)
+	expectSignal(t, ch, 15*time.Second, "starting over")
+	if got = settles("after starting over"); !slices.Equal(names(got), []string{"grp-member-a"}) {
+		t.Fatalf("after starting over, List = %v, want grp-member-a alone", got)
+	}
+
+	before := lists.Load()
+	for range 20 {
+		_, _ = listedNow(plain)
+	}
+	if n := lists.Load() - before; n != 20 {
+		t.Fatalf("20 Lists without SharedWatch sent %d requests, want 20", n)
+	}
 }

@@ -124,3 +124,5 @@ func (o ownLease) synced(present map[string]bool) {
 		backend.Notify(o.ch)
 	}
 }
+
+func (ownLease) streaming(bool) {}
