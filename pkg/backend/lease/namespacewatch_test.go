@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -212,21 +211,10 @@ func TestSharedWatchStartsOverForEverySubscriber(t *testing.T) {
 	// Every Backend has the hook, so the shared watch uses it whichever
 	// Backend it asks.
 	var watches atomic.Int64
-	var blocked, expired atomic.Bool
-	refusing := make(chan struct{}, 100)
+	faults := newWatchFaults()
 	for _, b := range bs {
 		shortWatches(b, &watches)
-		next := b.beforeWatch
-		b.beforeWatch = func(opts *metav1.ListOptions) error {
-			switch {
-			case expired.CompareAndSwap(true, false):
-				return apierrors.NewResourceExpired("too old resource version (injected)")
-			case blocked.Load():
-				refusing <- struct{}{}
-				return errors.New("unreachable (injected)")
-			}
-			return next(opts)
-		}
+		b.beforeWatch = faults.around(b.beforeWatch)
 	}
 	chs := make([]<-chan struct{}, len(names))
 	for i, b := range bs {
@@ -235,9 +223,9 @@ func TestSharedWatchStartsOverForEverySubscriber(t *testing.T) {
 	}
 	snapshotIs(t, bs[1], backendtest.SampleRecord("over-b", 1), versions[1])
 
-	blocked.Store(true)
+	faults.blocked.Store(true)
 	select {
-	case <-refusing: // the open watch has ended and could not resume
+	case <-faults.refusing: // the open watch has ended and could not resume
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch never tried to resume")
 	}
@@ -247,8 +235,8 @@ func TestSharedWatchStartsOverForEverySubscriber(t *testing.T) {
 	if got := pending(chs); len(got) != 0 {
 		t.Fatalf("Backends %v signalled while the watch was cut off", got)
 	}
-	expired.Store(true)
-	blocked.Store(false)
+	faults.expired.Store(true)
+	faults.blocked.Store(false)
 	for i, ch := range chs {
 		expectSignal(t, ch, 15*time.Second, "starting over, "+names[i])
 	}
@@ -273,13 +261,7 @@ func TestSharedWatchFallsBackToAList(t *testing.T) {
 	client := listCounting(t, &lists)
 	ns := newNamespace(t)
 	a, b := newSharedBackend(t, client, ns, "fallback-a"), newSharedBackend(t, client, ns, "fallback-b")
-	a.beforeWatch = func(opts *metav1.ListOptions) error {
-		if opts.SendInitialEvents != nil {
-			refused.Add(1)
-			return apierrors.NewBadRequest("sendInitialEvents is not supported (injected)")
-		}
-		return nil
-	}
+	a.beforeWatch = refuseStreamingWatch(&refused)
 	va, err := a.Create(ctxFor(t), backendtest.SampleRecord("a", 1))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -527,19 +509,9 @@ func TestSharedWatchServesList(t *testing.T) {
 		t.Fatalf("List sent %d requests before any watch ran, want 1", sent)
 	}
 
-	var blocked, expired atomic.Bool
-	refusing := make(chan struct{}, 100)
-	shard.beforeWatch = func(opts *metav1.ListOptions) error {
-		switch {
-		case expired.CompareAndSwap(true, false):
-			return apierrors.NewResourceExpired("too old resource version (injected)")
-		case blocked.Load():
-			refusing <- struct{}{}
-			return errors.New("unreachable (injected)")
-		}
-		opts.TimeoutSeconds = ptr.To[int64](2)
-		return nil
-	}
+	faults := newWatchFaults()
+	shortWatches(shard, new(atomic.Int64))
+	shard.beforeWatch = faults.around(shard.beforeWatch)
 	ch := shard.Watch(t.Context())
 	expectSignal(t, ch, 10*time.Second, "first state of the shard")
 	settles("the watch is whole")
@@ -561,9 +533,9 @@ func TestSharedWatchServesList(t *testing.T) {
 		t.Fatalf("after a renewal, List = %v, want grp-member-b at %s", got, vb)
 	}
 
-	blocked.Store(true)
+	faults.blocked.Store(true)
 	select {
-	case <-refusing: // the open watch (two seconds long) has ended
+	case <-faults.refusing: // the open watch (two seconds long) has ended
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch never tried to resume")
 	}
@@ -574,8 +546,8 @@ func TestSharedWatchServesList(t *testing.T) {
 	if sent != 1 || !slices.Equal(names(got), []string{"grp-member-a"}) {
 		t.Fatalf("while the watch was cut off, List sent %d requests and answered %v, want 1 and grp-member-a alone", sent, got)
 	}
-	expired.Store(true)
-	blocked.Store(false)
+	faults.expired.Store(true)
+	faults.blocked.Store(false)
 	expectSignal(t, ch, 15*time.Second, "starting over")
 	if got = settles("after starting over"); !slices.Equal(names(got), []string{"grp-member-a"}) {
 		t.Fatalf("after starting over, List = %v, want grp-member-a alone", got)

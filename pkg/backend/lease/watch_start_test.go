@@ -73,13 +73,7 @@ func TestWatchStartsWithoutAList(t *testing.T) {
 func TestWatchFallsBackToAList(t *testing.T) {
 	var lists, refused atomic.Int64
 	b := newBackend(t, listCounting(t, &lists), newNamespace(t), "fallback")
-	b.beforeWatch = func(opts *metav1.ListOptions) error {
-		if opts.SendInitialEvents != nil {
-			refused.Add(1)
-			return apierrors.NewBadRequest("sendInitialEvents is not supported (injected)")
-		}
-		return nil
-	}
+	b.beforeWatch = refuseStreamingWatch(&refused)
 	v, err := b.Create(ctxFor(t), backendtest.SampleRecord("a", 1))
 	if err != nil {
 		t.Fatalf("Create: %v", err)

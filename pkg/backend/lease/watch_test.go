@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -78,6 +79,44 @@ func shortWatches(b *Backend, count *atomic.Int64) {
 		count.Add(1)
 		opts.TimeoutSeconds = ptr.To[int64](2)
 		return nil
+	}
+}
+
+// refuseStreamingWatch is a beforeWatch that refuses the streaming watch
+// (sendInitialEvents), as an API server without it does, and counts the
+// refusals.
+func refuseStreamingWatch(refused *atomic.Int64) func(*metav1.ListOptions) error {
+	return func(opts *metav1.ListOptions) error {
+		if opts.SendInitialEvents != nil {
+			refused.Add(1)
+			return apierrors.NewBadRequest("sendInitialEvents is not supported (injected)")
+		}
+		return nil
+	}
+}
+
+// watchFaults cuts watches off: while blocked, every watch request fails
+// as an unreachable server's would (each failure sent on refusing), and
+// once expired is set the next request fails with 410 Gone, so the watch
+// starts over.
+type watchFaults struct {
+	blocked, expired atomic.Bool
+	refusing         chan struct{}
+}
+
+func newWatchFaults() *watchFaults { return &watchFaults{refusing: make(chan struct{}, 100)} }
+
+// around is a beforeWatch that applies the faults, then next.
+func (f *watchFaults) around(next func(*metav1.ListOptions) error) func(*metav1.ListOptions) error {
+	return func(opts *metav1.ListOptions) error {
+		switch {
+		case f.expired.CompareAndSwap(true, false):
+			return apierrors.NewResourceExpired("too old resource version (injected)")
+		case f.blocked.Load():
+			f.refusing <- struct{}{}
+			return errors.New("unreachable (injected)")
+		}
+		return next(opts)
 	}
 }
 
