@@ -19,6 +19,16 @@ func TestConformance(t *testing.T) {
 	}, backendtest.CannotProveNeverCreated())
 }
 
+// TestConformanceSharedWatch runs the shared suite with every handle on
+// one client and a shared watch of the namespace.
+func TestConformanceSharedWatch(t *testing.T) {
+	client := newClient(t)
+	ns := newNamespace(t)
+	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
+		return newSharedBackend(t, client, ns, name)
+	}, backendtest.CannotProveNeverCreated())
+}
+
 // TestConformanceSeparateClients runs the suite again with a client, and
 // so a connection and rate limiter, per handle: separate processes.
 func TestConformanceSeparateClients(t *testing.T) {

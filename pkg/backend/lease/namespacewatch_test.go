@@ -69,16 +69,6 @@ func pending(chs []<-chan struct{}) []int {
 	return out
 }
 
-// TestConformanceSharedWatch runs the shared suite with every handle on
-// one client and a shared watch of the namespace.
-func TestConformanceSharedWatch(t *testing.T) {
-	client := newClient(t)
-	ns := newNamespace(t)
-	backendtest.Run(t, func(t *testing.T, name string) backend.Backend {
-		return newSharedBackend(t, client, ns, name)
-	}, backendtest.CannotProveNeverCreated())
-}
-
 // TestSharedWatchOneWatchForAShardGroup opens the Backends of a replica of
 // a 64-shard group (64 shard Leases and its member Lease) in one namespace,
 // first each watching its own Lease, then sharing: 65 watch requests
