@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,42 +36,49 @@ func soak(t *testing.T) time.Duration {
 // leader, no container restarts (a probe that fails a healthy standby
 // shows up here), which Pods are Ready, which Pods the Service's
 // EndpointSlices route to, and in mode label the role labels.
+//
+// The four modes run at once within the one slot of -parallel this test
+// takes: most of their time is the soak, spent waiting, and a slot for each
+// would keep three more slots idle for as long.
 func TestReadinessModes(t *testing.T) {
 	t.Parallel()
 	const replicas = 3
+	var modes sync.WaitGroup
+	defer modes.Wait()
 	for _, mode := range []string{"none", "probe", "pod-condition", "label"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+soak(t))
-			defer cancel()
-			ns := cl.namespace(t)
-			install(t, ctx, ns, "--set", "replicaCount=3", "--set", "sidecar.readiness.mode="+mode)
-			pods := runningPods(t, ctx, ns, replicas, false)
-			check := func(when string) {
-				t.Helper()
-				var leaderPod string
-				eventually(t, ctx, when+": exactly one leader and the routing of mode "+mode, func() (bool, string) {
-					var reason string
-					if _, leaderPod, reason = oneLeader(ctx, ns, pods); reason != "" {
-						return false, reason
+		modes.Go(func() {
+			t.Run(mode, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+soak(t))
+				defer cancel()
+				ns := cl.namespace(t)
+				install(t, ctx, ns, "--set", "replicaCount=3", "--set", "sidecar.readiness.mode="+mode)
+				pods := runningPods(t, ctx, ns, replicas, false)
+				check := func(when string) {
+					t.Helper()
+					var leaderPod string
+					eventually(t, ctx, when+": exactly one leader and the routing of mode "+mode, func() (bool, string) {
+						var reason string
+						if _, leaderPod, reason = oneLeader(ctx, ns, pods); reason != "" {
+							return false, reason
+						}
+						return routed(ctx, ns, mode, leaderPod)
+					})
+					current, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+					if err != nil {
+						t.Fatal(err)
 					}
-					return routed(ctx, ns, mode, leaderPod)
-				})
-				current, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range current.Items {
-					for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-						if s.RestartCount != 0 {
-							t.Errorf("%s: %s: container %s restarted %d times", when, p.Name, s.Name, s.RestartCount)
+					for _, p := range current.Items {
+						for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+							if s.RestartCount != 0 {
+								t.Errorf("%s: %s: container %s restarted %d times", when, p.Name, s.Name, s.RestartCount)
+							}
 						}
 					}
 				}
-			}
-			check("at start")
-			time.Sleep(soak(t))
-			check("after the soak")
+				check("at start")
+				time.Sleep(soak(t))
+				check("after the soak")
+			})
 		})
 	}
 }
