@@ -27,7 +27,7 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		readCtx, cancel = context.WithTimeout(ctx, renewalDue.Sub(start))
 		defer cancel()
 	}
-	rec, version, err := e.cfg.Backend.Get(readCtx)
+	rec, version, err := e.readForAttempt(readCtx, check)
 	seen := e.cfg.Clock.Now() // expiry counts from the answer, not the question
 	present := err == nil
 	if check && e.unchangedSinceWritten(present, version, err) {
@@ -82,6 +82,27 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	}
 	e.won(write, written, start)
 	return true
+}
+
+// readForAttempt returns the record an attempt decides on. Right after a
+// snapshot on which the rules let this standby acquire (a release seen by
+// the watch: absorbSnapshot), while it is still the snapshot the watch saw
+// last, that is the snapshot, without a request; otherwise it is what a
+// Get answers. The snapshot saves a hand-off a round trip to the store
+// and is as safe as a read: the rules are applied to it again now, and
+// the write is a compare-and-swap on its version, so a snapshot the store
+// has moved past costs a conflict, after which the next attempt reads.
+func (e *Elector) readForAttempt(ctx context.Context, check bool) (backend.Record, backend.Version, error) {
+	e.mu.Lock()
+	on := e.acquireOn
+	e.acquireOn = ""
+	e.mu.Unlock()
+	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok && on != "" && !check {
+		if rec, version, ok := snap.Snapshot(); ok && version == on {
+			return rec, version, nil
+		}
+	}
+	return e.cfg.Backend.Get(ctx)
 }
 
 // takeCheck reports whether this attempt is a leader's check after a

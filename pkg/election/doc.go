@@ -197,15 +197,19 @@
 // Losing leadership never ends the loop: the candidate steps down and
 // contends again. The leader renews RenewInterval (default LeaseDuration/3)
 // after the start of its last successful renewal, at once if that renewal
-// took longer; after a failed request it tries again a jittered
-// RetryPeriod after the failed attempt started. A standby wakes when the
-// backend signals a change and at the instant the rules may next allow it
-// to write; whenever a read shows a change that no snapshot reported (no
+// took longer; after a failed request it tries again a jittered RetryPeriod
+// after the failed attempt started. A standby wakes when the backend
+// signals a change and at the instant the rules may next allow it to write;
+// whenever a read shows a change that no snapshot reported (no
 // backend.Snapshotter, or a watch that fell silent), it polls every
 // RetryPeriod until snapshots keep up again. A change signal is only an
 // earlier read: the rules still apply, so a signal can never shorten a
-// wait. On shutdown with ReleaseOnCancel, and on Release, the leader writes
-// the release shape (token kept) so a watching standby can take over at once.
+// wait. A snapshot that shows a record the standby may acquire at once (a
+// release) is the read of the attempt that follows: the acquire is written
+// on the snapshot's version without a Get first, so a snapshot the store
+// has moved past costs a conflict, and the next attempt reads. On shutdown
+// with ReleaseOnCancel, and on Release, the leader writes the release shape
+// (token kept) so a watching standby can take over at once.
 //
 // Healthy reports a wedged loop: an attempt or a snapshot in hand for
 // longer than RenewDeadline plus two retry periods. Waiting is not wedged:

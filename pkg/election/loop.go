@@ -247,7 +247,12 @@ func (e *Elector) absorbSnapshot() bool {
 	if e.observeLocked(true, rec, version, now) {
 		e.pollFast = false
 	}
-	return decide(e.observationLocked(now), now).kind == wait
+	a := decide(e.observationLocked(now), now)
+	e.acquireOn = ""
+	if a.kind == acquire {
+		e.acquireOn = version
+	}
+	return a.kind == wait
 }
 
 // shutdown ends Run: no claim from now on, and a release if configured

@@ -152,3 +152,91 @@ func TestStandbyWhoseWatchIsSilentStillTakesOver(t *testing.T) {
 		}
 	})
 }
+
+// A standby that sees a release in a snapshot acquires with one request,
+// the write, made on the snapshot's version: no read before it.
+func TestStandbyAcquiresAReleaseSeenInASnapshotWithoutReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", true)
+		time.Sleep(time.Second)
+		standby := &counting{Backend: store.Open("loop")}
+		b := start(t, snapshotting{standby}, "b", true)
+		time.Sleep(10 * time.Second)
+		gets, updates := standby.gets.Load(), standby.updates.Load()
+		a.stop()
+		synctest.Wait()
+		if s := b.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("after the release: %+v, want b leading with token 2", s)
+		}
+		if g, u := standby.gets.Load()-gets, standby.updates.Load()-updates; g != 0 || u != 1 {
+			t.Fatalf("the take-over cost %d reads and %d updates, want 0 and 1", g, u)
+		}
+	})
+}
+
+// frozen is a counted handle whose snapshot is whatever the test set last:
+// a watch that lags the store.
+type frozen struct {
+	*counting
+	rec     backend.Record
+	version backend.Version
+}
+
+func (f *frozen) Snapshot() (backend.Record, backend.Version, bool) {
+	return f.rec, f.version, f.version != ""
+}
+
+// A snapshot of a release that the store has moved past (another
+// candidate acquired since) costs the standby a conflict and no more: it
+// does not lead, and its next attempt reads the record and sees the new
+// holder.
+func TestStandbyAcquiringOnAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", true)
+		time.Sleep(time.Second)
+		a.stop()
+		peek := store.Open("loop")
+		released, atRelease, err := peek.Get(t.Context())
+		if err != nil || released.HolderIdentity != "" {
+			t.Fatalf("after a's release: %+v, %v; want no holder", released, err)
+		}
+		c := start(t, store.Open("loop"), "c", true)
+		time.Sleep(time.Second)
+		if s := c.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("c: %+v, want leading with token 2", s)
+		}
+
+		h := &frozen{counting: &counting{Backend: store.Open("loop")}, rec: released, version: atRelease}
+		b, err := New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.Driver()
+		if attemptNow, _, _ := d.Signal(); !attemptNow {
+			t.Fatal("a snapshot of a released record did not make an attempt due at once")
+		}
+		d.Attempt(t.Context())
+		if s := b.Status(); s.Leader {
+			t.Fatalf("b leads on a stale snapshot: %+v", s)
+		}
+		if g, u := h.gets.Load(), h.updates.Load(); g != 0 || u != 1 {
+			t.Fatalf("the attempt on the snapshot cost %d reads and %d updates, want 0 and 1 (refused)", g, u)
+		}
+		if rec, _, _ := peek.Get(t.Context()); rec.HolderIdentity != "c" || rec.Transitions != 2 {
+			t.Fatalf("the store after b's attempt: %+v, want c's record at token 2", rec)
+		}
+
+		d.Attempt(t.Context())
+		if g := h.gets.Load(); g != 1 {
+			t.Fatalf("the attempt after the conflict made %d reads, want 1", g)
+		}
+		if s := b.Status(); s.Leader || s.Holder != "c" {
+			t.Fatalf("b after reading: %+v, want a standby of c", s)
+		}
+		if soleLeader(t, c) != c {
+			t.Fatal("c no longer leads")
+		}
+	})
+}
