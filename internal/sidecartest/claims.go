@@ -106,6 +106,20 @@ func (l *ClaimLog) TwoLeaderSweeps() int {
 	return n
 }
 
+// Sampled reports whether a claim of term has been logged: a test that
+// ends a term it saw through AwaitLeader waits for it first, so that a
+// term shorter than one sample still appears in Check's terms.
+func (l *ClaimLog) Sampled(term Term) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.claims {
+		if c.Term == term {
+			return true
+		}
+	}
+	return false
+}
+
 // Check fails t if two terms ever claimed at one instant (a claim of an
 // older term sent after a newer term's first claim arrived, or two
 // members answering leader:true in one sweep), and returns the claims seen
