@@ -162,7 +162,7 @@ func TestTokensStrictlyIncreaseAcrossHandOffs(t *testing.T) {
 func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
 	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 4)
-	leader, _ := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 
 	var log sidecartest.ClaimLog
 	var wg sync.WaitGroup
@@ -175,10 +175,11 @@ func TestClaimsNeverOverlapAcrossAHandOff(t *testing.T) {
 			return false
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	log.AwaitSampled(t, token)
 	leader.Signal(syscall.SIGTERM)
-	sidecartest.AwaitLeader(t, sidecartest.Without(all, leader), sidecartest.LeaseDuration)
-	time.Sleep(200 * time.Millisecond)
+	_, next := sidecartest.AwaitLeader(t, sidecartest.Without(all, leader), sidecartest.LeaseDuration)
+	log.AwaitSampled(t, next)
+	time.Sleep(200 * time.Millisecond) // and a late claim of the term before
 	close(stop)
 	wg.Wait()
 

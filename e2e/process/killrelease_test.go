@@ -49,6 +49,9 @@ func TestKilledWhileReleasingNeverOverlaps(t *testing.T) {
 	var handedOver, waitedOut atomic.Int32
 	leader, token := sidecartest.AwaitLeader(t, live, 10*time.Second)
 	for _, d := range delays {
+		// A term shorter than one sample would be missing from the terms
+		// counted at the end.
+		log.AwaitSampled(t, token)
 		killed.Store(leader, true)
 		at := time.Now()
 		leader.Signal(syscall.SIGTERM)
@@ -72,7 +75,8 @@ func TestKilledWhileReleasingNeverOverlaps(t *testing.T) {
 		live = append(live, s)
 		leader, token = next, tok
 	}
-	time.Sleep(200 * time.Millisecond)
+	log.AwaitSampled(t, token)
+	time.Sleep(200 * time.Millisecond) // and a late claim of the term before
 	close(stop)
 	wg.Wait()
 

@@ -106,18 +106,22 @@ func (l *ClaimLog) TwoLeaderSweeps() int {
 	return n
 }
 
-// Sampled reports whether a claim of term has been logged: a test that
-// ends a term it saw through AwaitLeader waits for it first, so that a
-// term shorter than one sample still appears in Check's terms.
-func (l *ClaimLog) Sampled(term Term) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, c := range l.claims {
-		if c.Term == term {
-			return true
+// AwaitSampled waits until a claim of token (of the first store) has been
+// logged, failing t after a lease duration: a test that ends a term it saw
+// through AwaitLeader waits for it first, so that a term shorter than one
+// sample still appears in Check's terms.
+func (l *ClaimLog) AwaitSampled(t testing.TB, token int64) {
+	t.Helper()
+	WaitTrue(t, fmt.Sprintf("the samplers saw term %d", token), LeaseDuration, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, c := range l.claims {
+			if c.Term == (Term{Token: token}) {
+				return true
+			}
 		}
-	}
-	return false
+		return false
+	})
 }
 
 // Check fails t if two terms ever claimed at one instant (a claim of an
