@@ -11,6 +11,7 @@ const (
 	failoverTarget     = 100 * time.Millisecond // p99 beyond the lease duration
 	leaderWritesTarget = 12                     // per minute, default timings
 	rssTarget          = 21 * 1024              // KiB, idle leader and standby
+	rssGoal            = 16 * 1024              // KiB, idle leader and standby on both backends (issue 26)
 	binaryTarget       = 25 << 20               // bytes, stripped
 )
 
@@ -34,6 +35,11 @@ func renderTargets(w *page, r *results) {
 	if s, g := r.Footprint[sysSidecar], r.Footprint[sysClientGo]; s.Prof != "" {
 		w.p("| idle RSS ≤ %s, leader / standby | %s / %s | %s / %s | %s |\n", mib(rssTarget), mib(s.LeaderRSS), mib(s.StandbyRSS),
 			mib(g.LeaderRSS), mib(g.StandbyRSS), met(s.LeaderRSS <= rssTarget && s.StandbyRSS <= rssTarget))
+		if q := r.Footprint[footprintKey(sysSidecar, "sqlite")]; q.Prof != "" {
+			w.p("| idle RSS ≤ %s on both backends, leader / standby ([why not](footprint.md#why-16-mib-is-not-reached)) | Lease %s / %s, SQLite %s / %s | | %s |\n",
+				mib(rssGoal), mib(s.LeaderRSS), mib(s.StandbyRSS), mib(q.LeaderRSS), mib(q.StandbyRSS),
+				met(max(s.LeaderRSS, s.StandbyRSS, q.LeaderRSS, q.StandbyRSS) <= rssGoal))
+		}
 	}
 	if n := r.BinSize[sysSidecar]; n > 0 {
 		w.p("| stripped binary ≤ %s | %s | %s | %s |\n", mib(binaryTarget/1024), mib(n/1024), mib(r.BinSize[sysClientGo]/1024), met(n <= binaryTarget))
