@@ -95,14 +95,23 @@ func testLeaderRequests(t *testing.T, snapshots bool, wantGets int64) {
 	})
 }
 
+// leaderAndWatchingStandby starts a leader a on a memory store and, a
+// second later, a standby b whose handle keeps snapshots and counts its
+// requests (standby), and lets them settle for ten seconds. Inside a
+// synctest bubble.
+func leaderAndWatchingStandby(t *testing.T) (a, b *running, standby *counting) {
+	store := memory.NewStore()
+	a = start(t, store.Open("loop"), "a", true)
+	time.Sleep(time.Second)
+	standby = &counting{Backend: store.Open("loop")}
+	b = start(t, snapshotting{standby}, "b", true)
+	time.Sleep(10 * time.Second)
+	return a, b, standby
+}
+
 func TestIdleStandbyWithSnapshotsSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", true)
-		time.Sleep(time.Second)
-		standby := &counting{Backend: store.Open("loop")}
-		b := start(t, snapshotting{standby}, "b", true)
-		time.Sleep(10 * time.Second)
+		a, b, standby := leaderAndWatchingStandby(t)
 		before := standby.requests()
 		time.Sleep(5 * time.Minute)
 		if n := standby.requests() - before; n != 0 {
@@ -157,12 +166,7 @@ func TestStandbyWhoseWatchIsSilentStillTakesOver(t *testing.T) {
 // the write, made on the snapshot's version: no read before it.
 func TestStandbyAcquiresAReleaseSeenInASnapshotWithoutReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", true)
-		time.Sleep(time.Second)
-		standby := &counting{Backend: store.Open("loop")}
-		b := start(t, snapshotting{standby}, "b", true)
-		time.Sleep(10 * time.Second)
+		a, b, standby := leaderAndWatchingStandby(t)
 		gets, updates := standby.gets.Load(), standby.updates.Load()
 		a.stop()
 		synctest.Wait()
