@@ -199,11 +199,18 @@ func (c *candidate) attempt() {
 	})
 }
 
-// schedule sets the loop's timer to fire after d on the candidate's clock.
+// schedule sets the loop's timer to fire after d on the candidate's clock:
+// after at least a nanosecond of the world's when d is not zero, so that a
+// wait that a fast clock shrinks below one does not fire at the same
+// instant again and again (an attempt that makes no request takes no time).
 func (c *candidate) schedule(d time.Duration) {
 	c.wakeGen++
 	gen := c.wakeGen
-	c.w.after(time.Duration(float64(d)/c.clock.rate), func() {
+	after := time.Duration(float64(d) / c.clock.rate)
+	if d > 0 {
+		after = max(after, 1)
+	}
+	c.w.after(after, func() {
 		if gen == c.wakeGen {
 			c.wake()
 		}

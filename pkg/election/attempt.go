@@ -84,14 +84,17 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	return true
 }
 
-// readForAttempt returns the record an attempt decides on. Right after a
-// snapshot on which the rules let this standby acquire (a release seen by
-// the watch: absorbSnapshot), while it is still the snapshot the watch saw
-// last, that is the snapshot, without a request; otherwise it is what a
-// Get answers. The snapshot saves a hand-off a round trip to the store
-// and is as safe as a read: the rules are applied to it again now, and
-// the write is a compare-and-swap on its version, so a snapshot the store
-// has moved past costs a conflict, after which the next attempt reads.
+// readForAttempt returns the record an attempt decides on. For a standby
+// whose last wait was on a snapshot (a release seen by the watch:
+// absorbSnapshot; a record it waited on to expire: nextWait), while that
+// is still the snapshot the watch saw last, it is the snapshot, without a
+// request; otherwise it is what a Get answers. The snapshot saves a
+// hand-off and a fail-over a round trip to the store and is as safe as a
+// read: the rules are applied to it again now, on the view that counts
+// the record's age from when this candidate first saw that version (a
+// read of the same version would not restart it either), and the write
+// is a compare-and-swap on its version, so a snapshot the store has moved
+// past costs a conflict, after which the next attempt reads.
 func (e *Elector) readForAttempt(ctx context.Context, check bool) (backend.Record, backend.Version, error) {
 	e.mu.Lock()
 	on := e.acquireOn

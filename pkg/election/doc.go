@@ -205,9 +205,13 @@
 // RetryPeriod until snapshots keep up again. A change signal is only an
 // earlier read: the rules still apply, so a signal can never shorten a
 // wait. A snapshot that shows a record the standby may acquire at once (a
-// release) is the read of the attempt that follows: the acquire is written
-// on the snapshot's version without a Get first, so a snapshot the store
-// has moved past costs a conflict, and the next attempt reads. On shutdown
+// release) is the read of the attempt that follows, and so is the snapshot
+// of a record the standby waited on to expire while snapshots kept up (a
+// crashed leader's): the acquire is written on the snapshot's version
+// without a Get first, so a snapshot the store has moved past costs a
+// conflict, and the next attempt reads. The record's age still counts
+// from this candidate's first sight of that version, as after a Get that
+// returned it again. On shutdown
 // with ReleaseOnCancel, and on Release, the leader writes the release shape
 // (token kept) so a watching standby can take over at once.
 //

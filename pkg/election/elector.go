@@ -82,10 +82,12 @@ type Elector struct {
 	// checkDue is set by a change signal on a leader: the next attempt
 	// reads the record before its renewal is due (checkAfterSignal).
 	checkDue bool
-	// acquireOn is the version of the snapshot on which the rules let
-	// this standby acquire at once (absorbSnapshot): the attempt that
-	// follows writes on it without a read (readForAttempt). Empty
-	// otherwise; every attempt clears it.
+	// acquireOn is the version the next attempt of this standby decides
+	// on without a read, if the snapshot still shows it then
+	// (readForAttempt): a snapshot on which the rules let it acquire at
+	// once (absorbSnapshot), or the version it waits on to expire while
+	// its watch keeps up (nextWait). Empty otherwise; every attempt
+	// clears it.
 	acquireOn backend.Version
 	// readAgainNow is set when a leader's write lost a race: the next
 	// attempt starts at once; readAgainUsed keeps that to one in a row.

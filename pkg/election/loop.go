@@ -188,6 +188,12 @@ func (e *Elector) nextWait() time.Duration {
 	}
 	left := a.until.Sub(now)
 	if left > 0 && (left < poll || !e.pollFast || now.Before(e.holdOffUntil)) {
+		if !e.pollFast && e.view.present {
+			// The watch keeps the view current: when the wait ends, the
+			// attempt decides on the snapshot if it still shows this
+			// version (readForAttempt), as on a release.
+			e.acquireOn = e.view.version
+		}
 		return left
 	}
 	return poll

@@ -244,3 +244,76 @@ func TestStandbyAcquiringOnAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
 		}
 	})
 }
+
+// A standby that waits out a crashed leader's lease on its watch's
+// snapshot takes over with one request, the write, made on the snapshot's
+// version: no read when the lease runs out.
+func TestStandbyTakesOverAtExpiryOnTheSnapshotWithoutReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		standby := &counting{Backend: store.Open("loop")}
+		b := start(t, snapshotting{standby}, "b", false)
+		time.Sleep(30 * time.Second)
+		gets, updates := standby.gets.Load(), standby.updates.Load()
+		crashAndExpectTakeoverAtExpiry(t, a, b)
+		if g, u := standby.gets.Load()-gets, standby.updates.Load()-updates; g != 0 || u != 1 {
+			t.Fatalf("the take-over at expiry cost %d reads and %d updates, want 0 and 1", g, u)
+		}
+	})
+}
+
+// A standby whose watch has not shown the leader's renewals (its snapshot
+// lags the store) writes its acquire at the snapshot's expiry on a
+// version the store has moved past: a conflict, and no more. It does not
+// lead, its next attempt reads the record, and it waits on the renewal it
+// finds.
+func TestStandbyExpiringAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		peek := store.Open("loop")
+		seen, atSeen, err := peek.Get(t.Context())
+		if err != nil || seen.HolderIdentity != "a" {
+			t.Fatalf("a's record: %+v, %v", seen, err)
+		}
+
+		h := &frozen{counting: &counting{Backend: store.Open("loop")}, rec: seen, version: atSeen}
+		b, err := New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.Driver()
+		attemptNow, wait, _ := d.Signal()
+		if attemptNow || wait != DefaultLeaseDuration {
+			t.Fatalf("a snapshot of a's fresh record: attempt now %v, wait %v; want a wait of the lease duration", attemptNow, wait)
+		}
+		time.Sleep(wait) // a renews meanwhile; the snapshot does not show it
+		if _, now, _ := peek.Get(t.Context()); now == atSeen {
+			t.Fatal("a has not renewed in a lease duration")
+		}
+		d.Attempt(t.Context())
+		if s := b.Status(); s.Leader {
+			t.Fatalf("b leads on a stale snapshot: %+v", s)
+		}
+		if g, u := h.gets.Load(), h.updates.Load(); g != 0 || u != 1 {
+			t.Fatalf("the attempt at the snapshot's expiry cost %d reads and %d updates, want 0 and 1 (refused)", g, u)
+		}
+
+		next := d.Attempt(t.Context())
+		if g, u := h.gets.Load(), h.updates.Load(); g != 1 || u != 1 {
+			t.Fatalf("the attempt after the conflict made %d reads and %d updates in all, want 1 and 1", g, u)
+		}
+		if s := b.Status(); s.Leader || s.Holder != "a" {
+			t.Fatalf("b after reading: %+v, want a standby of a", s)
+		}
+		if next <= 0 {
+			t.Fatalf("b's next attempt is due in %v, want a wait on the renewal it read", next)
+		}
+		if soleLeader(t, a) != a {
+			t.Fatal("a no longer leads")
+		}
+	})
+}
