@@ -76,14 +76,19 @@ unit: vet
 # The packages whose tests take longest, in the order given (measured warm:
 # 293, 219, 127, 144, 67, 62, 57 and 56 s; cold, e2e/packaging's
 # cross-compiles make it 317 s): go test starts the packages in the order
-# given, two at a time, so that none of them is left to run alone at the
-# end while the other core idles.
+# given, TEST_PACKAGES at a time, so that none of them is left to run
+# alone at the end while a core idles.
 SLOW_PKGS = ./e2e/apiserver ./e2e/chart ./e2e/packaging ./hack/bench \
 	./pkg/backend/sqlite ./e2e/process ./pkg/backend/lease ./e2e/alerts
 
+# Test packages run at once: one more than the cores, since the slowest
+# packages spend much of their time waiting on lease timings and processes
+# (docs/development.md has the measurements).
+TEST_PACKAGES ?= $(shell echo $$(($$(nproc) + 1)))
+
 test: vet deps
 	cd $(FENCE) && $(GO) test -race -count=1 ./...
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -timeout 30m $(SLOW_PKGS) ./...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 30m $(SLOW_PKGS) ./...
 	$(MAKE) sim
 
 # The election under the deterministic simulator: SIM_SEEDS schedules of
