@@ -90,8 +90,8 @@ func TestHandoffsLeaveOtherSchedulesAsTheyWere(t *testing.T) {
 
 // Clocks that drift apart by more than LeaseDuration/RenewDeadline allows
 // do overlap, and the checker says so: it can fail. These seeds overlap
-// with clocks within 40% of true time (the first four seeds that do
-// that do on the current elector, played without hand-offs).
+// with clocks within 40% of true time (the first four seeds that overlap
+// on the current elector, played without hand-offs).
 func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
 	for _, seed := range []int64{517, 1029, 1147, 1739} {
 		r, err := Run(Options{Seed: seed, Drift: 0.4, NoHandoffs: true})
