@@ -101,8 +101,15 @@ func (e *Elector) readForAttempt(ctx context.Context, check bool) (backend.Recor
 	e.acquireOn = ""
 	e.mu.Unlock()
 	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok && on != "" && !check {
-		if rec, version, ok := snap.Snapshot(); ok && version == on {
-			return rec, version, nil
+		if rec, version, ok := snap.Snapshot(); ok {
+			if version == on {
+				return rec, version, nil
+			}
+			// Another version, left for the read: its token still
+			// counts, as every token this candidate is shown does.
+			e.mu.Lock()
+			e.highestToken = max(e.highestToken, rec.Transitions)
+			e.mu.Unlock()
 		}
 	}
 	return e.cfg.Backend.Get(ctx)

@@ -317,3 +317,45 @@ func TestStandbyExpiringAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
 		}
 	})
 }
+
+// A standby whose wait ends on a snapshot of another version than the one
+// it waited on reads the record, and the snapshot's token still counts:
+// the term it starts on a record whose token went down (edited by hand)
+// starts above the snapshot's token, not only above what it saw before.
+func TestTokenOfASnapshotLeftForAReadStillCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := start(t, store.Open("loop"), "a", false)
+		time.Sleep(time.Second)
+		peek := store.Open("loop")
+		seen, atSeen, err := peek.Get(t.Context())
+		if err != nil || seen.HolderIdentity != "a" || seen.Transitions != 1 {
+			t.Fatalf("a's record: %+v, %v", seen, err)
+		}
+
+		h := &frozen{counting: &counting{Backend: store.Open("loop")}, rec: seen, version: atSeen}
+		b, err := New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.Driver()
+		_, wait, _ := d.Signal()
+		a.stop() // a crash: no release
+		// What the watch shows when the wait ends: a later term, token 7.
+		h.rec = backend.Record{HolderIdentity: "c", LeaseDurationSeconds: 15, Transitions: 7}
+		h.version = "a later version"
+		// What the store holds: released, its token edited down to 0.
+		_, now, err := peek.Get(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peek.Update(t.Context(), now, releaseShape(0, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wait)
+		d.Attempt(t.Context())
+		if s := b.Status(); !s.Leader || s.Token != 8 {
+			t.Fatalf("b after its attempt: %+v, want leading with token 8, above the snapshot's 7", s)
+		}
+	})
+}
