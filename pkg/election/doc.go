@@ -15,7 +15,8 @@
 // Token. The record's Transitions field is the fencing token. Each term has
 // a token of at least 1; it goes up by exactly one whenever the holder
 // changes, including from an empty holder after a release; a renewal keeps
-// it. A candidate never writes a token lower than one it has seen: a
+// it. A candidate never writes a token lower than one it has seen (read,
+// written, or shown by a snapshot, even one it then left for a read): a
 // record whose token went back (recreated by a client-go candidate at 0,
 // edited by hand) is reported (Observer.TokenAnomaly, once per holder
 // and token, not at every renewal of that holder) and the next term
