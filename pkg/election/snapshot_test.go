@@ -271,20 +271,8 @@ func TestStandbyTakesOverAtExpiryOnTheSnapshotWithoutReading(t *testing.T) {
 // finds.
 func TestStandbyExpiringAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", false)
-		time.Sleep(time.Second)
-		peek := store.Open("loop")
-		seen, atSeen, err := peek.Get(t.Context())
-		if err != nil || seen.HolderIdentity != "a" {
-			t.Fatalf("a's record: %+v, %v", seen, err)
-		}
-
-		h := &frozen{counting: &counting{Backend: store.Open("loop")}, rec: seen, version: atSeen}
-		b, err := New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, b, h, peek := leaderAndFrozenStandby(t)
+		atSeen := h.version
 		d := b.Driver()
 		attemptNow, wait, _ := d.Signal()
 		if attemptNow || wait != DefaultLeaseDuration {
@@ -324,19 +312,9 @@ func TestStandbyExpiringAStaleSnapshotLosesTheRaceThenReads(t *testing.T) {
 // starts above the snapshot's token, not only above what it saw before.
 func TestTokenOfASnapshotLeftForAReadStillCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := memory.NewStore()
-		a := start(t, store.Open("loop"), "a", false)
-		time.Sleep(time.Second)
-		peek := store.Open("loop")
-		seen, atSeen, err := peek.Get(t.Context())
-		if err != nil || seen.HolderIdentity != "a" || seen.Transitions != 1 {
-			t.Fatalf("a's record: %+v, %v", seen, err)
-		}
-
-		h := &frozen{counting: &counting{Backend: store.Open("loop")}, rec: seen, version: atSeen}
-		b, err := New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
+		a, b, h, peek := leaderAndFrozenStandby(t)
+		if h.rec.Transitions != 1 {
+			t.Fatalf("a's record: %+v, want token 1", h.rec)
 		}
 		d := b.Driver()
 		_, wait, _ := d.Signal()
@@ -358,4 +336,26 @@ func TestTokenOfASnapshotLeftForAReadStillCounts(t *testing.T) {
 			t.Fatalf("b after its attempt: %+v, want leading with token 8, above the snapshot's 7", s)
 		}
 	})
+}
+
+// leaderAndFrozenStandby starts a leader a on a memory store and, a second
+// later, a standby b driven by hand (b.Driver) whose snapshot stays a's
+// record as it was then (h) until the test sets another; peek reads the
+// store. Inside a synctest bubble.
+func leaderAndFrozenStandby(t *testing.T) (a *running, b *Elector, h *frozen, peek backend.Backend) {
+	t.Helper()
+	store := memory.NewStore()
+	a = start(t, store.Open("loop"), "a", false)
+	time.Sleep(time.Second)
+	peek = store.Open("loop")
+	seen, atSeen, err := peek.Get(t.Context())
+	if err != nil || seen.HolderIdentity != "a" {
+		t.Fatalf("a's record: %+v, %v", seen, err)
+	}
+	h = &frozen{counting: &counting{Backend: store.Open("loop")}, rec: seen, version: atSeen}
+	b, err = New(Config{Backend: h, Identity: "b", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, h, peek
 }
