@@ -70,7 +70,7 @@ func TestAlertsAndDashboardOnALivePrometheus(t *testing.T) {
 	for range 3 {
 		app := newHealth(t)
 		s := sidecartest.Launch(t, db, "--lease-name", "live", "--app-health-url", app.URL(),
-			"--app-health-period", "100ms", "--app-health-failures", "2", "--app-health-timeout", "50ms")
+			"--app-health-period", "100ms", "--app-health-failures", "2")
 		apps, all = append(apps, app), append(all, s)
 	}
 	for _, s := range all {

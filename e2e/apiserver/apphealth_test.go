@@ -33,7 +33,7 @@ func TestLeaseUnhealthyAppHandsLeadershipOver(t *testing.T) {
 		}))
 		t.Cleanup(srv.Close)
 		all = append(all, sidecartest.LeaseSidecar(t, kc, ns, name, pod, "--app-health-url", srv.URL,
-			"--app-health-period", "100ms", "--app-health-failures", "3", "--app-health-timeout", "50ms"))
+			"--app-health-period", "100ms", "--app-health-failures", "3"))
 	}
 	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
 	sidecartest.AwaitSettled(t, all, old)
