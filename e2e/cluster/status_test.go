@@ -25,8 +25,9 @@ func TestKubectlLeaderStatus(t *testing.T) {
 	pods := installExample(t, ctx, ns, 2)
 
 	bin := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, "kubectl-leader"), "./cmd/sidecar")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(bin, "kubectl-leader"), "./cmd/sidecar")
 	build.Dir = cl.root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -213,7 +213,7 @@ func TestImageReproducible(t *testing.T) {
 // TestImageToolRefusesBadFlags: hack/tools/image exits 2 naming the flag.
 func TestImageToolRefusesBadFlags(t *testing.T) {
 	tool := filepath.Join(t.TempDir(), "image-tool")
-	build := exec.Command(sidecartest.GoTool(), "build", "-o", tool, ".")
+	build := exec.Command(sidecartest.GoTool(), "build", "-trimpath", "-o", tool, ".")
 	build.Dir = "../../hack/tools/image"
 	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
