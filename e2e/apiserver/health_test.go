@@ -9,10 +9,12 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// healthFor is how long TestHealthWithDefaultTimings probes: several
-// times the 15s lease, so an idle standby's health is judged long after
-// the last attempt it made.
-const healthFor = 130 * time.Second
+// healthFor is how long TestHealthWithDefaultTimings probes: four times
+// the 15s lease, and four times the longest a healthy loop may hold one
+// attempt or snapshot at these timings (the renew deadline plus two
+// jittered retry periods, 14.8s), so an idle standby's health is judged
+// long after the last attempt it made.
+const healthFor = 60 * time.Second
 
 // healthArgs are the sidecar's default timings, given over the short test
 // timings, and an ops listener.
