@@ -66,7 +66,9 @@ func AwaitSettled(t testing.TB, all []*Sidecar, leader *Sidecar) {
 	}
 	var last time.Time
 	renewals := -1
-	WaitTrue(t, "the leader renews twice", 2*RenewInterval+time.Second, func() bool {
+	// Two renew intervals, and a lease duration for the writes on a loaded
+	// machine: a bound on the wait, not on how fast a leader renews.
+	WaitTrue(t, "the leader renews twice", 2*RenewInterval+LeaseDuration, func() bool {
 		if st, err := leader.Leader(); err == nil && st.Leader && st.ValidUntil.After(last) {
 			last, renewals = *st.ValidUntil, renewals+1
 		}
