@@ -38,7 +38,7 @@ func runRelease(t *testing.T, dir, version string) (stdout, stderr string, code 
 func runReleaseIn(t *testing.T, root, dir, version string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"), dir)
-	cmd.Env = append(os.Environ(), "VERSION="+version, "HELM="+sidecartest.Helm(t),
+	cmd.Env = append(append(os.Environ(), gitIdentity...), "VERSION="+version, "HELM="+sidecartest.Helm(t),
 		"PATH="+filepath.Dir(sidecartest.GoTool())+":"+os.Getenv("PATH"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -178,12 +178,16 @@ func releaseRepo(t *testing.T) string {
 	return repo
 }
 
-// git runs git in repo with a fixed identity and returns its output.
+// gitIdentity is who commits and tags in the test's repositories, the
+// release's tags included: a machine whose git knows no user must pass.
+var gitIdentity = []string{"GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release@example.invalid",
+	"GIT_COMMITTER_NAME=release test", "GIT_COMMITTER_EMAIL=release@example.invalid"}
+
+// git runs git in repo as gitIdentity and returns its output.
 func git(t *testing.T, repo string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release@example.invalid",
-		"GIT_COMMITTER_NAME=release test", "GIT_COMMITTER_EMAIL=release@example.invalid")
+	cmd.Env = append(os.Environ(), gitIdentity...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
