@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,14 +16,16 @@ import (
 )
 
 // TestKilledWhileReleasingNeverOverlaps sends the leader SIGTERM and then
-// SIGKILL, round after round, at delays from none (before its release
-// starts) through the few milliseconds in which it stops claiming,
-// releases and exits, to 50ms (after it exited), with every sidecar
-// polled as fast as it answers throughout. Whether the release reached
-// the file or not, the next term has the next token and no two terms ever
-// claim at one instant; a release that reached the file lets a standby
-// take over at once, one that did not is waited out (both must happen).
-// The file stays sound.
+// SIGKILL, round after round: first while it is stopped (SIGSTOP before
+// both, so its release never starts), then at delays from none through
+// the few milliseconds in which it stops claiming, releases and exits, to
+// 50ms, and last once it has exited by itself (its release done), with
+// every sidecar polled as fast as it answers throughout. Whether the
+// release reached the file or not, the next term has the next token and
+// no two terms ever claim at one instant; a release that reached the file
+// lets a standby take over at once, one that did not is waited out (the
+// first and the last round make sure both happen; where the delays in
+// between fall depends on how fast the machine is). The file stays sound.
 func TestKilledWhileReleasingNeverOverlaps(t *testing.T) {
 	t.Parallel()
 	db := sidecartest.DBPath(t)
@@ -45,31 +48,57 @@ func TestKilledWhileReleasingNeverOverlaps(t *testing.T) {
 		sample(s)
 	}
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
-	delays := []time.Duration{0, ms(0.5), ms(1), ms(1.25), ms(1.5), ms(1.75), ms(2), ms(2.5), ms(3), ms(50)}
+	const (
+		stopped = time.Duration(-1) // SIGSTOP first: SIGKILL ends it before its release starts
+		exited  = time.Duration(-2) // SIGKILL once it has exited by itself
+	)
+	delays := []time.Duration{stopped, 0, ms(0.5), ms(1), ms(1.25), ms(1.5), ms(1.75), ms(2), ms(2.5), ms(3), ms(50), exited}
 	var handedOver, waitedOut atomic.Int32
 	leader, token := sidecartest.AwaitLeader(t, live, 10*time.Second)
 	for _, d := range delays {
 		// A term shorter than one sample would be missing from the terms
 		// counted at the end.
 		log.AwaitSampled(t, token)
+		how := fmt.Sprintf("killed %v after SIGTERM", d)
+		switch d {
+		case stopped:
+			how = "killed while stopped"
+		case exited:
+			how = "exited after SIGTERM"
+		}
 		killed.Store(leader, true)
 		at := time.Now()
+		if d == stopped {
+			leader.Signal(syscall.SIGSTOP)
+		}
 		leader.Signal(syscall.SIGTERM)
-		time.Sleep(d)
+		switch d {
+		case stopped:
+		case exited:
+			if code := leader.WaitExit(5 * time.Second); code != 0 {
+				t.Fatalf("%s: exit status %d, want 0", how, code)
+			}
+		default:
+			time.Sleep(d)
+		}
 		_ = leader.Cmd().Process.Signal(syscall.SIGKILL) // it may have exited, its release done
 		leader.WaitExit(5 * time.Second)
 		live = sidecartest.Without(live, leader)
 		next, tok := sidecartest.AwaitLeader(t, live, sidecartest.LeaseDuration+3*sidecartest.RetryPeriod+time.Second)
 		took := time.Since(at)
 		if tok != token+1 {
-			t.Fatalf("killed %v after SIGTERM: the next leader has token %d, want %d", d, tok, token+1)
+			t.Fatalf("%s: the next leader has token %d, want %d", how, tok, token+1)
 		}
-		if took < sidecartest.LeaseDuration/2 {
+		atOnce := took < sidecartest.LeaseDuration/2
+		if atOnce {
 			handedOver.Add(1)
 		} else {
 			waitedOut.Add(1)
 		}
-		t.Logf("killed %v after SIGTERM: token %d after %v", d, tok, took.Round(time.Millisecond))
+		if (d == stopped && atOnce) || (d == exited && !atOnce) {
+			t.Errorf("%s: the next leader led %v later; want the lease waited out if it never released, at once if it did", how, took)
+		}
+		t.Logf("%s: token %d after %v", how, tok, took.Round(time.Millisecond))
 		s := sidecartest.Start(t, db)
 		sample(s)
 		live = append(live, s)
