@@ -100,16 +100,9 @@ func (e *Elector) readForAttempt(ctx context.Context, check bool) (backend.Recor
 	on := e.acquireOn
 	e.acquireOn = ""
 	e.mu.Unlock()
-	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok && on != "" && !check {
-		if rec, version, ok := snap.Snapshot(); ok {
-			if version == on {
-				return rec, version, nil
-			}
-			// Another version, left for the read: its token still
-			// counts, as every token this candidate is shown does.
-			e.mu.Lock()
-			e.highestToken = max(e.highestToken, rec.Transitions)
-			e.mu.Unlock()
+	if on != "" && !check {
+		if rec, version, ok := e.snapshot(); ok && version == on {
+			return rec, version, nil
 		}
 	}
 	return e.cfg.Backend.Get(ctx)

@@ -270,6 +270,24 @@ func (e *Elector) busy() (idle func()) {
 	}
 }
 
+// snapshot returns the backend's snapshot, if it keeps one (ok false
+// otherwise). The token it shows counts among those seen whatever the
+// caller then does with it, even leave it for a read: no term of this
+// candidate's starts at or below a token it was shown.
+func (e *Elector) snapshot() (backend.Record, backend.Version, bool) {
+	snap, ok := e.cfg.Backend.(backend.Snapshotter)
+	if !ok {
+		return backend.Record{}, "", false
+	}
+	rec, version, ok := snap.Snapshot()
+	if ok {
+		e.mu.Lock()
+		e.highestToken = max(e.highestToken, rec.Transitions)
+		e.mu.Unlock()
+	}
+	return rec, version, ok
+}
+
 // observe records an answer that has just arrived.
 func (e *Elector) observe(present bool, rec backend.Record, version backend.Version) {
 	now := e.cfg.Clock.Now()

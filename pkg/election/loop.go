@@ -212,19 +212,12 @@ func (e *Elector) checkAfterSignal() bool {
 		return false
 	}
 	e.opMu.Unlock()
-	if snap, ok := e.cfg.Backend.(backend.Snapshotter); ok {
-		rec, version, ok := snap.Snapshot()
-		e.mu.Lock()
-		mine := ok && version == e.writtenVersion
-		if ok {
-			// Whatever the check's read finds, no term of this
-			// candidate's starts at or below a token it was shown.
-			e.highestToken = max(e.highestToken, rec.Transitions)
-		}
-		e.mu.Unlock()
-		if mine {
-			return false
-		}
+	_, version, ok := e.snapshot()
+	e.mu.Lock()
+	mine := ok && version == e.writtenVersion
+	e.mu.Unlock()
+	if mine {
+		return false
 	}
 	e.mu.Lock()
 	e.checkDue = true
