@@ -17,12 +17,14 @@
 #               missing, etcd with the envtest binaries; see
 #               hack/test-deps.sh), then a short run of the
 #               election's simulator (make sim)
+#   make test-build
+#               compiles what make test runs without running it
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build image release run unit test vet deps sim clean
+.PHONY: all build image release run unit test test-build vet deps sim clean
 
 all: build
 
@@ -90,6 +92,21 @@ test: vet deps
 	cd $(FENCE) && $(GO) test -race -count=1 ./...
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 30m $(SLOW_PKGS) ./...
 	$(MAKE) sim
+
+# make test-build: compiles what make test runs, and runs none of it: every
+# test binary with the race detector (go test -exec true links each one
+# and starts true in its place), and the binaries the packaging tests
+# cross-compile (hack/release.sh's linux/arm64 and darwin ones, and
+# hack/image.sh's linux/arm64 worker). make test then finds their packages
+# in the build cache. .ci/run runs it at the lowest priority beside make
+# test-cluster, whose tests mostly wait on Pods and leases.
+test-build:
+	cd $(FENCE) && $(GO) test -race -count=1 -exec true ./...
+	$(GO) test -race -count=1 -exec true ./...
+	for p in linux/arm64 darwin/amd64 darwin/arm64; do \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/sidecar || exit; \
+	done
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./examples/worker
 
 # The election under the deterministic simulator: SIM_SEEDS schedules of
 # faults, every invariant checked at every instant (internal/sim).
