@@ -24,7 +24,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build image release run unit test test-build vet deps sim clean
+.PHONY: all build image release run unit test test-build test-build-race test-build-cross vet deps sim clean
 
 all: build
 
@@ -99,10 +99,16 @@ test: vet deps
 # cross-compile (hack/release.sh's linux/arm64 and darwin ones, and
 # hack/image.sh's linux/arm64 worker). make test then finds their packages
 # in the build cache. .ci/run runs it at the lowest priority beside make
-# test-cluster, whose tests mostly wait on Pods and leases.
-test-build:
+# test-cluster, whose tests mostly wait on Pods and leases, with make -j 2:
+# the two halves have no package in common, and together they keep both
+# cores busy where one go build waits on a link or a large package.
+test-build: test-build-race test-build-cross
+
+test-build-race:
 	cd $(FENCE) && $(GO) test -race -count=1 -exec true ./...
 	$(GO) test -race -count=1 -exec true ./...
+
+test-build-cross:
 	for p in linux/arm64 darwin/amd64 darwin/arm64; do \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/sidecar || exit; \
 	done
