@@ -72,8 +72,8 @@ UNIT_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{j
 	grep -v -e '/internal/kubetest' -e 'controller-runtime/pkg/envtest' | cut -d' ' -f1)
 
 unit: vet
-	cd $(FENCE) && $(GO) test -race -short -count=1 ./...
-	$(GO) test -race -short -count=1 $(UNIT_PKGS)
+	cd $(FENCE) && $(GO_TEST) -short ./...
+	$(GO_TEST) -short $(UNIT_PKGS)
 
 # The packages whose tests take longest, in the order given (measured warm:
 # 293, 219, 127, 144, 67, 62, 57 and 56 s; cold, e2e/packaging's
@@ -88,9 +88,14 @@ SLOW_PKGS = ./e2e/apiserver ./e2e/chart ./e2e/packaging ./hack/bench \
 # (docs/development.md has the measurements).
 TEST_PACKAGES ?= $(shell echo $$(($$(nproc) + 1)))
 
+# How make test, make unit and make test-build run go test: the flags that
+# decide how test binaries compile are here once, so make test-build
+# compiles what the other two then find in the build cache.
+GO_TEST = $(GO) test -race -count=1
+
 test: vet deps
-	cd $(FENCE) && $(GO) test -race -count=1 ./...
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 30m $(SLOW_PKGS) ./...
+	cd $(FENCE) && $(GO_TEST) ./...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" $(GO_TEST) -p $(TEST_PACKAGES) -timeout 30m $(SLOW_PKGS) ./...
 	$(MAKE) sim
 
 # make test-build: compiles what make test runs, and runs none of it: every
@@ -105,8 +110,8 @@ test: vet deps
 test-build: test-build-race test-build-cross
 
 test-build-race:
-	cd $(FENCE) && $(GO) test -race -count=1 -exec true ./...
-	$(GO) test -race -count=1 -exec true ./...
+	cd $(FENCE) && $(GO_TEST) -exec true ./...
+	$(GO_TEST) -exec true ./...
 
 test-build-cross:
 	for p in linux/arm64 darwin/amd64 darwin/arm64; do \

@@ -214,14 +214,11 @@ func (e *Elector) checkAfterSignal() bool {
 	e.opMu.Unlock()
 	_, version, ok := e.snapshot()
 	e.mu.Lock()
-	mine := ok && version == e.writtenVersion
-	e.mu.Unlock()
-	if mine {
+	defer e.mu.Unlock()
+	if ok && version == e.writtenVersion {
 		return false
 	}
-	e.mu.Lock()
 	e.checkDue = true
-	e.mu.Unlock()
 	return true
 }
 
