@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>]
@@ -29,8 +31,8 @@ a holder that renews keeps it. Stop the election's sidecars first (each
 releases as it stops) to reset at once.
 
 Exit status: 0 once the record is released, or when there is none; 1 when
-a holder renewed it, or the file could not be read or written, with the
-reason; 2 for bad usage.
+a holder renewed it, or the file does not exist (nothing is created) or
+could not be read or written, with the reason; 2 for bad usage.
 `
 
 // runReset is "sidecar reset": it writes an SQLite election's record back
@@ -56,6 +58,15 @@ func runReset(ctx context.Context, p process, args []string) int {
 	case *name == "":
 		fmt.Fprintln(p.stderr, "sidecar reset: --lease-name: must not be empty")
 		return 2
+	}
+	// Open creates a missing file: a path that names none (a typo) would
+	// otherwise become an empty election database, "reset".
+	if _, err := os.Stat(*path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%s does not exist", *path)
+		}
+		fmt.Fprintf(p.stderr, "sidecar reset: --sqlite-path: %v\n", err)
+		return 1
 	}
 	ctx, cancel := cancelOnSignal(ctx, p.signals)
 	defer cancel()
@@ -92,8 +103,7 @@ func resetRecord(ctx context.Context, b backend.Backend) (string, error) {
 		case <-time.After(wait):
 		}
 	}
-	released := backend.Record{LeaseDurationSeconds: rec.LeaseDurationSeconds, Transitions: rec.Transitions}
-	_, err = b.Update(ctx, version, released)
+	_, err = b.Update(ctx, version, election.ReleaseShape(rec.Transitions, time.Now()))
 	switch {
 	case errors.Is(err, backend.ErrConflict):
 		return "", fmt.Errorf("the record changed while reset waited (holder %q renewed it, or another took it): it is in use; "+

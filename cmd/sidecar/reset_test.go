@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +51,13 @@ func TestResetReleasesTheRecordKeepingItsToken(t *testing.T) {
 	rec, _, err := b.Get(t.Context())
 	if err != nil || rec.HolderIdentity != "" || !rec.Handoff.IsZero() || rec.Transitions != 41 {
 		t.Fatalf("after reset: %+v, %v; want released with token 41 and no hand-off", rec, err)
+	}
+	// The release shape, the one record a candidate takes at once (see
+	// election.ReleaseShape): a lease of one second, acquire time equal to
+	// renew time.
+	if rec.LeaseDurationSeconds != 1 || !rec.AcquireTime.Equal(rec.RenewTime) || rec.RenewTime.IsZero() {
+		t.Fatalf("after reset: lease %ds, acquired %v, renewed %v; want the release shape (1s, acquired when renewed)",
+			rec.LeaseDurationSeconds, rec.AcquireTime, rec.RenewTime)
 	}
 	if !strings.Contains(stdout, "token 41") {
 		t.Fatalf("reset said %q, want it to name the token kept", stdout)
@@ -104,8 +113,23 @@ func TestResetBadUsage(t *testing.T) {
 			t.Errorf("reset %q: exit %d, stderr %q; want 2 naming %s", tc.args, code, stderr, tc.want)
 		}
 	}
+	openElection(t, path, "other")
 	code, stdout, stderr := resetCmd(t, "--sqlite-path", path)
 	if code != 0 || !strings.Contains(stdout, "no record") {
 		t.Errorf("reset of an election without a record: exit %d, stdout %q, stderr %q; want 0 saying there is none", code, stdout, stderr)
+	}
+}
+
+// TestResetRefusesAMissingFile: a path that names no file (a typo) is
+// refused with exit 1, and nothing is created there: a reset never makes
+// an election database, as sidecar status never does.
+func TestResetRefusesAMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.db")
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path)
+	if code != 1 || !strings.Contains(stderr, "does not exist") || !strings.Contains(stderr, path) {
+		t.Errorf("reset of a missing file: exit %d, stdout %q, stderr %q; want 1 saying %s does not exist", code, stdout, stderr, path)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reset of a missing file left %s behind (stat: %v)", path, err)
 	}
 }

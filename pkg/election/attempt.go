@@ -227,7 +227,7 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 	case accept:
 		return a, acceptRecord(rec, e.cfg.Identity)
 	case releaseTransfer:
-		return a, releaseShape(a.token, seen)
+		return a, ReleaseShape(a.token, seen)
 	case acquire, recreate:
 		return a, backend.Record{
 			HolderIdentity:       e.cfg.Identity,

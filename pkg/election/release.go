@@ -118,7 +118,7 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		if v.holder() != e.cfg.Identity || !ours {
 			return nil
 		}
-		released := releaseShape(v.rec.Transitions, e.cfg.Clock.Now())
+		released := ReleaseShape(v.rec.Transitions, e.cfg.Clock.Now())
 		written, err := e.cfg.Backend.Update(ctx, v.version, released)
 		if err == nil {
 			e.observe(true, released, written)
@@ -137,9 +137,10 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 	return fmt.Errorf("release: the record kept changing: %w", backend.ErrConflict)
 }
 
-// releaseShape is the record a release writes, here and in client-go: no
-// holder, a lease of one second, acquire time equal to renew time, the
-// token kept (see isRelease).
-func releaseShape(token int64, now time.Time) backend.Record {
+// ReleaseShape is the record a release writes, here, in client-go and in
+// sidecar reset: no holder, a lease of one second, acquire time equal to
+// renew time, the token kept. It is the one record a candidate takes over
+// at once (see isRelease).
+func ReleaseShape(token int64, now time.Time) backend.Record {
 	return backend.Record{LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: token}
 }

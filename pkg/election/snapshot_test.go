@@ -327,7 +327,7 @@ func TestTokenOfASnapshotLeftForAReadStillCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := peek.Update(t.Context(), now, releaseShape(0, time.Now())); err != nil {
+		if _, err := peek.Update(t.Context(), now, ReleaseShape(0, time.Now())); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(wait)
