@@ -256,3 +256,38 @@ func TestCheckResolvesTheMemberLeasesOwner(t *testing.T) {
 		})
 	}
 }
+
+// In shard mode on Leases the election client's rate is sized by the
+// shard count (three requests per shard per renew interval, a burst of
+// one per shard, never below the single election's 5 and 10) unless it is
+// given, and a rate given below two requests per shard per renew interval
+// is refused, naming --kube-api-qps: 64 shards at the default 5 a second
+// were held by nobody.
+func TestCheckSizesTheKubeRateByTheShards(t *testing.T) {
+	env := []string{"POD_NAME=p", "POD_NAMESPACE=ns"}
+	for _, c := range []struct {
+		args       []string
+		qps, burst string
+	}{
+		{[]string{"--shards", "64"}, "38.4", "64"}, // 3 x 64 / 5s
+		{[]string{"--shards", "256", "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"}, "768", "256"}, // 3 x 256 / 1s
+		{[]string{"--shards", "4"}, "5", "10"}, // the defaults carry 4
+		{[]string{"--shards", "64", "--kube-api-qps", "30", "--kube-api-burst", "20"}, "30", "20"},
+		{nil, "5", "10"}, // one election
+		{[]string{"--shards", "64", "--backend", "sqlite"}, "5", "10"}, // no Kubernetes client to size
+	} {
+		args := append([]string{"check", "--backend", "lease", "--kubeconfig", "/dev/null"}, c.args...)
+		code, stdout, stderr := runArgs(t, args, env...)
+		if code != 0 {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+			continue
+		}
+		if !strings.Contains(stdout, "\nkube-api-qps: "+c.qps+"\n") || !strings.Contains(stdout, "\nkube-api-burst: "+c.burst+"\n") {
+			t.Errorf("%v: want kube-api-qps %s and kube-api-burst %s, got:\n%s", c.args, c.qps, c.burst, stdout)
+		}
+	}
+	code, _, stderr := runArgs(t, []string{"check", "--backend", "lease", "--kubeconfig", "/dev/null", "--shards", "64", "--kube-api-qps", "5"}, env...)
+	if code != 2 || !strings.Contains(stderr, "--kube-api-qps") || !strings.Contains(stderr, "64 shards") || !strings.Contains(stderr, "25.6") {
+		t.Errorf("--shards 64 --kube-api-qps 5: exit %d, stderr %q; want 2 naming --kube-api-qps, the shards and the least rate (25.6)", code, stderr)
+	}
+}

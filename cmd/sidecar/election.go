@@ -210,9 +210,9 @@ func (c *kubeConfig) add(fs *pflag.FlagSet) {
 	docDefault(fs, "kubeconfig", "`$KUBECONFIG`, else in-cluster")
 	docMeaning(fs, "kubeconfig", "kubeconfig file for the `lease` backend outside a Pod. Without it the files listed in `$KUBECONFIG` are used (merged as kubectl merges them; missing ones skipped, but not all), else the Pod's service account. `~/.kube/config` is never read.")
 	fs.Float32Var(&c.qps, "kube-api-qps", kubeclient.DefaultQPS, "queries per second the election's Kubernetes client may make")
-	docMeaning(fs, "kube-api-qps", "rate limit of each of the sidecar's two Kubernetes clients (the election's, and the one the Pod publisher and Events share)")
+	docMeaning(fs, "kube-api-qps", "rate limit of each of the sidecar's Kubernetes clients (the election's, and the one the Pod publisher and Events share). In shard mode on Leases, unless given: 3 requests per shard per `--renew-interval`, at least 5; a rate below 2 per shard per renew interval is refused (see [Shards](shards.md))")
 	fs.IntVar(&c.burst, "kube-api-burst", kubeclient.DefaultBurst, "burst of the election's Kubernetes client")
-	docMeaning(fs, "kube-api-burst", "burst of each of those clients")
+	docMeaning(fs, "kube-api-burst", "burst of each of those clients. In shard mode on Leases, unless given: the shard count, at least 10")
 }
 
 func (c *kubeConfig) check() error {

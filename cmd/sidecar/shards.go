@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
@@ -107,6 +108,9 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 		return errors.New("--shards: a replica in shard mode always drains and releases its shards when it stops; it does not take --release-on-shutdown=false")
 	}
 	if cfg.election.backend == "lease" {
+		if err := c.sizeKubeRate(&cfg.election); err != nil {
+			return err
+		}
 		for _, n := range []struct{ name, shown string }{
 			{shardgroup.ShardRecord(c.group, c.count-1), shardgroup.ShardRecord(c.group, c.count-1)},
 			{shardgroup.MemberRecord(c.group, cfg.election.identity), shardgroup.MemberPrefix(c.group) + "<identity>"},
@@ -115,6 +119,44 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 				return fmt.Errorf("--shard-group: the group's Lease %s would not be a valid name: %s", n.shown, strings.Join(errs, "; "))
 			}
 		}
+	}
+	return nil
+}
+
+// A shard group on Leases renews every shard it holds once a renew
+// interval, and one replica may hold them all (the others gone, or at
+// start, before it sees them), each first read, then created or written.
+// The election client's rate is therefore sized by the shard count:
+// shardRequestsPerRenewal requests per shard per renew interval unless
+// --kube-api-qps is given, and no fewer than minShardRequestsPerRenewal
+// when it is.
+const (
+	shardRequestsPerRenewal    = 3
+	minShardRequestsPerRenewal = 2
+)
+
+// sizeKubeRate sets the election client's rate and burst from the shard
+// count and the renew interval unless --kube-api-qps and --kube-api-burst
+// are given: shardRequestsPerRenewal requests per shard per renew
+// interval, and a burst of one request per shard, never below the single
+// election's defaults. A rate given below minShardRequestsPerRenewal per
+// shard per renew interval cannot carry the shards and is refused: the
+// requests would wait in the client past their deadlines, the member
+// records would not be written, each replica would see itself alone and
+// contend for every shard, and no shard would be held.
+func (c *shardsConfig) sizeKubeRate(el *electionConfig) error {
+	perSecond := func(requests int) float32 {
+		return float32(float64(requests*c.count) / el.renewInterval.Seconds())
+	}
+	given := func(flag string) bool { return el.set != nil && el.set.Changed(flag) }
+	if !given("kube-api-qps") {
+		el.kube.qps = max(kubeclient.DefaultQPS, perSecond(shardRequestsPerRenewal))
+	} else if least := perSecond(minShardRequestsPerRenewal); el.kube.qps < least {
+		return fmt.Errorf("--kube-api-qps: %v cannot carry %d shards renewed every %v (--renew-interval): at least %.4g, %d requests per shard per renew interval, "+
+			"are needed; leave it unset for %.4g", el.kube.qps, c.count, el.renewInterval, least, minShardRequestsPerRenewal, perSecond(shardRequestsPerRenewal))
+	}
+	if !given("kube-api-burst") {
+		el.kube.burst = max(kubeclient.DefaultBurst, c.count)
 	}
 	return nil
 }

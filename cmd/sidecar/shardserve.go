@@ -9,6 +9,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 	"github.com/leader-sidecar/leader-sidecar/pkg/metrics"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
@@ -17,8 +18,9 @@ import (
 // ctx ends: one handle on the store per shard record and one for this
 // replica's member record (an SQLite row or a Lease each, opened as the
 // single election's record is; the member's Lease owned by the Pod under
-// --shard-member-owner pod; on Leases, the handles share one watch of the
-// namespace's Leases), a shardgroup.Group, the shard API, the
+// --shard-member-owner pod and written through a Kubernetes client of its
+// own; on Leases, the shards' handles share one watch of the namespace's
+// Leases, which also lists the members), a shardgroup.Group, the shard API, the
 // metrics of every shard (metrics.WatchShards) on /metrics, and on Leases
 // Kubernetes Events of every shard's terms, related to its Lease.
 // When ctx ends the group leaves gracefully (drains and releases every
@@ -35,7 +37,7 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 			st.close()
 		}
 	}()
-	openRecord := func(name string, ownedByPod bool) (backend.Backend, error) {
+	openRecord := func(name string, ownedByPod bool, kube *kubeclient.Clients) (backend.Backend, error) {
 		rc := el
 		rc.leaseName = name
 		rc.ownedByPod = ownedByPod
@@ -47,19 +49,27 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		stores = append(stores, st)
 		return st.backend, nil
 	}
-	member, err := openRecord(shardgroup.MemberRecord(sc.group, el.identity), sc.memberOwner == memberOwnerPod)
-	if err != nil {
-		return err
+	shards := make([]backend.Backend, sc.count)
+	for i := range shards {
+		var err error
+		if shards[i], err = openRecord(shardgroup.ShardRecord(sc.group, i), false, kube); err != nil {
+			return err
+		}
 	}
-	members, ok := member.(backend.Lister)
+	// The member records are listed from the shards' store (on Leases,
+	// their shared watch of the namespace); this replica's own is written
+	// through a client of its own, whose rate no shard's request takes:
+	// a replica whose presence cannot be written is seen by nobody, sees
+	// itself alone and contends for every shard.
+	members, ok := shards[0].(backend.Lister)
 	if !ok {
 		return fmt.Errorf("--backend %s cannot list the member records of a shard group", el.backend)
 	}
-	shards := make([]backend.Backend, sc.count)
+	member, err := openRecord(shardgroup.MemberRecord(sc.group, el.identity), sc.memberOwner == memberOwnerPod, el.kubeClients())
+	if err != nil {
+		return err
+	}
 	for i := range shards {
-		if shards[i], err = openRecord(shardgroup.ShardRecord(sc.group, i), false); err != nil {
-			return err
-		}
 		shards[i] = m.InstrumentBackend(shards[i])
 	}
 	ec := el.electorConfig(nil, log)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,13 +61,14 @@ func TestLeaseShardGroup(t *testing.T) {
 			env = append(env, "POD_UID="+uid)
 		}
 		// Every shard's renewals go through the one client: at these
-		// timings 8 shards renew 8 times a second, above the default rate.
+		// timings 8 shards renew 8 times a second, above the single
+		// election's rate, and the sidecar sizes its rate by the shards.
 		kubeconfig := kc
 		if pod == "app-2" {
 			kubeconfig = watches.kubeconfig(t)
 		}
-		s := sidecartest.Spawn(t, env, append([]string{"--backend", "lease", "--kubeconfig", kubeconfig, "--namespace", ns, "--lease-name", group,
-			"--kube-api-qps", "50", "--kube-api-burst", "100"}, sidecartest.ShardArgs()...)...)
+		s := sidecartest.Spawn(t, env, append([]string{"--backend", "lease", "--kubeconfig", kubeconfig, "--namespace", ns, "--lease-name", group},
+			sidecartest.ShardArgs()...)...)
 		s.WaitServing()
 		p.Sample(s)
 		live = append(live, s)
@@ -174,6 +176,45 @@ func TestLeaseShardGroup(t *testing.T) {
 		began[shardEvent{"StoppedLeading", podOf[leaver], shardgroup.ShardRecord(group, i), tokens[i]}] = true
 	}
 	awaitShardEvents(t, k, ns, began)
+	p.Check(t)
+}
+
+// TestLeaseShardGroupOf64 runs 3 replicas of a group of 64 shards on the
+// Lease backend at the rate the sidecar sizes by itself (no
+// --kube-api-qps): every shard is held, once, within a few lease
+// durations, and stays so. At the single election's rate (5 a second)
+// 64 shards were held by nobody: requests waited in the client past their
+// deadlines, the member records were not written, and every replica
+// contended for every shard.
+func TestLeaseShardGroupOf64(t *testing.T) {
+	t.Parallel()
+	const shards = 64
+	k := sidecartest.Kube(t)
+	ns, group := k.Namespace(t), "ledger"
+	kc := k.Kubeconfig(t, "")
+	p := sidecartest.NewShardSampler(shards)
+	var live []*sidecartest.Sidecar
+	start := time.Now()
+	for _, pod := range []string{"app-0", "app-1", "app-2"} {
+		s := sidecartest.Spawn(t, []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns},
+			"--backend", "lease", "--kubeconfig", kc, "--namespace", ns, "--lease-name", group,
+			"--shards", strconv.Itoa(shards), "--shard-rebalance-delay", "1s", "--shard-drain-timeout", "10s")
+		s.WaitServing()
+		p.Sample(s)
+		live = append(live, s)
+	}
+	_, tokens := p.AwaitSpread(t, live, 6*sidecartest.LeaseDuration, sidecartest.AnyToken)
+	spread := time.Since(start)
+	t.Logf("%d shards spread over 3 replicas %v after start (lease %v)", shards, spread.Round(time.Millisecond), sidecartest.LeaseDuration)
+	// Held, and spread, again after four lease durations: no term lapsed
+	// for want of requests meanwhile.
+	time.Sleep(4 * sidecartest.LeaseDuration)
+	_, later := p.AwaitSpread(t, live, sidecartest.RetryPeriod, sidecartest.AnyToken)
+	for i := range later {
+		if later[i] != tokens[i] {
+			t.Errorf("shard %d: token %d at the spread, %d four lease durations later: its term lapsed or moved", i, tokens[i], later[i])
+		}
+	}
 	p.Check(t)
 }
 
