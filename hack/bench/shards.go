@@ -45,21 +45,15 @@ func (s scaleStep) String() string { return fmt.Sprintf("%d → %d", s.From, s.T
 // The shard-mode settings of the measured sidecars besides the timings:
 // a newcomer is drained towards after 1s (the default 30s would only add
 // itself to every scale-up), and a drain waits up to 10s for the app,
-// which here acknowledges at once. On a Lease every shard's renewals go
-// through the one client, so its rate is raised as docs/shards.md says.
+// which here acknowledges at once. On a Lease the sidecar sizes its
+// client's rate by the shards (docs/shards.md), as a user's does.
 const (
 	shardRebalanceDelay = time.Second
 	shardDrainTimeout   = 10 * time.Second
-	shardKubeQPS        = 50
-	shardKubeBurst      = 100
 )
 
-func shardArgs(n int, backend string) []string {
-	args := []string{"--shards", strconv.Itoa(n), "--shard-rebalance-delay", shardRebalanceDelay.String(), "--shard-drain-timeout", shardDrainTimeout.String()}
-	if backend == "lease" {
-		args = append(args, "--kube-api-qps", strconv.Itoa(shardKubeQPS), "--kube-api-burst", strconv.Itoa(shardKubeBurst))
-	}
-	return args
+func shardArgs(n int, _ string) []string {
+	return []string{"--shards", strconv.Itoa(n), "--shard-rebalance-delay", shardRebalanceDelay.String(), "--shard-drain-timeout", shardDrainTimeout.String()}
 }
 
 // shardEvent is one typed event of a replica's GET /shards/watch, with the
@@ -342,8 +336,8 @@ func renderShards(w *page, c config, r *results) {
 	}
 	w.section("Shard mode")
 	w.p("Sidecar processes in shard mode (`--shards N`, [shards.md](shards.md)) with the short timings for the moves (lease 3s, renew deadline 2s, retry 0.5s), ")
-	w.p("a rebalance delay of %s and a drain timeout of %s; on Leases `--kube-api-qps %d --kube-api-burst %d`, every replica behind its own counting proxy. ",
-		shardRebalanceDelay, shardDrainTimeout, shardKubeQPS, shardKubeBurst)
+	w.p("a rebalance delay of %s and a drain timeout of %s; on Leases the client's rate the sidecar sizes by the shards, every replica behind its own counting proxy. ",
+		shardRebalanceDelay, shardDrainTimeout)
 	w.p("Every replica's `GET /shards/watch` is followed by the bench, which acknowledges each drain at once, as an application would.\n\n")
 	if len(c.Only) > 0 {
 		w.p("Measured in a run of their own: `%s`, started %s, took %s, load average (1, 5, 15 min) %s at the start and %s at the end",
