@@ -34,11 +34,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -92,6 +95,7 @@ var commands = []command{
 		}},
 	{"lock", "[flags] -- CMD [ARGS...]",
 		"join the election, run CMD while leading (with its token in LEADER_SIDECAR_TOKEN), stop it if leadership is lost, release when it exits; exit with its status", runLock},
+	{"version", "", "print the version and exit (as --version)", runVersion},
 }
 
 // execute runs the command args name, or the sidecar, and returns the
@@ -104,10 +108,29 @@ func execute(ctx context.Context, p process, args []string) int {
 			}
 		}
 		if args[0] == "help" {
-			args = []string{"--help"}
+			return runHelp(ctx, p, args[1:])
 		}
 	}
 	return runSidecar(ctx, p, args)
+}
+
+// runHelp is "sidecar help [command]": the command's --help, or without
+// one the sidecar's.
+func runHelp(ctx context.Context, p process, args []string) int {
+	switch {
+	case len(args) == 0:
+		return runSidecar(ctx, p, []string{"--help"})
+	case len(args) > 1:
+		fmt.Fprintf(p.stderr, "sidecar help: unexpected argument %q: help takes one command\n", args[1])
+		return 2
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, p, []string{"--help"})
+		}
+	}
+	fmt.Fprintf(p.stderr, "sidecar help: unknown command %q: the commands are %s\n", args[0], strings.Join(commandNames(), ", "))
+	return 2
 }
 
 // run is execute for callers that send no signals and no input: ctx
@@ -132,7 +155,7 @@ func rootUsage() string {
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  sidecar %s %s\n      %s\n", c.name, c.usage, c.about)
 	}
-	b.WriteString("  sidecar help\n      this text (also --help)\n")
+	b.WriteString("  sidecar help [command]\n      this text (also --help), or the command's (as sidecar <command> --help)\n")
 	b.WriteString("\nEach command has its own --help.\n")
 	return b.String()
 }
@@ -150,6 +173,28 @@ func currentVersion() string {
 		return info.Main.Version
 	}
 	return "devel"
+}
+
+const versionUsage = `Usage: sidecar version
+
+Prints the version of the binary and exits, as sidecar --version.
+`
+
+// runVersion is "sidecar version".
+func runVersion(_ context.Context, p process, args []string) int {
+	fs := newFlagSet("sidecar version")
+	err := parseArgs(fs, args, versionUsage, p.stdout)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(p.stderr, "sidecar version: %v\n", err)
+		return 2
+	case fs.NArg() > 0:
+		fmt.Fprintf(p.stderr, "sidecar version: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	return printVersion(p)
 }
 
 func printVersion(p process) int {

@@ -87,3 +87,26 @@ func TestBinaryLinksOnlyTheAPIGroupsItUses(t *testing.T) {
 		t.Errorf("API groups linked: %v, want %v", apis, want)
 	}
 }
+
+// sidecar version prints what --version prints, as kubectl version does;
+// sidecar help <command> prints that command's usage, as its --help.
+func TestVersionAndHelpCommands(t *testing.T) {
+	code, want, _ := runArgs(t, []string{"--version"})
+	if got, gotOut, stderr := runArgs(t, []string{"version"}); got != 0 || gotOut != want || stderr != "" {
+		t.Errorf("sidecar version: exit %d, stdout %q, stderr %q; want 0 and %q (exit %d), as --version", got, gotOut, stderr, want, code)
+	}
+	if got, _, stderr := runArgs(t, []string{"version", "--short"}); got != 2 || !strings.Contains(stderr, "--short") {
+		t.Errorf("sidecar version --short: exit %d, stderr %q; want 2 naming the argument", got, stderr)
+	}
+	for _, c := range commands {
+		_, usage, _ := runArgs(t, []string{c.name, "--help"})
+		code, stdout, stderr := runArgs(t, []string{"help", c.name})
+		if code != 0 || stdout != usage || stderr != "" {
+			t.Errorf("sidecar help %s: exit %d, stderr %q, stdout:\n%s\nwant 0 and what sidecar %s --help prints:\n%s", c.name, code, stderr, stdout, c.name, usage)
+		}
+	}
+	code, _, stderr := runArgs(t, []string{"help", "lok"})
+	if code != 2 || !strings.Contains(stderr, `"lok"`) || !strings.Contains(stderr, "lock") {
+		t.Errorf("sidecar help lok: exit %d, stderr %q; want 2 naming the word and the commands", code, stderr)
+	}
+}
