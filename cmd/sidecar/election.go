@@ -98,6 +98,20 @@ var timingFlags = map[string]string{
 	"RenewInterval": "--renew-interval",
 }
 
+// timingError names the flag behind a timing rule broken: of a rule
+// between two timings, the one set by hand (flag or variable) when the
+// other was left at its default (--renew-deadline 20s alone breaks
+// "lease duration > renew deadline", and is what to change).
+func (c *electionConfig) timingError(ce *election.ConfigError) error {
+	given := func(field string) bool {
+		return c.set != nil && c.set.Changed(strings.TrimPrefix(timingFlags[field], "--"))
+	}
+	if ce.Other != "" && given(ce.Other) && !given(ce.Field) {
+		return fmt.Errorf("%s: %s", timingFlags[ce.Other], ce.OtherProblem)
+	}
+	return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
+}
+
 // check fills in the default of --renew-interval, checks every setting,
 // then resolves what depends on the environment: --backend auto, the
 // identity, the kubeconfig, the Pod. Call it once, after the flags and
@@ -123,7 +137,7 @@ func (c *electionConfig) check(environ []string) error {
 	if err != nil {
 		var ce *election.ConfigError
 		if errors.As(err, &ce) {
-			return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
+			return c.timingError(ce)
 		}
 		return err
 	}

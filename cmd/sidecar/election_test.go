@@ -118,3 +118,25 @@ func TestBackendKindsAreTheOpeners(t *testing.T) {
 		}
 	}
 }
+
+// A rule between two timings is reported against the flag set by hand
+// (or its variable) when the other is at its default: the one to change.
+func TestTimingErrorBlamesTheFlagSet(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"--renew-deadline", "20s"}, nil, "--renew-deadline: must be less than the lease duration (15s), got 20s"},
+		{nil, []string{"LEADER_SIDECAR_RENEW_DEADLINE=20s"}, "--renew-deadline: must be less than the lease duration (15s), got 20s"},
+		{[]string{"--lease-duration", "5s"}, nil, "--lease-duration: must be greater than the renew deadline (10s), got 5s"},
+		{[]string{"--retry-period", "9s"}, nil, "--retry-period: must be less than the renew deadline (10s) / 1.2"},
+		{[]string{"--renew-deadline", "2s"}, nil, "--renew-deadline: must be greater than 1.2 x retry period (2.4s), got 2s"},
+		{[]string{"--renew-deadline", "20s", "--lease-duration", "15s"}, nil, "--lease-duration: must be greater than the renew deadline (20s), got 15s"},
+	} {
+		code, _, stderr := runArgs(t, append([]string{"check"}, c.args...), c.env...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("check %v %v: exit %d, stderr %q; want 2 and %q", c.args, c.env, code, stderr, c.want)
+		}
+	}
+}

@@ -169,6 +169,11 @@ type ConfigError struct {
 	Field string
 	// Problem states the rule that was broken.
 	Problem string
+	// Other, for a rule between two fields ("LeaseDuration" must be
+	// greater than "RenewDeadline"), is the other field, and OtherProblem
+	// states the same rule from its side: where only Other was set by
+	// hand, it is the one to blame.
+	Other, OtherProblem string
 }
 
 func (e *ConfigError) Error() string { return e.Field + ": " + e.Problem }
@@ -206,13 +211,13 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	if c.Backend == nil {
-		return &ConfigError{"Backend", "is required"}
+		return &ConfigError{Field: "Backend", Problem: "is required"}
 	}
 	if c.Identity == "" {
-		return &ConfigError{"Identity", "must not be empty"}
+		return &ConfigError{Field: "Identity", Problem: "must not be empty"}
 	}
 	if c.ReleaseHoldOff < 0 {
-		return &ConfigError{"ReleaseHoldOff", fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
+		return &ConfigError{Field: "ReleaseHoldOff", Problem: fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
 	}
 	if err := ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
 		return err
@@ -302,16 +307,19 @@ func jittered(retryPeriod time.Duration, jitter float64) time.Duration {
 func ValidateTimings(lease, renew, retry time.Duration) error {
 	switch {
 	case retry <= 0:
-		return &ConfigError{"RetryPeriod", fmt.Sprintf("must be greater than 0, got %v", retry)}
+		return &ConfigError{Field: "RetryPeriod", Problem: fmt.Sprintf("must be greater than 0, got %v", retry)}
 	case float64(renew) <= JitterFactor*float64(retry):
-		return &ConfigError{"RenewDeadline", fmt.Sprintf("must be greater than %v x retry period (%v), got %v",
-			JitterFactor, time.Duration(JitterFactor*float64(retry)), renew)}
+		return &ConfigError{Field: "RenewDeadline", Problem: fmt.Sprintf("must be greater than %v x retry period (%v), got %v",
+			JitterFactor, time.Duration(JitterFactor*float64(retry)), renew),
+			Other: "RetryPeriod", OtherProblem: fmt.Sprintf("must be less than the renew deadline (%v) / %v, %v, got %v",
+				renew, JitterFactor, time.Duration(float64(renew)/JitterFactor), retry)}
 	case lease <= renew:
-		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be greater than the renew deadline (%v), got %v", renew, lease)}
+		return &ConfigError{Field: "LeaseDuration", Problem: fmt.Sprintf("must be greater than the renew deadline (%v), got %v", renew, lease),
+			Other: "RenewDeadline", OtherProblem: fmt.Sprintf("must be less than the lease duration (%v), got %v", lease, renew)}
 	case lease%time.Second != 0:
-		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be a whole number of seconds (a Lease stores seconds), got %v", lease)}
+		return &ConfigError{Field: "LeaseDuration", Problem: fmt.Sprintf("must be a whole number of seconds (a Lease stores seconds), got %v", lease)}
 	case lease/time.Second > math.MaxInt32:
-		return &ConfigError{"LeaseDuration", fmt.Sprintf("must be at most %d seconds, got %v", math.MaxInt32, lease)}
+		return &ConfigError{Field: "LeaseDuration", Problem: fmt.Sprintf("must be at most %d seconds, got %v", math.MaxInt32, lease)}
 	}
 	return nil
 }
@@ -326,9 +334,9 @@ func ValidateRenewInterval(renewInterval, renewDeadline, retryPeriod time.Durati
 	room := renewDeadline - jittered(retryPeriod, 1)
 	switch {
 	case renewInterval <= 0:
-		return &ConfigError{"RenewInterval", fmt.Sprintf("must be greater than 0, got %v", renewInterval)}
+		return &ConfigError{Field: "RenewInterval", Problem: fmt.Sprintf("must be greater than 0, got %v", renewInterval)}
 	case renewInterval >= room:
-		return &ConfigError{"RenewInterval", fmt.Sprintf(
+		return &ConfigError{Field: "RenewInterval", Problem: fmt.Sprintf(
 			"must be less than the renew deadline (%v) minus %v x retry period (%v), %v, so a failed renewal is retried before the leader stops claiming; got %v",
 			renewDeadline, JitterFactor, jittered(retryPeriod, 1), room, renewInterval)}
 	}
