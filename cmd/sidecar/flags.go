@@ -141,3 +141,33 @@ func loopbackAddress(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	return err == nil && httpapi.IsLoopbackHost(host)
 }
+
+// sameListener reports whether two valid host:port addresses would listen
+// on one socket address, which the second bind would refuse at start: the
+// same port (not 0, a port of the system's choosing) on the same host,
+// where "localhost" is 127.0.0.1 and an empty or unspecified host (":P",
+// "0.0.0.0:P", "[::]:P") is every host. at is the address they share.
+func sameListener(a, b string) (at string, clash bool) {
+	hostA, portA, errA := net.SplitHostPort(a)
+	hostB, portB, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || portA != portB || portA == "0" {
+		return "", false
+	}
+	canonical := func(host string) string {
+		if host == "localhost" {
+			return "127.0.0.1"
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			return ""
+		}
+		return host
+	}
+	hostA, hostB = canonical(hostA), canonical(hostB)
+	switch {
+	case hostA == hostB || hostB == "":
+		return net.JoinHostPort(hostA, portA), true
+	case hostA == "":
+		return net.JoinHostPort(hostB, portA), true
+	}
+	return "", false
+}

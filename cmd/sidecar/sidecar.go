@@ -184,6 +184,9 @@ func (c *sidecarConfig) check(environ []string) error {
 		if c.opsAddress == c.httpAddress && !strings.HasSuffix(c.opsAddress, ":0") {
 			return fmt.Errorf("--ops-address: must differ from --http-address (both %q)", c.opsAddress)
 		}
+		if at, clash := sameListener(c.opsAddress, c.httpAddress); clash {
+			return fmt.Errorf("--ops-address: %q and --http-address %q would both listen on %s: give them different ports", c.opsAddress, c.httpAddress, at)
+		}
 	}
 	if !slices.Contains(podreadiness.Modes, c.readiness) {
 		return oneOf("--readiness-mode", c.readiness, podreadiness.Modes)
