@@ -36,15 +36,22 @@ func chartKinds() chartschema.Kinds {
 	return chartschema.Kinds{"backends": backends, "readinessModes": modes}
 }
 
-// Each chart's values.schema.json is what its sources and the binary's
-// kinds generate; -update rewrites them.
+// Each chart's values.schema.json (and the injector's templates/_schema.tpl)
+// is what its sources and the binary's kinds generate; -update rewrites
+// them.
 func TestChartSchemasAreGenerated(t *testing.T) {
 	files, err := chartschema.Render(os.DirFS(repoRoot), chartKinds())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != len(chartschema.Charts) {
-		t.Fatalf("%d schemas generated for %d charts", len(files), len(chartschema.Charts))
+	schemas := 0
+	for _, f := range files {
+		if filepath.Base(f.Path) == "values.schema.json" {
+			schemas++
+		}
+	}
+	if schemas != len(chartschema.Charts) {
+		t.Fatalf("%d schemas generated for %d charts", schemas, len(chartschema.Charts))
 	}
 	for _, f := range files {
 		name := filepath.Join(repoRoot, filepath.FromSlash(f.Path))
