@@ -5,8 +5,13 @@
 // labelled leader-sidecar.io/inject=true gets the sidecar first among its
 // init containers, the very container the library chart renders for the
 // same settings (compared field by field); an unlabelled or an already
-// injected Pod is unchanged; a broken parameter refuses only the opted-in
-// Pods, with the ValidatingAdmissionPolicy's message.
+// injected Pod is unchanged, and so is one that runs the library chart's
+// sidecar under another name; a broken parameter refuses only the
+// opted-in Pods, with the ValidatingAdmissionPolicy's message; a table of
+// settings (the Lease name from an annotation or a label, the timings, the
+// app health settings) is admitted or refused by the policy as the
+// sidecar's own check (sidecar check, built once for the package) accepts
+// or refuses it.
 //
 // What they need besides Go:
 //

@@ -91,3 +91,21 @@ func TestInjectBadAnnotationRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectOffSwitchNamed: a Pod labelled for injection whose annotation
+// leader-sidecar.io/injected (set by hand, the way to turn the injection
+// off) kept the sidecar out is refused with a message that names that
+// annotation, not one that blames the policy.
+func TestInjectOffSwitchNamed(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	for _, value := range []string{"false", "true"} {
+		pod := labelledPod("orders-0")
+		pod.Annotations[markerAnnotation] = value
+		_, err := dryRun(t.Context(), k, ns, pod)
+		want := `the annotation leader-sidecar.io/injected is "` + value + `"`
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "is it installed") {
+			t.Errorf("injected=%s without the sidecar: %v\nwant refused saying %q", value, err, want)
+		}
+	}
+}

@@ -7,4 +7,4 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-func TestMain(m *testing.M) { os.Exit(sidecartest.KubeMain(m)) }
+func TestMain(m *testing.M) { os.Exit(sidecartest.Main(m)) }

@@ -26,7 +26,9 @@ The sidecar's image reference: repository@digest, else repository:tag.
 {{/*
 The settings a Pod annotation overrides, as a YAML list: the CEL variable,
 the annotation (after leader-sidecar.io/) and the parameter's key (also
-the key under .Values.defaults).
+the key under .Values.defaults, and under definitions.settings in the
+schema, which says what values it takes); with "when", the variable that
+must not be empty for the setting to reach the sidecar.
 */}}
 {{- define "leader-sidecar-injector.settings" -}}
 - {var: backend, annotation: backend, key: backend}
@@ -36,12 +38,37 @@ the key under .Values.defaults).
 - {var: renewDeadline, annotation: renew-deadline, key: renewDeadline}
 - {var: retryPeriod, annotation: retry-period, key: retryPeriod}
 - {var: renewInterval, annotation: renew-interval, key: renewInterval}
-- {var: appHealthPeriod, annotation: app-health-period, key: appHealthPeriod}
-- {var: appHealthFailures, annotation: app-health-failures, key: appHealthFailures}
-- {var: appHealthTimeout, annotation: app-health-timeout, key: appHealthTimeout}
+- {var: appHealthPeriod, annotation: app-health-period, key: appHealthPeriod, when: appHealthURL}
+- {var: appHealthFailures, annotation: app-health-failures, key: appHealthFailures, when: appHealthURL}
+- {var: appHealthTimeout, annotation: app-health-timeout, key: appHealthTimeout, when: appHealthURL}
 - {var: events, annotation: events, key: events}
 - {var: logFormat, annotation: log-format, key: logFormat}
 - {var: logLevel, annotation: log-level, key: logLevel}
+{{- end }}
+
+{{/*
+The CEL expression of a setting's value (a string): the Pod's annotation,
+else the parameter's key, else the chart's default. Both policies define
+the variables annotations and params it reads.
+
+Usage:
+  {{ include "leader-sidecar-injector.settingValue" (list $setting $) }}
+*/}}
+{{- define "leader-sidecar-injector.settingValue" -}}
+{{- $s := index . 0 }}
+{{- $ := index . 1 -}}
+variables.annotations[?"leader-sidecar.io/{{ $s.annotation }}"].orValue(variables.params[?{{ $s.key | quote }}].orValue({{ index $.Values.defaults $s.key | toString | quote }}))
+{{- end }}
+
+{{/*
+The CEL expression true when the Pod already runs the sidecar: a container
+or init container named leader-sidecar (the injector's, the library
+chart's default) or, under any other name (the library chart's
+sidecar.name), given LEADER_SIDECAR_LEASE_NAME, as every sidecar the
+charts render is.
+*/}}
+{{- define "leader-sidecar-injector.hasSidecar" -}}
+(object.spec.?initContainers.orValue([]) + object.spec.?containers.orValue([])).exists(c, c.name == "leader-sidecar" || c.?env.orValue([]).exists(e, e.name == "LEADER_SIDECAR_LEASE_NAME"))
 {{- end }}
 
 {{/*
