@@ -147,6 +147,32 @@ var settingCases = []settingCase{
 		refuse:  []string{"the annotation leader-sidecar.io/events is yes, not one of true, false"},
 		sidecar: []string{"LEADER_SIDECAR_EVENTS=yes"}},
 
+	// The app health URL: http(s) on loopback, not on the sidecar's own
+	// ports (the app API on 4040, ops on 8081).
+	urlCase("http://localhost:8080/healthz", ""),
+	urlCase("http://LocalHost:8080/healthz", ""),
+	urlCase("HTTPS://127.0.0.1/healthz", ""),
+	urlCase("http://127.255.255.254:8080/", ""),
+	urlCase("http://[::1]:8080/healthz", ""),
+	urlCase("http://[0:0:0:0:0:0:0:1]:8080/", ""),
+	urlCase("http://[::ffff:127.0.0.1]:8080/", ""),
+	urlCase("http://127.0.0.1:08080/healthz", ""),
+	urlCase("http://10.0.0.7:8080/healthz", notLoopback),
+	urlCase("http://app:8080/healthz", notLoopback),
+	urlCase("http://127.1/healthz", notLoopback),
+	urlCase("http://127.000.0.1/healthz", notLoopback),
+	urlCase("http://localhost./healthz", notLoopback),
+	urlCase("http://[::]:8080/", notLoopback),
+	urlCase("http://[::ffff:10.0.0.1]:8080/", notLoopback),
+	urlCase("127.0.0.1:8080", notLoopback),
+	urlCase("ftp://127.0.0.1/healthz", notLoopback),
+	urlCase("http:///healthz", notLoopback),
+	urlCase("http://127.0.0.1:0/healthz", "not a port number from 1 to 65535"),
+	urlCase("http://127.0.0.1:99999/healthz", "not a port number from 1 to 65535"),
+	urlCase("http://127.0.0.1:8081/healthz", "is the sidecar's own"),
+	urlCase("http://localhost:4040/leader", "is the sidecar's own"),
+	urlCase("http://127.0.0.1:08081/healthz", "is the sidecar's own"),
+
 	// Refused by the injector alone: spellings the sidecar's parsing
 	// takes (Go's time.ParseDuration, strconv.ParseInt base 0) that the
 	// charts' schemas do not, and durations too long to check without an
@@ -157,9 +183,28 @@ var settingCases = []settingCase{
 		refuse: []string{`the annotation leader-sidecar.io/retry-period is "2000000us"`, notDuration}, chartOnly: []string{"LEADER_SIDECAR_RETRY_PERIOD=2000000us"}},
 	{name: "duration of 21 characters", annotations: annotations("lease-duration", "1h1m1s0ms0ms0ms0ms0ms"),
 		refuse: []string{`the annotation leader-sidecar.io/lease-duration is "1h1m1s0ms0ms0ms0ms0ms"`, notDuration}, chartOnly: []string{"LEADER_SIDECAR_LEASE_DURATION=1h1m1s0ms0ms0ms0ms0ms"}},
+	{name: "app health URL on loopback with a zone", annotations: annotations("app-health-url", "http://[::1%25eth0]:8080/"),
+		refuse:    []string{`the annotation leader-sidecar.io/app-health-url is "http://[::1%25eth0]:8080/"`, notLoopback},
+		chartOnly: []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://[::1%25eth0]:8080/"}},
+	{name: "app health URL on loopback as hex IPv4-mapped", annotations: annotations("app-health-url", "http://[::FFFF:7f00:1]:8080/"),
+		refuse:    []string{`the annotation leader-sidecar.io/app-health-url is "http://[::FFFF:7f00:1]:8080/"`, notLoopback},
+		chartOnly: []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://[::FFFF:7f00:1]:8080/"}},
 	{name: "app health failures in hex", annotations: annotations("app-health-url", appURL, "app-health-failures", "0x10"),
 		refuse:    []string{`the annotation leader-sidecar.io/app-health-failures is "0x10"`, "a whole number of at least 1"},
 		chartOnly: []string{"LEADER_SIDECAR_APP_HEALTH_URL=" + appURL, "LEADER_SIDECAR_APP_HEALTH_FAILURES=0x10"}},
+}
+
+const notLoopback = "not an http:// or https:// URL on loopback"
+
+// urlCase is a case of the app health URL url: admitted (refuse "") or
+// refused by both the policy and the sidecar, the policy saying refuse.
+func urlCase(url, refuse string) settingCase {
+	c := settingCase{name: "app health URL " + url, annotations: annotations("app-health-url", url)}
+	if refuse != "" {
+		c.refuse = []string{`the annotation leader-sidecar.io/app-health-url is "` + url + `"`, refuse}
+		c.sidecar = []string{"LEADER_SIDECAR_APP_HEALTH_URL=" + url}
+	}
+	return c
 }
 
 // The injector and the sidecar agree on every case: what the policy
