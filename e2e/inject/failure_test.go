@@ -109,3 +109,18 @@ func TestInjectOffSwitchNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectNamespaceParameterValueNamed: a namespace's own parameter,
+// which no schema checks, with a setting the sidecar would refuse: the
+// opted-in Pods are refused, the message naming the ConfigMap and its key.
+func TestInjectNamespaceParameterValueNamed(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	data := paramData(t)
+	data["leaseDuration"] = "15"
+	useNamespaceParam(t, k, ns, data)
+	want := `the key leaseDuration of ConfigMap ` + ns + `/leader-sidecar-injector is "15": not a duration`
+	_ = awaitDryRun(t, k, ns, labelledPod("orders-0"), func(_ *corev1.Pod, err error) bool {
+		return err != nil && strings.Contains(err.Error(), want)
+	})
+}
