@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
+	"github.com/leader-sidecar/leader-sidecar/pkg/supervise"
 )
 
 // runLock is "sidecar lock [flags] -- CMD [ARGS...]": parse and check the
@@ -36,10 +36,10 @@ func runLock(ctx context.Context, p process, args []string) int {
 	if err == nil {
 		err = cfg.check(p.environ)
 	}
-	var ce *commandError
+	var ce *supervise.CommandError
 	if errors.As(err, &ce) {
 		fmt.Fprintf(p.stderr, "sidecar lock: %v\n", err)
-		return ce.exitStatus()
+		return ce.ExitStatus()
 	}
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar lock: %v\n", err)
@@ -144,7 +144,8 @@ func newLockConfig() *lockConfig {
 
 // check checks every setting and CMD, and resolves what depends on the
 // environment (see electionConfig.check). Its error names the flag and
-// the rule it broke; a CMD that cannot be found is a *commandError.
+// the rule it broke; a CMD that cannot be found is a
+// *supervise.CommandError.
 func (c *lockConfig) check(environ []string) error {
 	if err := c.election.check(environ); err != nil {
 		return err
@@ -185,7 +186,7 @@ func (c *lockConfig) check(environ []string) error {
 	}
 	path, err := exec.LookPath(c.command[0])
 	if err != nil {
-		return &commandError{err}
+		return &supervise.CommandError{Err: err}
 	}
 	c.path = path
 	return nil
@@ -213,19 +214,6 @@ func defaultKillGrace(el electionConfig) time.Duration {
 // lease duration minus renew deadline, leaving a quarter as the margin.
 func maxKillGrace(el electionConfig) time.Duration {
 	return (el.leaseDuration - el.renewDeadline) * 3 / 4
-}
-
-// commandError is a CMD that cannot be run: not found (exit status 127,
-// as a shell answers) or not executable (126).
-type commandError struct{ err error }
-
-func (e *commandError) Error() string { return e.err.Error() }
-
-func (e *commandError) exitStatus() int {
-	if errors.Is(e.err, exec.ErrNotFound) || errors.Is(e.err, fs.ErrNotExist) {
-		return 127
-	}
-	return 126
 }
 
 // The variables sidecar lock adds to CMD's environment, replacing any of
@@ -349,20 +337,21 @@ func (l *locker) run(ctx context.Context) int {
 	if !leading {
 		return status
 	}
-	c, err := startChild(l.cfg, l.p, commandEnv(l.p.environ, st, l.lease))
+	c, err := supervise.Start(supervise.Command{Path: l.cfg.path, Args: l.cfg.command,
+		Env: commandEnv(l.p.environ, st, l.lease), Stdin: l.p.stdin, Stdout: l.p.stdout, Stderr: l.p.stderr})
 	if err != nil {
 		l.log.Error("cannot run the command", "err", err)
-		var ce *commandError
+		var ce *supervise.CommandError
 		if errors.As(err, &ce) {
-			return ce.exitStatus()
+			return ce.ExitStatus()
 		}
 		return 126
 	}
-	l.log.Info("leading: running the command", "token", st.Token, "pid", c.pid)
+	l.log.Info("leading: running the command", "token", st.Token, "pid", c.Pid())
 	lost, stepped := l.supervise(ctx, c, st.Token, e)
-	c.killLeftovers()
+	c.KillLeftovers()
 	l.stepDowns.finish()
-	status = c.exitStatus()
+	status = c.ExitStatus()
 	switch {
 	case lost != "":
 		l.log.Error("leadership was lost while the command ran; exiting 1", "reason", lost, "command status", status)
@@ -426,7 +415,7 @@ func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st electi
 // CMD has exited, with why leadership was lost ("" if it was not), and
 // what the lock did on request after CMD had exited, what is left of its
 // group killed ("" if nothing was asked).
-func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electionRun) (lost, stepped string) {
+func (l *locker) supervise(ctx context.Context, c *supervise.Child, token int64, e *electionRun) (lost, stepped string) {
 	var (
 		pending  *stepDown // the release or hand-off waiting for CMD to exit
 		stopping bool      // SIGTERM sent, SIGKILL due at kill
@@ -435,7 +424,7 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 	stop := func() {
 		if !stopping {
 			stopping = true
-			c.signal(syscall.SIGTERM)
+			c.Signal(syscall.SIGTERM)
 			kill = time.After(l.cfg.killGrace)
 		}
 	}
@@ -455,7 +444,7 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 			}
 		}
 		select {
-		case <-c.done:
+		case <-c.Done():
 			if pending == nil {
 				return lost, ""
 			}
@@ -463,7 +452,7 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 				pending.reply(l.elector.Status(), fmt.Errorf("%w: leadership was lost while the command was being stopped (%s)", election.ErrNotLeader, lost))
 				return lost, ""
 			}
-			c.killLeftovers()
+			c.KillLeftovers()
 			return "", l.performStepDown(pending)
 		case req := <-l.stepDowns.requests:
 			switch {
@@ -482,14 +471,14 @@ func (l *locker) supervise(ctx context.Context, c *child, token int64, e *electi
 			electionDone = nil
 		case sig := <-l.p.signals:
 			l.log.Info("passing the signal on to the command", "signal", sig)
-			c.signal(sig)
+			c.Signal(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			c.signal(syscall.SIGTERM)
+			c.Signal(syscall.SIGTERM)
 		case <-kill:
 			kill = nil
 			l.log.Error("the command outlived --kill-grace: SIGKILL", "kill grace", l.cfg.killGrace)
-			c.signal(syscall.SIGKILL)
+			c.Signal(syscall.SIGKILL)
 		}
 	}
 }

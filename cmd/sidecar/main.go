@@ -6,8 +6,8 @@
 // "sidecar probe" asks a running one (see runProbe), "sidecar handoff"
 // asks a running leader to hand leadership over (see runHandoff),
 // "sidecar lock" runs a command while leading (see runLock); on Linux the
-// lock starts the binary again as its command's guardian (guardianArg, not
-// listed in --help; see guardian_linux.go). "sidecar check" checks the
+// lock starts the binary again as its command's guardian
+// (supervise.GuardianArg, not listed in --help; see package supervise). "sidecar check" checks the
 // sidecar's flags and environment on the sidecar's own path and prints the
 // result (see runCheck). "sidecar reset" clears an SQLite election's
 // record (see runReset). "sidecar status" shows every election (see
@@ -42,12 +42,14 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/supervise"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == guardianArg {
+	if len(os.Args) > 1 && os.Args[1] == supervise.GuardianArg {
 		// Before any signal handling: the guardian sets up its own.
-		os.Exit(runGuardian(os.Args[2:]))
+		os.Exit(supervise.RunGuardian(os.Args[2:]))
 	}
 	p := process{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: notifyStopSignals()}
 	if isPlugin(os.Args[0]) {

@@ -4,11 +4,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"syscall"
-	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -51,21 +49,4 @@ func stopNow() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
-}
-
-// guardianPauseEnv, set to a point of the guardian's start-up
-// ("before-handler": before it catches its parent-death signal;
-// "before-start": after it checked its parent, before it starts CMD),
-// makes the guardian say so on stderr ("e2e hook: guardian paused
-// <point>") and pause there for guardianPause: a lock killed in that
-// window is the race the guardian must not miss.
-const guardianPauseEnv = "SIDECAR_E2E_GUARDIAN_PAUSE"
-
-const guardianPause = 300 * time.Millisecond
-
-func guardianPauseAt(point string) {
-	if os.Getenv(guardianPauseEnv) == point {
-		fmt.Fprintf(os.Stderr, "e2e hook: guardian paused %s\n", point)
-		time.Sleep(guardianPause)
-	}
 }

@@ -82,9 +82,11 @@ func Build(t testing.TB, pkg string) string {
 }
 
 // HookedBinary is the sidecar built with -tags e2ehooks, once per test
-// binary: the test hooks of cmd/sidecar/testhooks.go, which the
-// environment turns on (SIDECAR_E2E_STOP_AFTER_ACCEPT=1: the sidecar
-// stops itself with SIGSTOP right after it accepted a hand-off).
+// binary: the test hooks of cmd/sidecar/testhooks.go and
+// pkg/supervise/testhooks.go, which the environment turns on
+// (SIDECAR_E2E_STOP_AFTER_ACCEPT=1: the sidecar stops itself with SIGSTOP
+// right after it accepted a hand-off; SIDECAR_E2E_GUARDIAN_PAUSE: the
+// lock's guardian pauses as it starts).
 func HookedBinary(t testing.TB) string {
 	t.Helper()
 	path, err := buildOnce(sidecarPkg, "e2ehooks")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package supervise
 
 import (
 	"bufio"
@@ -56,15 +56,14 @@ const guardianDeathSignal = syscall.SIGTERM
 // "exited <wait status>".
 const guardianReportsFD = 3
 
-// startChild starts CMD with env, on the process's standard streams,
-// through a guardian (see above). It returns once CMD runs, or with a
-// *commandError if CMD could not start.
+// Start starts CMD through a guardian (see above). It returns once CMD
+// runs, or with a *CommandError if CMD could not start.
 //
 // The guardian is started, and waited for, from one goroutine locked to
 // its OS thread: the parent-death signal fires when the thread that forked
 // the guardian ends, not the process, and the Go runtime may end an idle
 // thread.
-func startChild(cfg lockConfig, p process, env []string) (*child, error) {
+func Start(cmd Command) (*Child, error) {
 	reports, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting the command's guardian: %w", err)
@@ -72,11 +71,11 @@ func startChild(cfg lockConfig, p process, env []string) (*child, error) {
 	g := &exec.Cmd{
 		// The running binary, even if its file was replaced since.
 		Path:       "/proc/self/exe",
-		Args:       append([]string{os.Args[0], guardianArg, strconv.Itoa(os.Getpid()), "--", cfg.path}, cfg.command...),
-		Env:        env,
-		Stdin:      p.stdin,
-		Stdout:     p.stdout,
-		Stderr:     p.stderr,
+		Args:       append([]string{os.Args[0], GuardianArg, strconv.Itoa(os.Getpid()), "--", cmd.Path}, cmd.Args...),
+		Env:        cmd.Env,
+		Stdin:      cmd.Stdin,
+		Stdout:     cmd.Stdout,
+		Stderr:     cmd.Stderr,
 		ExtraFiles: []*os.File{w}, // guardianReportsFD
 		WaitDelay:  time.Second,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -84,7 +83,7 @@ func startChild(cfg lockConfig, p process, env []string) (*child, error) {
 			Pdeathsig: guardianDeathSignal,
 		},
 	}
-	c := &child{done: make(chan struct{})}
+	c := &Child{done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		defer reports.Close()
@@ -126,7 +125,7 @@ func startChild(cfg lockConfig, p process, env []string) (*child, error) {
 }
 
 // parseStarted reads the guardian's first report: CMD's pid, or why it
-// could not start (a *commandError).
+// could not start (a *CommandError).
 func parseStarted(line string) (int, error) {
 	line = strings.TrimSuffix(line, "\n")
 	if s, ok := strings.CutPrefix(line, "started "); ok {
@@ -136,7 +135,7 @@ func parseStarted(line string) (int, error) {
 	}
 	if s, ok := strings.CutPrefix(line, "failed "); ok {
 		status, msg, _ := strings.Cut(s, " ")
-		return 0, &commandError{startFailure{msg: msg, notFound: status == "127"}}
+		return 0, &CommandError{startFailure{msg: msg, notFound: status == "127"}}
 	}
 	return 0, fmt.Errorf("the command's guardian ended before it started the command (report %q)", line)
 }
@@ -166,10 +165,10 @@ func (e startFailure) Unwrap() error {
 	return nil
 }
 
-// runGuardian is the guardian: args are the lock's pid, "--", CMD's path
+// RunGuardian is the guardian: args are the lock's pid, "--", CMD's path
 // and CMD's arguments (argv[0] first). It returns its exit status: CMD's;
 // 2 if it was not started by a lock (no report pipe); 1 if the lock died.
-func runGuardian(args []string) int {
+func RunGuardian(args []string) int {
 	lockPid, path, argv, ok := guardianArgs(args)
 	var st syscall.Stat_t
 	if !ok || syscall.Fstat(guardianReportsFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
@@ -190,10 +189,10 @@ func runGuardian(args []string) int {
 	guardianPauseAt("before-start")
 	c, err := startCommand(path, argv, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 	if err != nil {
-		var ce *commandError
+		var ce *CommandError
 		status := 126
 		if errors.As(err, &ce) {
-			status = ce.exitStatus()
+			status = ce.ExitStatus()
 		}
 		fmt.Fprintf(reports, "failed %d %s\n", status, strings.ReplaceAll(err.Error(), "\n", " "))
 		return status

@@ -1,0 +1,136 @@
+package supervise
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+)
+
+// Command is what to run: CMD's path as found in $PATH, its arguments
+// (argv[0] first), its environment and its standard streams.
+type Command struct {
+	Path           string
+	Args           []string
+	Env            []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Child is CMD of sidecar lock, running in a process group of its own so
+// that a signal reaches everything it started (the commands of a shell
+// script too), not the shell alone. On Linux a guardian process stands
+// between the lock and CMD and kills CMD's whole group if the lock dies
+// (see guardian_linux.go); elsewhere the lock starts CMD itself.
+type Child struct {
+	pid  int           // CMD's pid, which is its process group's id
+	done chan struct{} // closed when CMD has exited and been reaped
+	// Set before done is closed:
+	state  *os.ProcessState // how the process the lock started ended
+	status int              // CMD's exit status, or 128+n if signal n killed it
+	// groupKilled: what was left of CMD's group was killed after CMD
+	// exited and before it was reaped, so its pgid could not be reused.
+	groupKilled bool
+}
+
+// GuardianArg, first on the command line, makes sidecar the guardian of
+// one CMD (Linux, see guardian_linux.go): the binary's main calls
+// RunGuardian with the arguments that follow it, before anything else. It
+// is internal: --help does not list it, and the guardian refuses to run
+// unless a lock set it up.
+const GuardianArg = "__sidecar-lock-guardian"
+
+// errNotForUse: the guardian was not started by sidecar lock.
+var errNotForUse = errors.New(GuardianArg + " is internal to sidecar lock, not a command to run")
+
+// CommandError is a CMD that cannot be run: not found (exit status 127,
+// as a shell answers) or not executable (126).
+type CommandError struct{ Err error }
+
+func (e *CommandError) Error() string { return e.Err.Error() }
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// ExitStatus is a shell's status for the error: 127 if CMD was not found,
+// else 126.
+func (e *CommandError) ExitStatus() int {
+	if errors.Is(e.Err, exec.ErrNotFound) || errors.Is(e.Err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
+
+// startCommand starts path with args and env on the given streams, in a
+// process group of its own. Where the system offers it (Linux), the kernel
+// kills it when the thread that started it ends; so it is started, and
+// waited for, from one goroutine locked to its OS thread for its whole
+// life (the Go runtime may end an idle thread), and what it left in its
+// group is killed before it is reaped.
+func startCommand(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (*Child, error) {
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   args,
+		Env:    env,
+		Stdin:  stdin,
+		Stdout: stdout,
+		Stderr: stderr,
+		// Output copied through a pipe (not an *os.File) is read on
+		// for at most this long after CMD exits, in case what CMD left
+		// behind still holds the pipe.
+		WaitDelay: time.Second,
+	}
+	supervisedProcess(cmd)
+	c := &Child{done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with the goroutine, after CMD.
+		runtime.LockOSThread()
+		err := cmd.Start()
+		if err == nil {
+			c.pid = cmd.Process.Pid
+		}
+		started <- err
+		if err != nil {
+			return
+		}
+		c.groupKilled = killGroupBeforeReaping(c.pid)
+		_ = cmd.Wait() // the status is read from ProcessState
+		c.state = cmd.ProcessState
+		c.status = exitStatus(cmd.ProcessState)
+		close(c.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, &CommandError{err}
+	}
+	return c, nil
+}
+
+// Pid is CMD's pid, which is its process group's id.
+func (c *Child) Pid() int { return c.pid }
+
+// Done is closed once CMD has exited and been reaped.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Signal sends sig to CMD's process group (best effort: it may be gone).
+func (c *Child) Signal(sig os.Signal) {
+	signalGroup(c.pid, sig)
+}
+
+// KillLeftovers waits until CMD has exited and kills what is left of its
+// process group, so nothing it started runs on after the lease is
+// released.
+func (c *Child) KillLeftovers() {
+	<-c.done
+	if !c.groupKilled {
+		killGroup(c.pid)
+	}
+}
+
+// ExitStatus is CMD's exit status, or 128+n if signal n killed it, as a
+// shell reports it. Call it after Done is closed.
+func (c *Child) ExitStatus() int {
+	return c.status
+}

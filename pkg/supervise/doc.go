@@ -1,0 +1,26 @@
+// Package supervise runs the command of sidecar lock (CMD) and makes sure
+// nothing of it runs on once the lock may no longer lead. It is the lock's
+// process supervision; whether the lock leads is decided elsewhere
+// (package election), and the lock tells this package what to do.
+//
+// The contract:
+//
+//   - CMD runs in a process group of its own, so a signal reaches
+//     everything it started (the commands of a shell script too), not the
+//     shell alone. Signals passed on with Child.Signal go to that group.
+//   - When CMD exits, whatever is left of its group is killed before CMD
+//     is reaped (its pid, the group's id, cannot name another group
+//     meanwhile) on Linux, or at once after elsewhere (Child.KillLeftovers),
+//     so nothing it started runs on once the lease is released.
+//   - If the lock itself dies (SIGKILL, the OOM killer), CMD's whole group
+//     is killed at once, what CMD started in the background too. On Linux
+//     the lock does not start CMD itself: it starts the same binary again
+//     as CMD's guardian (GuardianArg; see guardian_linux.go), which the
+//     kernel's parent-death signal reaches and which then kills CMD's
+//     group. Elsewhere CMD and what it started run on.
+//   - What CMD moved out of its process group (setsid, setpgid) is not
+//     reached.
+//   - CMD's exit status comes back as a shell reports it: its own, or
+//     128+n if signal n killed it; a CMD that cannot start is a
+//     *CommandError, 127 if not found, 126 otherwise.
+package supervise
