@@ -52,6 +52,11 @@ func runLock(ctx context.Context, p process, args []string) int {
 	el := cfg.election
 	log.Info("starting", "version", currentVersion(), "backend", el.backend, "lease", el.leaseName,
 		"identity", el.identity, "command", cfg.command[0])
+	if os.Getpid() == 1 {
+		// The entrypoint of a container without an init: what is
+		// orphaned in it is re-parented to the lock, which reaps it.
+		defer supervise.ReapOrphans()()
+	}
 	l, err := buildLocker(ctx, *cfg, p, log)
 	if err != nil {
 		log.Error("sidecar lock failed", "err", err)

@@ -273,9 +273,21 @@ func ChildrenOf(ppid int) []int {
 	return liveProcesses(func(parent, _ int) bool { return parent == ppid })
 }
 
+// ZombiesOf are the children of ppid that have ended and wait for ppid
+// to reap them.
+func ZombiesOf(ppid int) []int {
+	return processes(func(state string, parent, _ int) bool { return state == "Z" && parent == ppid })
+}
+
 // liveProcesses are the processes in /proc, zombies left out, for which
 // match(parent pid, process group id) holds.
 func liveProcesses(match func(ppid, pgrp int) bool) []int {
+	return processes(func(state string, ppid, pgrp int) bool { return state != "Z" && match(ppid, pgrp) })
+}
+
+// processes are the processes in /proc for which match(state, parent pid,
+// process group id) holds.
+func processes(match func(state string, ppid, pgrp int) bool) []int {
 	dirs, _ := os.ReadDir("/proc")
 	var out []int
 	for _, d := range dirs {
@@ -289,12 +301,12 @@ func liveProcesses(match func(ppid, pgrp int) bool) []int {
 		}
 		// pid (comm) state ppid pgrp ...: the state follows the last ')'.
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[0] == "Z" {
+		if len(f) < 3 {
 			continue
 		}
 		ppid, err1 := strconv.Atoi(f[1])
 		pgrp, err2 := strconv.Atoi(f[2])
-		if err1 == nil && err2 == nil && match(ppid, pgrp) {
+		if err1 == nil && err2 == nil && match(f[0], ppid, pgrp) {
 			out = append(out, pid)
 		}
 	}

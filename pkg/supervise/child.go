@@ -88,7 +88,12 @@ func startCommand(path string, args, env []string, stdin io.Reader, stdout, stde
 	go func() {
 		// Never unlocked: the thread ends with the goroutine, after CMD.
 		runtime.LockOSThread()
-		err := cmd.Start()
+		err := startRecorded(func() (int, error) {
+			if err := cmd.Start(); err != nil {
+				return 0, err
+			}
+			return cmd.Process.Pid, nil
+		})
 		if err == nil {
 			c.pid = cmd.Process.Pid
 		}
@@ -98,6 +103,7 @@ func startCommand(path string, args, env []string, stdin io.Reader, stdout, stde
 		}
 		c.groupKilled = killGroupBeforeReaping(c.pid)
 		_ = cmd.Wait() // the status is read from ProcessState
+		forget(c.pid)
 		c.state = cmd.ProcessState
 		c.status = exitStatus(cmd.ProcessState)
 		close(c.done)

@@ -23,4 +23,8 @@
 //   - CMD's exit status comes back as a shell reports it: its own, or
 //     128+n if signal n killed it; a CMD that cannot start is a
 //     *CommandError, 127 if not found, 126 otherwise.
+//   - The lock may be PID 1 of its PID namespace (a container's
+//     entrypoint). There it calls ReapOrphans, which reaps the processes
+//     re-parented to it, as tini does, but never one of its own children,
+//     whose status belongs to whoever waits for it (see reap_linux.go).
 package supervise

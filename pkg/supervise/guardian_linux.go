@@ -90,7 +90,12 @@ func Start(cmd Command) (*Child, error) {
 		// Never unlocked: the thread ends with the goroutine, after the
 		// guardian.
 		runtime.LockOSThread()
-		err := g.Start()
+		err := startRecorded(func() (int, error) {
+			if err := g.Start(); err != nil {
+				return 0, err
+			}
+			return g.Process.Pid, nil
+		})
 		_ = w.Close() // the guardian has its own copy
 		if err != nil {
 			started <- fmt.Errorf("starting the command's guardian: %w", err)
@@ -108,6 +113,7 @@ func Start(cmd Command) (*Child, error) {
 			last, _ = r.ReadString('\n') // until the guardian exits
 		}
 		_ = g.Wait()
+		forget(g.Process.Pid)
 		c.state = g.ProcessState
 		if ws, ok := parseExited(last); ok {
 			c.status, c.groupKilled = waitStatusExit(ws), true
@@ -219,13 +225,15 @@ func RunGuardian(args []string) int {
 	}
 }
 
-// guardianArgs parses "<lock pid> -- <path> <argv0> [args...]".
+// guardianArgs parses "<lock pid> -- <path> <argv0> [args...]". The lock
+// may be PID 1 (a container's entrypoint): when PID 1 of a PID namespace
+// dies, the kernel kills every process left in it, CMD's group too.
 func guardianArgs(args []string) (lockPid int, path string, argv []string, ok bool) {
 	if len(args) < 4 || args[1] != "--" {
 		return 0, "", nil, false
 	}
 	pid, err := strconv.Atoi(args[0])
-	if err != nil || pid <= 1 {
+	if err != nil || pid < 1 {
 		return 0, "", nil, false
 	}
 	return pid, args[2], args[3:], true
