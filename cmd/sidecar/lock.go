@@ -83,23 +83,29 @@ another term begins, the SQLite file is deleted or replaced) CMD's process
 group gets SIGTERM, then SIGKILL after --kill-grace (default: half of
 --lease-duration minus --renew-deadline, so SIGKILL is sent at the latest
 by halfway between the end of the claim and the earliest instant another
-candidate may lead). SIGTERM, SIGINT and SIGHUP sent to sidecar lock are
-passed on to CMD. When CMD exits, whatever is left of its process group is
-killed and the lease is released, so the next sidecar lock on the election
-starts at once. POST /leader/release and /leader/handoff on --http-address
-stop CMD the same way (SIGTERM, SIGKILL after --kill-grace) before they
-release or hand off; the lock then exits with CMD's status. If sidecar lock
+candidate may lead). On Linux a guardian process between the lock and
+CMD enforces the claim on its own clock: the lock tells it each new end of
+the claim, and CMD is stopped when the last one passes, even if the lock is
+stopped (SIGSTOP, Ctrl-Z) or starved. SIGTERM, SIGINT and SIGHUP sent to
+sidecar lock are passed on to CMD; Ctrl-Z (SIGTSTP) suspends CMD and the
+lock together, and fg (SIGCONT) resumes both. When CMD exits, whatever is
+left of its process group is killed and the lease is released, so the next
+sidecar lock on the election starts at once. POST /leader/release and
+/leader/handoff on --http-address stop CMD the same way (SIGTERM, SIGKILL
+after --kill-grace) before they release or hand off; the lock then exits
+with CMD's status. If sidecar lock
 itself is killed, CMD's whole process group is killed at once, what CMD
-started in the background too (Linux only, through a guardian process
-between the lock and CMD; not what CMD moved out of its group).
+started in the background too (Linux only, by the guardian; not what CMD
+moved out of its group). As PID 1 (a container's entrypoint) it reaps the
+processes orphaned to it.
 
 It waits for ever to lead, unless --timeout (give up after that long) or
 --nonblock (give up at once if the record names another holder, as
 flock -n does). It logs only warnings and errors unless --verbose.
 
 Exit status: CMD's own; 128+n if CMD was killed by signal n; 1 if
-leadership was lost while CMD ran (whatever CMD then returned), or the
-store cannot be opened or was lost before CMD started; 2 for invalid flags
+leadership was lost while CMD ran (whatever CMD then returned) or before it
+could start, or the store cannot be opened or was lost before CMD started; 2 for invalid flags
 or no CMD; 124 if it did not lead within --timeout or --nonblock found
 another holder (CMD never ran); 126 if CMD cannot be run, 127 if it is not
 found; 128+n if signal n arrived before CMD started.
@@ -342,8 +348,16 @@ func (l *locker) run(ctx context.Context) int {
 	if !leading {
 		return status
 	}
+	// Ctrl-Z suspends the lock and CMD together (supervise.NotifyJobControl).
+	jobControl, stopJobControl := supervise.NotifyJobControl()
+	defer stopJobControl()
 	c, err := supervise.Start(supervise.Command{Path: l.cfg.path, Args: l.cfg.command,
-		Env: commandEnv(l.p.environ, st, l.lease), Stdin: l.p.stdin, Stdout: l.p.stdout, Stderr: l.p.stderr})
+		Env: commandEnv(l.p.environ, st, l.lease), Stdin: l.p.stdin, Stdout: l.p.stdout, Stderr: l.p.stderr,
+		KillGrace: l.cfg.killGrace, Log: l.log}, st.ValidUntil)
+	if errors.Is(err, supervise.ErrClaimEnded) {
+		l.log.Error("leadership was lost before the command started; exiting 1", "err", err)
+		return 1
+	}
 	if err != nil {
 		l.log.Error("cannot run the command", "err", err)
 		var ce *supervise.CommandError
@@ -353,7 +367,7 @@ func (l *locker) run(ctx context.Context) int {
 		return 126
 	}
 	l.log.Info("leading: running the command", "token", st.Token, "pid", c.Pid())
-	lost, stepped := l.supervise(ctx, c, st.Token, e)
+	lost, stepped := l.supervise(ctx, c, st, e, jobControl)
 	c.KillLeftovers()
 	l.stepDowns.finish()
 	status = c.ExitStatus()
@@ -414,35 +428,33 @@ func (l *locker) awaitLeadership(ctx context.Context, e *electionRun) (st electi
 	}
 }
 
-// supervise watches the claim while CMD runs, passes signals on to it,
-// and stops it if leadership is lost or the app API asks for a release or
-// a hand-off: SIGTERM, then SIGKILL after --kill-grace. It returns once
-// CMD has exited, with why leadership was lost ("" if it was not), and
-// what the lock did on request after CMD had exited, what is left of its
-// group killed ("" if nothing was asked).
-func (l *locker) supervise(ctx context.Context, c *supervise.Child, token int64, e *electionRun) (lost, stepped string) {
-	var (
-		pending  *stepDown // the release or hand-off waiting for CMD to exit
-		stopping bool      // SIGTERM sent, SIGKILL due at kill
-		kill     <-chan time.Time
-	)
-	stop := func() {
-		if !stopping {
-			stopping = true
-			c.Signal(syscall.SIGTERM)
-			kill = time.After(l.cfg.killGrace)
-		}
-	}
+// supervise watches the claim while CMD runs, tells CMD's supervisor
+// each new end of it, passes signals on to CMD, and stops it if
+// leadership is lost or the app API asks for a release or a hand-off
+// (supervise.Child.Stop: SIGTERM, then SIGKILL after --kill-grace). It
+// returns once CMD has exited, with why leadership was lost ("" if it was
+// not), and what the lock did on request after CMD had exited, what is
+// left of its group killed ("" if nothing was asked). The supervisor
+// stops CMD by itself at the end of the last claim it was told of, should
+// this loop not run (the lock stopped or starved).
+func (l *locker) supervise(ctx context.Context, c *supervise.Child, term election.Status, e *electionRun,
+	jobControl <-chan os.Signal) (lost, stepped string) {
+	var pending *stepDown // the release or hand-off waiting for CMD to exit
+	claimed := term.ValidUntil
 	electionDone, ctxDone := e.done, ctx.Done()
 	for {
 		changed := l.elector.Changed()
 		var lapse <-chan time.Time
 		if lost == "" {
 			st := l.elector.Status()
-			if lost = lossReason(st, token, e); lost != "" {
+			if lost = lossReason(st, term.Token, e); lost != "" {
 				l.log.Error("leadership lost: stopping the command", "reason", lost, "kill grace", l.cfg.killGrace)
-				stop()
+				c.Stop()
 			} else {
+				if st.ValidUntil.After(claimed) {
+					claimed = st.ValidUntil
+					c.Claim(claimed)
+				}
 				// The claim ends at ValidUntil unless a renewal moves it
 				// (which closes changed): look again then.
 				lapse = time.After(max(time.Until(st.ValidUntil), time.Millisecond))
@@ -468,7 +480,7 @@ func (l *locker) supervise(ctx context.Context, c *supervise.Child, token int64,
 			default:
 				pending = req
 				l.log.Info("stopping the command before giving up leadership", "request", req.what(), "kill grace", l.cfg.killGrace)
-				stop()
+				c.Stop()
 			}
 		case <-changed:
 		case <-lapse:
@@ -477,13 +489,12 @@ func (l *locker) supervise(ctx context.Context, c *supervise.Child, token int64,
 		case sig := <-l.p.signals:
 			l.log.Info("passing the signal on to the command", "signal", sig)
 			c.Signal(sig)
+		case sig := <-jobControl:
+			l.log.Info("passing the signal on to the command (job control)", "signal", sig)
+			c.PassJobControl(sig)
 		case <-ctxDone:
 			ctxDone = nil
 			c.Signal(syscall.SIGTERM)
-		case <-kill:
-			kill = nil
-			l.log.Error("the command outlived --kill-grace: SIGKILL", "kill grace", l.cfg.killGrace)
-			c.Signal(syscall.SIGKILL)
 		}
 	}
 }

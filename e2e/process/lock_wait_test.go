@@ -129,11 +129,12 @@ func TestLockCommandThatFailsToStart(t *testing.T) {
 }
 
 // The guardian's internal command (Linux) refuses to run unless a lock
-// started it; --help does not list it.
+// started it (with its report and orders pipes), even given well-formed
+// arguments; --help does not list it.
 func TestLockGuardianIsNotACommand(t *testing.T) {
 	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	cmd := exec.Command(sidecartest.Binary(t), "__sidecar-lock-guardian", strconv.Itoa(os.Getpid()), "--", "/bin/sh", "sh", "-c", "touch "+marker)
+	cmd := exec.Command(sidecartest.Binary(t), "__sidecar-lock-guardian", strconv.Itoa(os.Getpid()), "1s", "--", "/bin/sh", "sh", "-c", "touch "+marker)
 	out, _ := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "internal to sidecar lock") {
 		t.Fatalf("exit status %d, output %q; want 2 and a refusal", code, out)

@@ -4,21 +4,35 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
+	"syscall"
 	"time"
 )
 
 // Command is what to run: CMD's path as found in $PATH, its arguments
-// (argv[0] first), its environment and its standard streams.
+// (argv[0] first), its environment and its standard streams; and how to
+// stop it.
 type Command struct {
 	Path           string
 	Args           []string
 	Env            []string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// KillGrace is the wait between SIGTERM and SIGKILL once the claim
+	// has ended or Stop was called.
+	KillGrace time.Duration
+	// Log is where what the supervisor did on its own is logged (the
+	// claim ended before it was renewed; SIGKILL after KillGrace); nil
+	// for nowhere.
+	Log *slog.Logger
 }
+
+// ErrClaimEnded: the claim had ended before CMD could start, so it did
+// not.
+var ErrClaimEnded = errors.New("the claim ended before the command started")
 
 // Child is CMD of sidecar lock, running in a process group of its own so
 // that a signal reaches everything it started (the commands of a shell
@@ -34,6 +48,9 @@ type Child struct {
 	// groupKilled: what was left of CMD's group was killed after CMD
 	// exited and before it was reaped, so its pgid could not be reused.
 	groupKilled bool
+	// tell passes an order on to CMD's supervisor: the guardian on
+	// Linux, a goroutine of this process elsewhere.
+	tell func(order)
 }
 
 // GuardianArg, first on the command line, makes sidecar the guardian of
@@ -120,9 +137,52 @@ func (c *Child) Pid() int { return c.pid }
 // Done is closed once CMD has exited and been reaped.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
-// Signal sends sig to CMD's process group (best effort: it may be gone).
+// Claim tells CMD's supervisor that the claim now ends at validUntil
+// (a time read from this process's clock, with its monotonic reading): it
+// stops CMD then unless it hears of a later end first. Claims after Stop,
+// or after the claim has ended, change nothing.
+func (c *Child) Claim(validUntil time.Time) {
+	c.tell(order{kind: claimOrder, until: validUntil})
+}
+
+// Stop ends the claim now: CMD's group gets SIGTERM (and SIGCONT, in case
+// it is suspended), then SIGKILL after the kill grace unless CMD exited.
+// Calling it again does nothing more.
+func (c *Child) Stop() {
+	c.tell(order{kind: stopOrder})
+}
+
+// Signal passes sig on to CMD's process group (best effort: it may be
+// gone).
 func (c *Child) Signal(sig os.Signal) {
-	signalGroup(c.pid, sig)
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		s = syscall.SIGTERM
+	}
+	c.tell(order{kind: signalOrder, sig: s})
+}
+
+// signalUnlessReaped sends sig to CMD's group unless CMD has been reaped
+// (its pid, the group's id, may then name another group).
+func (c *Child) signalUnlessReaped(sig syscall.Signal) {
+	select {
+	case <-c.done:
+	default:
+		signalGroup(c.pid, sig)
+	}
+}
+
+// logEvent logs what the supervisor did on its own.
+func logEvent(log *slog.Logger, ev event, grace time.Duration) {
+	if log == nil {
+		return
+	}
+	switch ev {
+	case claimEnded:
+		log.Warn("the claim ended before it was renewed: stopping the command", "kill grace", grace)
+	case killed:
+		log.Error("the command outlived --kill-grace: SIGKILL", "kill grace", grace)
+	}
 }
 
 // KillLeftovers waits until CMD has exited and kills what is left of its

@@ -5,9 +5,13 @@ package supervise
 import (
 	"os"
 	"os/exec"
+	"syscall"
 )
 
 // Without process groups, signals reach CMD alone.
+
+// sigCont is none: without job control no process is stopped.
+const sigCont = syscall.Signal(0)
 
 func supervisedProcess(*exec.Cmd) {}
 

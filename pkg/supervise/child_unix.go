@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// sigCont continues a stopped process.
+const sigCont = syscall.SIGCONT
+
 // supervisedProcess puts CMD in a process group of its own and, where the
 // system offers it (Linux), has the kernel kill CMD when the thread that
 // started it ends.

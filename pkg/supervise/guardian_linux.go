@@ -6,15 +6,21 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // On Linux, sidecar lock does not start CMD itself: it starts itself
@@ -23,18 +29,28 @@ import (
 // so a lock killed outright (SIGKILL, the OOM killer) could take CMD with
 // it but not what CMD started (a shell's background job, a script's
 // commands), and those would run on beside the next leader's CMD. The
-// guardian is what the parent-death signal can reach and that then acts:
+// guardian is what the parent-death signal can reach and that then acts;
+// and as a process of its own, which job control does not stop with the
+// lock, it enforces the lock's claim whatever becomes of the lock:
 //
 //   - The lock starts the guardian in a process group of its own (a
 //     signal to the lock's group, or GNU timeout's, does not reach it),
 //     with guardianDeathSignal as its parent-death signal, from the
-//     thread locked for the guardian's life.
-//   - The guardian starts CMD in a new process group, with SIGKILL as
-//     CMD's parent-death signal, and tells the lock CMD's pid (the
-//     group's id, which the lock signals as it signals CMD today) or why
-//     CMD could not start.
-//   - When its parent is no longer the lock that started it, the
-//     guardian SIGKILLs CMD's whole group and exits. It looks at every
+//     thread locked for the guardian's life. The lock's first claim is
+//     in the orders pipe before the guardian starts.
+//   - The guardian reads that claim and starts CMD only if it has not
+//     ended, in a new process group, with SIGKILL as CMD's parent-death
+//     signal; it tells the lock CMD's pid (the group's id) or why CMD
+//     could not start.
+//   - The lock tells the guardian each new end of its claim, when to stop
+//     CMD at once, and which signals to pass on to CMD's group (orders.go).
+//     The guardian alone signals CMD's group. When the claim it last
+//     heard of ends, it stops CMD (SIGTERM, SIGCONT, SIGKILL after the
+//     kill grace; claim.go), whether the lock is dead, stopped, starved
+//     or slow.
+//   - When its parent is no longer the lock that started it, or the
+//     orders pipe ends (only the lock holds its other end), the guardian
+//     SIGKILLs CMD's whole group. It looks at its parent at every
 //     guardianDeathSignal and once its handler is set up, so a lock that
 //     died before that is not missed either (the kernel sends the signal
 //     only to a child alive when the parent dies).
@@ -52,41 +68,62 @@ import (
 const guardianDeathSignal = syscall.SIGTERM
 
 // guardianReportsFD is the pipe the guardian writes its reports to, one
-// line each: "started <pid>", "failed <status> <error>" or
-// "exited <wait status>".
+// line each: "started <pid>", "failed <status> <error>" or "lapsed" (the
+// claim ended before CMD started) first; then "event <n>" for what it did
+// on its own (claim.go's events); "exited <wait status>" last.
 const guardianReportsFD = 3
 
-// Start starts CMD through a guardian (see above). It returns once CMD
-// runs, or with a *CommandError if CMD could not start.
+// guardianOrdersFD is the pipe the guardian reads the lock's orders from
+// (orders.go), the first claim first.
+const guardianOrdersFD = 4
+
+// orderTimeout bounds the lock's write of one order: a guardian that
+// takes no orders for that long (stopped itself) is bypassed.
+const orderTimeout = time.Second
+
+// Start starts CMD through a guardian (see above), the claim ending at
+// validUntil. It returns once CMD runs, or with a *CommandError if CMD
+// could not start, or ErrClaimEnded.
 //
 // The guardian is started, and waited for, from one goroutine locked to
 // its OS thread: the parent-death signal fires when the thread that forked
 // the guardian ends, not the process, and the Go runtime may end an idle
 // thread.
-func Start(cmd Command) (*Child, error) {
-	reports, w, err := os.Pipe()
+func Start(cmd Command, validUntil time.Time) (*Child, error) {
+	reports, reportsW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting the command's guardian: %w", err)
 	}
+	ordersR, orders, err := os.Pipe()
+	if err != nil {
+		reports.Close()
+		reportsW.Close()
+		return nil, fmt.Errorf("starting the command's guardian: %w", err)
+	}
+	c := &Child{done: make(chan struct{})}
+	t := &guardianOrders{w: orders, grace: cmd.KillGrace, c: c, log: cmd.Log}
+	c.tell = t.send
+	t.send(order{kind: claimOrder, until: validUntil})
 	g := &exec.Cmd{
 		// The running binary, even if its file was replaced since.
-		Path:       "/proc/self/exe",
-		Args:       append([]string{os.Args[0], GuardianArg, strconv.Itoa(os.Getpid()), "--", cmd.Path}, cmd.Args...),
+		Path: "/proc/self/exe",
+		Args: append([]string{os.Args[0], GuardianArg, strconv.Itoa(os.Getpid()), cmd.KillGrace.String(), "--", cmd.Path},
+			cmd.Args...),
 		Env:        cmd.Env,
 		Stdin:      cmd.Stdin,
 		Stdout:     cmd.Stdout,
 		Stderr:     cmd.Stderr,
-		ExtraFiles: []*os.File{w}, // guardianReportsFD
+		ExtraFiles: []*os.File{reportsW, ordersR}, // guardianReportsFD, guardianOrdersFD
 		WaitDelay:  time.Second,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: guardianDeathSignal,
 		},
 	}
-	c := &Child{done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		defer reports.Close()
+		defer t.close()
 		// Never unlocked: the thread ends with the goroutine, after the
 		// guardian.
 		runtime.LockOSThread()
@@ -96,7 +133,9 @@ func Start(cmd Command) (*Child, error) {
 			}
 			return g.Process.Pid, nil
 		})
-		_ = w.Close() // the guardian has its own copy
+		// The guardian has its own copies.
+		_ = reportsW.Close()
+		_ = ordersR.Close()
 		if err != nil {
 			started <- fmt.Errorf("starting the command's guardian: %w", err)
 			return
@@ -108,18 +147,27 @@ func Start(cmd Command) (*Child, error) {
 			c.pid = pid
 		}
 		started <- err
-		var last string
-		if err == nil {
-			last, _ = r.ReadString('\n') // until the guardian exits
+		var ws syscall.WaitStatus
+		exited := false
+		for err == nil && !exited {
+			var line string
+			if line, err = r.ReadString('\n'); err != nil {
+				break // the guardian has exited
+			}
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "event "); ok {
+				ev, _ := strconv.Atoi(n)
+				logEvent(cmd.Log, event(ev), cmd.KillGrace)
+			}
+			ws, exited = parseExited(line)
 		}
 		_ = g.Wait()
 		forget(g.Process.Pid)
 		c.state = g.ProcessState
-		if ws, ok := parseExited(last); ok {
+		if exited {
 			c.status, c.groupKilled = waitStatusExit(ws), true
 		} else {
 			// The guardian died before CMD did: the kernel killed CMD,
-			// and killLeftovers kills what is left of its group.
+			// and KillLeftovers kills what is left of its group.
 			c.status = exitStatus(g.ProcessState)
 		}
 		close(c.done)
@@ -130,8 +178,68 @@ func Start(cmd Command) (*Child, error) {
 	return c, nil
 }
 
+// guardianOrders is the lock's end of the orders pipe.
+type guardianOrders struct {
+	mu     sync.Mutex
+	w      *os.File
+	closed bool
+	grace  time.Duration
+	c      *Child
+	log    *slog.Logger // nil for none
+}
+
+// send writes o to the guardian. A guardian that is gone, or takes no
+// orders within orderTimeout, is bypassed: a stop or a signal goes to
+// CMD's group from the lock; a claim is dropped, and the guardian keeps
+// the earlier end it heard of.
+func (t *guardianOrders) send(o order) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	line := orderLine(o)
+	if o.kind == claimOrder {
+		// The monotonic reading first, then the duration from a later
+		// instant: the guardian's end is never later than validUntil.
+		at := monotonicNow()
+		line = claimLine(time.Until(o.until), at)
+	}
+	_ = t.w.SetWriteDeadline(time.Now().Add(orderTimeout))
+	_, err := io.WriteString(t.w, line)
+	if err == nil || o.kind == claimOrder {
+		return
+	}
+	if t.log != nil {
+		t.log.Warn("the command's guardian takes no orders; the lock signals the command itself", "err", err)
+	}
+	switch o.kind {
+	case stopOrder:
+		t.c.signalUnlessReaped(syscall.SIGTERM)
+		t.c.signalUnlessReaped(syscall.SIGCONT)
+		time.AfterFunc(t.grace, func() { t.c.signalUnlessReaped(syscall.SIGKILL) })
+	case signalOrder:
+		t.c.signalUnlessReaped(o.sig)
+	}
+}
+
+// close closes the lock's end once the guardian has exited.
+func (t *guardianOrders) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	_ = t.w.Close()
+}
+
+// monotonicNow reads CLOCK_MONOTONIC in nanoseconds.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
 // parseStarted reads the guardian's first report: CMD's pid, or why it
-// could not start (a *CommandError).
+// could not start (a *CommandError, or ErrClaimEnded).
 func parseStarted(line string) (int, error) {
 	line = strings.TrimSuffix(line, "\n")
 	if s, ok := strings.CutPrefix(line, "started "); ok {
@@ -142,6 +250,9 @@ func parseStarted(line string) (int, error) {
 	if s, ok := strings.CutPrefix(line, "failed "); ok {
 		status, msg, _ := strings.Cut(s, " ")
 		return 0, &CommandError{startFailure{msg: msg, notFound: status == "127"}}
+	}
+	if line == "lapsed" {
+		return 0, ErrClaimEnded
 	}
 	return 0, fmt.Errorf("the command's guardian ended before it started the command (report %q)", line)
 }
@@ -171,25 +282,39 @@ func (e startFailure) Unwrap() error {
 	return nil
 }
 
-// RunGuardian is the guardian: args are the lock's pid, "--", CMD's path
-// and CMD's arguments (argv[0] first). It returns its exit status: CMD's;
-// 2 if it was not started by a lock (no report pipe); 1 if the lock died.
+// RunGuardian is the guardian: args are the lock's pid, the kill grace,
+// "--", CMD's path and CMD's arguments (argv[0] first). It returns its
+// exit status: CMD's; 2 if it was not started by a lock (no report and
+// orders pipes); 1 if the lock died, or the claim ended before CMD
+// started.
 func RunGuardian(args []string) int {
-	lockPid, path, argv, ok := guardianArgs(args)
-	var st syscall.Stat_t
-	if !ok || syscall.Fstat(guardianReportsFD, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+	lockPid, grace, path, argv, ok := guardianArgs(args)
+	if !ok || !isPipe(guardianReportsFD) || !isPipe(guardianOrdersFD) {
 		fmt.Fprintf(os.Stderr, "sidecar: %v\n", errNotForUse)
 		return 2
 	}
-	syscall.CloseOnExec(guardianReportsFD) // CMD must not hold the pipe
+	// CMD must not hold the pipes.
+	syscall.CloseOnExec(guardianReportsFD)
+	syscall.CloseOnExec(guardianOrdersFD)
 	reports := os.NewFile(guardianReportsFD, "reports")
+	orders := bufio.NewReader(os.NewFile(guardianOrdersFD, "orders"))
 	// Until here the parent-death signal ends the guardian, before it
 	// started anything; from here on it is caught, and a lock that died
 	// before is seen by the check that follows.
 	guardianPauseAt("before-handler")
-	lockGone := make(chan os.Signal, 1)
-	signal.Notify(lockGone, guardianDeathSignal)
+	deathSignals := make(chan os.Signal, 1)
+	signal.Notify(deathSignals, guardianDeathSignal)
 	if os.Getppid() != lockPid {
+		return 1
+	}
+	// The first claim was written before the guardian started: CMD starts
+	// only under a claim that has not ended.
+	first, err := readOrder(orders)
+	if err != nil || first.kind != claimOrder {
+		return 1
+	}
+	if !time.Now().Before(first.until) {
+		fmt.Fprintln(reports, "lapsed")
 		return 1
 	}
 	guardianPauseAt("before-start")
@@ -204,37 +329,103 @@ func RunGuardian(args []string) int {
 		return status
 	}
 	fmt.Fprintf(reports, "started %d\n", c.pid)
-	for {
-		// The lock died (before or after CMD started): nothing of CMD
-		// may run on unsupervised.
-		if os.Getppid() != lockPid {
-			killGroup(c.pid)
-			<-c.done
-			return 1
-		}
+
+	var lockDied atomic.Bool
+	next := make(chan order)
+	pass := func(o order) bool {
 		select {
+		case next <- o:
+			return true
 		case <-c.done:
-			if ws, ok := c.state.Sys().(syscall.WaitStatus); ok {
-				fmt.Fprintf(reports, "exited %d\n", uint32(ws))
+			return false
+		}
+	}
+	lockGone := func() {
+		if lockDied.CompareAndSwap(false, true) {
+			pass(order{kind: lockGoneOrder})
+		}
+	}
+	go func() {
+		for {
+			o, err := readOrder(orders)
+			if err != nil {
+				// Only the lock holds the other end: it died.
+				lockGone()
+				return
 			}
-			return c.status
-		case <-lockGone:
-			// Another SIGTERM while the lock lives (sent to the
-			// guardian alone): the lock decides what CMD gets.
+			if !pass(o) {
+				return
+			}
+		}
+	}()
+	go func() {
+		// The lock died (before or after CMD started): nothing of CMD
+		// may run on unsupervised. Another SIGTERM while the lock lives
+		// (sent to the guardian alone) changes nothing: the lock decides
+		// what CMD gets.
+		for {
+			if os.Getppid() != lockPid {
+				lockGone()
+				return
+			}
+			select {
+			case <-deathSignals:
+			case <-c.done:
+				return
+			}
+		}
+	}()
+	e := &enforcer{
+		grace:  grace,
+		signal: c.signalUnlessReaped,
+		report: func(ev event) { fmt.Fprintf(reports, "event %d\n", int(ev)) },
+	}
+	e.run(first.until, next, c.done)
+	if lockDied.Load() {
+		return 1
+	}
+	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok {
+		fmt.Fprintf(reports, "exited %d\n", uint32(ws))
+	}
+	return c.status
+}
+
+// readOrder reads the lock's next order; an error means the pipe ended.
+// A line that is no order is skipped.
+func readOrder(r *bufio.Reader) (order, error) {
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return order{}, err
+		}
+		now := time.Now()
+		if o, err := parseOrder(line, now, monotonicNow()); err == nil {
+			return o, nil
 		}
 	}
 }
 
-// guardianArgs parses "<lock pid> -- <path> <argv0> [args...]". The lock
-// may be PID 1 (a container's entrypoint): when PID 1 of a PID namespace
-// dies, the kernel kills every process left in it, CMD's group too.
-func guardianArgs(args []string) (lockPid int, path string, argv []string, ok bool) {
-	if len(args) < 4 || args[1] != "--" {
-		return 0, "", nil, false
+// isPipe reports whether fd is open on a pipe.
+func isPipe(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
+}
+
+// guardianArgs parses "<lock pid> <kill grace> -- <path> <argv0>
+// [args...]". The lock may be PID 1 (a container's entrypoint): when PID 1
+// of a PID namespace dies, the kernel kills every process left in it,
+// CMD's group too.
+func guardianArgs(args []string) (lockPid int, grace time.Duration, path string, argv []string, ok bool) {
+	if len(args) < 5 || args[2] != "--" {
+		return 0, 0, "", nil, false
 	}
 	pid, err := strconv.Atoi(args[0])
 	if err != nil || pid < 1 {
-		return 0, "", nil, false
+		return 0, 0, "", nil, false
 	}
-	return pid, args[2], args[3:], true
+	grace, err = time.ParseDuration(args[1])
+	if err != nil || grace < 0 {
+		return 0, 0, "", nil, false
+	}
+	return pid, grace, args[3], args[4:], true
 }
