@@ -462,6 +462,15 @@ func (l *locker) supervise(ctx context.Context, c *supervise.Child, term electio
 		}
 		select {
 		case <-c.Done():
+			if lost == "" && c.ClaimEnded() {
+				// Stopped by its supervisor while this loop did not
+				// run (the lock stopped or starved).
+				if lost = lossReason(l.elector.Status(), term.Token, e); lost == "" {
+					lost = "the claim ended before it was renewed"
+				}
+				l.log.Error("leadership lost: stopping the command", "reason", lost, "kill grace", l.cfg.killGrace,
+					"stopped by", "its supervisor, at the end of the claim")
+			}
 			if pending == nil {
 				return lost, ""
 			}

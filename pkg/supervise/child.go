@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -48,6 +49,9 @@ type Child struct {
 	// groupKilled: what was left of CMD's group was killed after CMD
 	// exited and before it was reaped, so its pgid could not be reused.
 	groupKilled bool
+	// claimEnded: CMD's supervisor stopped CMD because the claim ended
+	// before it was renewed. Set before done is closed.
+	claimEnded atomic.Bool
 	// tell passes an order on to CMD's supervisor: the guardian on
 	// Linux, a goroutine of this process elsewhere.
 	tell func(order)
@@ -172,8 +176,16 @@ func (c *Child) signalUnlessReaped(sig syscall.Signal) {
 	}
 }
 
-// logEvent logs what the supervisor did on its own.
-func logEvent(log *slog.Logger, ev event, grace time.Duration) {
+// ClaimEnded reports whether CMD was stopped because the claim ended
+// before the lock told of a later end (the lock was stopped, starved or
+// slow, or its renewals failed). Read it once Done is closed.
+func (c *Child) ClaimEnded() bool { return c.claimEnded.Load() }
+
+// noteEvent records and logs what the supervisor did on its own.
+func (c *Child) noteEvent(log *slog.Logger, ev event, grace time.Duration) {
+	if ev == claimEnded {
+		c.claimEnded.Store(true)
+	}
 	if log == nil {
 		return
 	}

@@ -31,7 +31,7 @@ func Start(cmd Command, validUntil time.Time) (*Child, error) {
 	e := &enforcer{
 		grace:  cmd.KillGrace,
 		signal: c.signalUnlessReaped,
-		report: func(ev event) { logEvent(cmd.Log, ev, cmd.KillGrace) },
+		report: func(ev event) { c.noteEvent(cmd.Log, ev, cmd.KillGrace) },
 	}
 	go e.run(validUntil, orders, c.done)
 	return c, nil

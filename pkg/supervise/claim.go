@@ -108,8 +108,9 @@ func (e *enforcer) run(until time.Time, orders <-chan order, done <-chan struct{
 				e.signal(syscall.SIGKILL)
 			}
 		case <-claimEnd.C:
-			stop()
+			// Reported first: the lock learns of it before CMD's exit.
 			e.report(claimEnded)
+			stop()
 		case <-kill:
 			kill = nil
 			e.signal(syscall.SIGKILL)

@@ -156,7 +156,7 @@ func Start(cmd Command, validUntil time.Time) (*Child, error) {
 			}
 			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "event "); ok {
 				ev, _ := strconv.Atoi(n)
-				logEvent(cmd.Log, event(ev), cmd.KillGrace)
+				c.noteEvent(cmd.Log, event(ev), cmd.KillGrace)
 			}
 			ws, exited = parseExited(line)
 		}
@@ -188,10 +188,12 @@ type guardianOrders struct {
 	log    *slog.Logger // nil for none
 }
 
-// send writes o to the guardian. A guardian that is gone, or takes no
-// orders within orderTimeout, is bypassed: a stop or a signal goes to
+// send writes o to the guardian. A guardian that takes no orders within
+// orderTimeout (stopped itself) is bypassed: a stop or a signal goes to
 // CMD's group from the lock; a claim is dropped, and the guardian keeps
-// the earlier end it heard of.
+// the earlier end it heard of. A guardian that is gone needs no order:
+// CMD has exited, or the kernel killed it with the guardian, and
+// KillLeftovers kills what is left of its group.
 func (t *guardianOrders) send(o order) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,7 +209,7 @@ func (t *guardianOrders) send(o order) {
 	}
 	_ = t.w.SetWriteDeadline(time.Now().Add(orderTimeout))
 	_, err := io.WriteString(t.w, line)
-	if err == nil || o.kind == claimOrder {
+	if err == nil || o.kind == claimOrder || errors.Is(err, syscall.EPIPE) {
 		return
 	}
 	if t.log != nil {
