@@ -6,7 +6,9 @@
 // a directory of its own and runs in parallel with the others, four at a
 // time unless -parallel says otherwise (TestMain). Besides Go they need
 // sh, curl, jq, sed, python3 and node (Node.js 20 or later; for those
-// clients, in the single election and in shard mode) and timeout.
+// clients, in the single election and in shard mode) and timeout; the
+// test of sidecar lock as PID 1 needs root and unshare (util-linux), and
+// fails without them.
 //
 // Run them:
 //

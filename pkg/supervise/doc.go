@@ -9,12 +9,13 @@
 //     everything it started (the commands of a shell script too), not the
 //     shell alone. Signals passed on with Child.Signal go to that group.
 //   - CMD runs only while the lock's claim lasts. Start is given the end
-//     of the claim, and CMD does not start if it has passed; the lock
-//     tells each new end with Child.Claim. When the end last told of
-//     passes, CMD's group gets SIGTERM, then SIGCONT (a suspended process
-//     acts on SIGTERM only once it runs), then SIGKILL after the kill
-//     grace unless CMD exited; Child.Stop does the same at once. On Linux
-//     this is enforced by the guardian (below), a process of its own,
+//     of the claim, and CMD does not start if it has passed
+//     (ErrClaimEnded); the lock tells each new end with Child.Claim. When
+//     the end last told of passes, CMD's group gets SIGTERM, then SIGCONT
+//     (a suspended process acts on SIGTERM only once it runs), then
+//     SIGKILL after the kill grace unless CMD exited (Child.ClaimEnded
+//     says so afterwards); Child.Stop does the same at once. On Linux
+//     this is enforced by the guardian (see below), a process of its own,
 //     whether the lock is dead, stopped (SIGSTOP, Ctrl-Z), starved or
 //     slow; the end reaches it as a duration from the instant the lock
 //     read its claim, on the machine's monotonic clock (orders.go), so it
