@@ -1,6 +1,7 @@
 package process
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,5 +124,20 @@ func TestLockSuspendedAndResumedLeadsOn(t *testing.T) {
 	lock.Signal(syscall.SIGTERM)
 	if code := lock.WaitExit(10 * time.Second); code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("exit status %d, want CMD's 143:\n%s", code, lock.Logs())
+	}
+}
+
+// A CMD that runs for several renew deadlines is not stopped: each
+// renewal's new end of the claim reaches the guardian, which stops CMD
+// only at the end of the claim it last heard of.
+func TestLockCommandRunsOnAcrossRenewals(t *testing.T) {
+	t.Parallel()
+	runFor := 3 * sidecartest.RenewDeadline
+	code, out, took := sidecartest.RunLock(t, sidecartest.DBPath(t), "--", "sh", "-c", fmt.Sprintf("sleep %g; exit 3", runFor.Seconds()))
+	if code != 3 || took < runFor {
+		t.Fatalf("exit status %d after %v, want CMD's 3 after %v:\n%s", code, took, runFor, out)
+	}
+	if strings.Contains(out, "claim ended") || strings.Contains(out, "leadership lost") {
+		t.Fatalf("the claim ended while the lock renewed it:\n%s", out)
 	}
 }
