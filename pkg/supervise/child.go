@@ -38,8 +38,9 @@ var ErrClaimEnded = errors.New("the claim ended before the command started")
 // Child is CMD of sidecar lock, running in a process group of its own so
 // that a signal reaches everything it started (the commands of a shell
 // script too), not the shell alone. On Linux a guardian process stands
-// between the lock and CMD and kills CMD's whole group if the lock dies
-// (see guardian_linux.go); elsewhere the lock starts CMD itself.
+// between the lock and CMD, enforces the lock's claim, and kills CMD's
+// whole group if the lock dies (see guardian_linux.go); elsewhere the lock
+// starts CMD itself.
 type Child struct {
 	pid  int           // CMD's pid, which is its process group's id
 	done chan struct{} // closed when CMD has exited and been reaped
