@@ -70,6 +70,7 @@ func (c *sidecarConfig) settings() []setting {
 		{"renew-deadline", el.renewDeadline.String()},
 		{"retry-period", el.retryPeriod.String()},
 		{"renew-interval", el.renewInterval.String()},
+		{"max-record-lease-duration", el.maxRecordLease.String()},
 		{"release-hold-off", holdOff},
 		{"release-on-shutdown", strconv.FormatBool(c.releaseOnShutdown)},
 		{"http-address", appAPI},

@@ -39,19 +39,20 @@ func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
 		names = append(names, name)
 	}
 	for name, want := range map[string]string{
-		"backend":          "lease",
-		"lease-name":       "demo",
-		"identity":         "p_<a new random suffix at each start>",
-		"renew-interval":   "5s",
-		"release-hold-off": "15s (--lease-duration)",
-		"http-address":     "127.0.0.1:4040 (loopback only)",
-		"ops-address":      ":8081",
-		"namespace":        "ns (POD_NAMESPACE)",
-		"kubeconfig":       "in-cluster",
-		"app-health-url":   "http://app:xxxxx@127.0.0.1:8080/healthz",
-		"log-format":       "json",
-		"log-level":        "info",
-		"pod":              `POD_NAME="p" POD_NAMESPACE="ns" POD_UID="u-1"`,
+		"backend":                   "lease",
+		"lease-name":                "demo",
+		"identity":                  "p_<a new random suffix at each start>",
+		"renew-interval":            "5s",
+		"max-record-lease-duration": "2m30s",
+		"release-hold-off":          "15s (--lease-duration)",
+		"http-address":              "127.0.0.1:4040 (loopback only)",
+		"ops-address":               ":8081",
+		"namespace":                 "ns (POD_NAMESPACE)",
+		"kubeconfig":                "in-cluster",
+		"app-health-url":            "http://app:xxxxx@127.0.0.1:8080/healthz",
+		"log-format":                "json",
+		"log-level":                 "info",
+		"pod":                       `POD_NAME="p" POD_NAMESPACE="ns" POD_UID="u-1"`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s: %q, want %q", name, got[name], want)

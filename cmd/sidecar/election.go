@@ -44,8 +44,11 @@ type electionConfig struct {
 	// renewInterval, unless given, is derived from the other timings by
 	// check.
 	renewInterval time.Duration
-	sqlite        sqliteConfig
-	kube          kubeConfig
+	// maxRecordLease, unless given, is derived from --lease-duration by
+	// check.
+	maxRecordLease time.Duration
+	sqlite         sqliteConfig
+	kube           kubeConfig
 	// pod is this process's Pod, from the Downward API variables (check).
 	pod podInfo
 	// ownedByPod makes a Lease this candidate creates name pod as its
@@ -81,6 +84,9 @@ func (c *electionConfig) addElection(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.renewInterval, "renew-interval", 0, "the leader renews this long after the start of its last successful renewal (default: --lease-duration / 3, less if that leaves no room for a retry)")
 	docDefault(fs, "renew-interval", "`--lease-duration` / 3, or less ([Timings](#timings))")
 	docMeaning(fs, "renew-interval", "the leader renews this long after the start of its last successful renewal (5s by default: 12 writes a minute); a failed renewal is retried a `--retry-period` after it started")
+	fs.DurationVar(&c.maxRecordLease, "max-record-lease-duration", 0, "the longest lease duration a record is trusted with: a longer one is waited out as this, and reported; at least --lease-duration (default: 10 x --lease-duration)")
+	docDefault(fs, "max-record-lease-duration", "10 x `--lease-duration`")
+	docMeaning(fs, "max-record-lease-duration", "the longest lease duration a standby trusts a record with: a record that declares a longer one (a client with a bug, a hand edit) is waited out as this and reported (a Warning log line, `leader_sidecar_record_lease_bounded_total`, a `RecordLeaseBounded` Event). At least `--lease-duration`; every candidate of an election must trust the longest `--lease-duration` any of them uses ([Timings](#timings))")
 	c.set = fs
 }
 
@@ -92,10 +98,11 @@ func (c *electionConfig) addStore(fs *pflag.FlagSet) {
 
 // timingFlags names the flag behind each election.Config timing field.
 var timingFlags = map[string]string{
-	"LeaseDuration": "--lease-duration",
-	"RenewDeadline": "--renew-deadline",
-	"RetryPeriod":   "--retry-period",
-	"RenewInterval": "--renew-interval",
+	"LeaseDuration":          "--lease-duration",
+	"RenewDeadline":          "--renew-deadline",
+	"RetryPeriod":            "--retry-period",
+	"RenewInterval":          "--renew-interval",
+	"MaxRecordLeaseDuration": "--max-record-lease-duration",
 }
 
 // timingError names the flag behind a timing rule broken: of a rule
@@ -112,7 +119,8 @@ func (c *electionConfig) timingError(ce *election.ConfigError) error {
 	return fmt.Errorf("%s: %s", timingFlags[ce.Field], ce.Problem)
 }
 
-// check fills in the default of --renew-interval, checks every setting,
+// check fills in the defaults of --renew-interval and
+// --max-record-lease-duration, checks every setting,
 // then resolves what depends on the environment: --backend auto, the
 // identity, the kubeconfig, the Pod. Call it once, after the flags and
 // the variables are parsed. Its error names the flag and the rule it
@@ -120,6 +128,9 @@ func (c *electionConfig) timingError(ce *election.ConfigError) error {
 func (c *electionConfig) check(environ []string) error {
 	if c.set == nil || !c.set.Changed("renew-interval") {
 		c.renewInterval = election.DefaultRenewInterval(c.leaseDuration, c.renewDeadline, c.retryPeriod)
+	}
+	if c.set == nil || !c.set.Changed("max-record-lease-duration") {
+		c.maxRecordLease = election.DefaultMaxRecordLeaseDuration(c.leaseDuration)
 	}
 	if kinds := backendKinds(); !slices.Contains(kinds, c.backend) {
 		return oneOf("--backend", c.backend, kinds)
@@ -133,6 +144,9 @@ func (c *electionConfig) check(environ []string) error {
 	err := election.ValidateTimings(c.leaseDuration, c.renewDeadline, c.retryPeriod)
 	if err == nil {
 		err = election.ValidateRenewInterval(c.renewInterval, c.renewDeadline, c.retryPeriod)
+	}
+	if err == nil {
+		err = election.ValidateMaxRecordLeaseDuration(c.maxRecordLease, c.leaseDuration)
 	}
 	if err != nil {
 		var ce *election.ConfigError
@@ -163,13 +177,14 @@ func (c *electionConfig) check(environ []string) error {
 // Observer).
 func (c *electionConfig) electorConfig(b backend.Backend, log *slog.Logger) election.Config {
 	return election.Config{
-		Backend:       b,
-		Identity:      c.identity,
-		LeaseDuration: c.leaseDuration,
-		RenewDeadline: c.renewDeadline,
-		RetryPeriod:   c.retryPeriod,
-		RenewInterval: c.renewInterval,
-		Logger:        log,
+		Backend:                b,
+		Identity:               c.identity,
+		LeaseDuration:          c.leaseDuration,
+		RenewDeadline:          c.renewDeadline,
+		RetryPeriod:            c.retryPeriod,
+		RenewInterval:          c.renewInterval,
+		MaxRecordLeaseDuration: c.maxRecordLease,
+		Logger:                 log,
 	}
 }
 

@@ -31,6 +31,31 @@ func TestRenewIntervalDefaultsToAThirdOfTheLease(t *testing.T) {
 	}
 }
 
+// A record's lease duration is trusted up to ten times the candidate's
+// own unless --max-record-lease-duration says otherwise, and the elector
+// is given that bound.
+func TestMaxRecordLeaseDurationDefaultsToTenLeases(t *testing.T) {
+	cases := []struct {
+		args, env []string
+		want      time.Duration
+	}{
+		{nil, nil, 150 * time.Second},
+		{nil, []string{"LEADER_SIDECAR_LEASE_DURATION=30s", "LEADER_SIDECAR_RENEW_DEADLINE=20s"}, 300 * time.Second},
+		{[]string{"--max-record-lease-duration", "15s"}, nil, 15 * time.Second},
+		{nil, []string{"LEADER_SIDECAR_MAX_RECORD_LEASE_DURATION=1h"}, time.Hour},
+	}
+	for _, c := range cases {
+		cfg, err := parseSidecarConfig(c.args, c.env)
+		if err != nil {
+			t.Errorf("args %v env %v: %v", c.args, c.env, err)
+			continue
+		}
+		if got := cfg.election.electorConfig(nil, nil).MaxRecordLeaseDuration; got != c.want {
+			t.Errorf("args %v env %v: the elector trusts a record's lease up to %v, want %v", c.args, c.env, got, c.want)
+		}
+	}
+}
+
 func TestIdentityPrefix(t *testing.T) {
 	pod := podFromEnv([]string{"POD_NAME=pod-1"})
 	if got := identityPrefix("given", pod); got != "given" {

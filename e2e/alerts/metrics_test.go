@@ -45,7 +45,7 @@ func TestMetricsPassPromtoolCheck(t *testing.T) {
 		"leader_sidecar_is_leader", "leader_election_master_status", "leader_sidecar_token",
 		"leader_sidecar_leadership_transitions_total", "leader_sidecar_term_gap_seconds_bucket",
 		"leader_sidecar_term_start_timestamp_seconds", "leader_sidecar_last_renewal_timestamp_seconds",
-		"leader_sidecar_renew_failures_total", "leader_sidecar_token_anomalies_total",
+		"leader_sidecar_renew_failures_total", "leader_sidecar_token_anomalies_total", "leader_sidecar_record_lease_bounded_total",
 		"leader_sidecar_store_request_duration_seconds_bucket", "leader_sidecar_app_healthy",
 		"leader_sidecar_build_info",
 	} {

@@ -184,7 +184,7 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 		e.pollFast = true
 		// Once per lower token and holder, not at every renewal of a
 		// holder that started below the highest token seen.
-		term := &regressedTerm{holder: rec.HolderIdentity, token: rec.Transitions}
+		term := &heldTerm{holder: rec.HolderIdentity, token: rec.Transitions}
 		if regressed && (e.regressedReported == nil || *term != *e.regressedReported) {
 			e.regressedReported = term
 			highest := e.highestToken
@@ -276,7 +276,7 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 	e.observeLocked(true, rec, version, now)
 	e.deferredVersion, e.writtenVersion = version, version
 	e.log.Info("created the missing record; claiming it once any holder of an earlier record must have stopped claiming",
-		"token", rec.Transitions, "claimFrom", now.Add(max(time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.LeaseDuration)))
+		"token", rec.Transitions, "claimFrom", e.observationLocked(now).expiry())
 }
 
 // won records a successful write of rec, made by an attempt that started

@@ -41,6 +41,16 @@ type Config struct {
 	// doc); it decides how many failed tries fit before the leader stops
 	// claiming.
 	RenewInterval time.Duration
+	// MaxRecordLeaseDuration bounds the lease duration this candidate
+	// trusts a record with: a record that declares a longer one (a client
+	// with a bug, a hand edit) is waited out as if it declared this, and
+	// reported once per holder and token (LeaseBoundObserver). Default:
+	// DefaultMaxRecordLeaseDuration(LeaseDuration), ten times it. Must be
+	// at least LeaseDuration. Every candidate of an election must trust
+	// the longest LeaseDuration any of them writes: a record waited out
+	// for less than it declares may be taken over while its holder still
+	// claims.
+	MaxRecordLeaseDuration time.Duration
 	// ReleaseOnCancel makes Run release the lease when its context ends
 	// while it holds the record. Safe only once the application has stopped
 	// acting as leader.
@@ -91,6 +101,17 @@ const (
 	// operator resets it.
 	TokenExhausted TokenAnomaly = "token-exhausted"
 )
+
+// LeaseBoundObserver is an Observer that is also told of a record that
+// declares a lease duration longer than this candidate trusts
+// (Config.MaxRecordLeaseDuration): holder is the record's holder,
+// declared its lease duration, bound the longest one trusted, which the
+// candidate waits instead. Once per holder and token, however the record
+// was learnt (a read or a snapshot), under the rules of Observer.
+type LeaseBoundObserver interface {
+	Observer
+	LeaseDurationBounded(holder string, declared, bound time.Duration)
+}
 
 // TermObserver is an Observer that is also told how each of this
 // candidate's terms began and why it ended. When Config.Observer
@@ -191,6 +212,9 @@ func (c Config) withDefaults() Config {
 	if c.RenewInterval == 0 {
 		c.RenewInterval = DefaultRenewInterval(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	}
+	if c.MaxRecordLeaseDuration == 0 {
+		c.MaxRecordLeaseDuration = DefaultMaxRecordLeaseDuration(c.LeaseDuration)
+	}
 	if c.ReleaseHoldOff == 0 {
 		c.ReleaseHoldOff = c.LeaseDuration
 	}
@@ -220,6 +244,9 @@ func (c Config) validate() error {
 		return &ConfigError{Field: "ReleaseHoldOff", Problem: fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
 	}
 	if err := ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
+		return err
+	}
+	if err := ValidateMaxRecordLeaseDuration(c.MaxRecordLeaseDuration, c.LeaseDuration); err != nil {
 		return err
 	}
 	return ValidateRenewInterval(c.RenewInterval, c.RenewDeadline, c.RetryPeriod)
@@ -254,6 +281,14 @@ func (o observers) TermEnded(t TermEnd) {
 	for _, x := range o {
 		if x, ok := x.(TermObserver); ok {
 			x.TermEnded(t)
+		}
+	}
+}
+
+func (o observers) LeaseDurationBounded(holder string, declared, bound time.Duration) {
+	for _, x := range o {
+		if x, ok := x.(LeaseBoundObserver); ok {
+			x.LeaseDurationBounded(holder, declared, bound)
 		}
 	}
 }
@@ -320,6 +355,36 @@ func ValidateTimings(lease, renew, retry time.Duration) error {
 		return &ConfigError{Field: "LeaseDuration", Problem: fmt.Sprintf("must be a whole number of seconds (a Lease stores seconds), got %v", lease)}
 	case lease/time.Second > math.MaxInt32:
 		return &ConfigError{Field: "LeaseDuration", Problem: fmt.Sprintf("must be at most %d seconds, got %v", math.MaxInt32, lease)}
+	}
+	return nil
+}
+
+// DefaultMaxRecordLeaseMultiple is how many times its own lease duration
+// a candidate trusts a record's by default (Config.MaxRecordLeaseDuration).
+const DefaultMaxRecordLeaseMultiple = 10
+
+// maxLeaseSeconds is the longest lease duration a record can declare: a
+// Lease stores it as an int32 of seconds.
+const maxLeaseSeconds = math.MaxInt32 * time.Second
+
+// DefaultMaxRecordLeaseDuration is the MaxRecordLeaseDuration used when
+// Config leaves it zero: DefaultMaxRecordLeaseMultiple times leaseDuration,
+// at most the longest lease duration a record can declare.
+func DefaultMaxRecordLeaseDuration(leaseDuration time.Duration) time.Duration {
+	if leaseDuration > maxLeaseSeconds/DefaultMaxRecordLeaseMultiple {
+		return maxLeaseSeconds
+	}
+	return DefaultMaxRecordLeaseMultiple * leaseDuration
+}
+
+// ValidateMaxRecordLeaseDuration checks that maxRecordLease, the longest
+// lease duration a record is trusted with, is at least lease, the
+// candidate's own: a candidate must trust the records it writes itself.
+// Errors are *ConfigError on MaxRecordLeaseDuration.
+func ValidateMaxRecordLeaseDuration(maxRecordLease, lease time.Duration) error {
+	if maxRecordLease < lease {
+		return &ConfigError{Field: "MaxRecordLeaseDuration", Problem: fmt.Sprintf(
+			"must be at least the lease duration (%v), got %v", lease, maxRecordLease)}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 		{"bad timings", Config{Backend: b, Identity: "a", RenewDeadline: time.Minute}, "LeaseDuration"},
 		{"negative renew interval", Config{Backend: b, Identity: "a", RenewInterval: -time.Second}, "RenewInterval"},
 		{"renew interval without room for a retry", Config{Backend: b, Identity: "a", RenewInterval: 8 * time.Second}, "RenewInterval"},
+		{"a record lease bound below the own lease", Config{Backend: b, Identity: "a", MaxRecordLeaseDuration: 14 * time.Second}, "MaxRecordLeaseDuration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,8 +43,28 @@ func TestNewAppliesDefaults(t *testing.T) {
 	}
 	c := e.cfg
 	if c.LeaseDuration != DefaultLeaseDuration || c.RenewDeadline != DefaultRenewDeadline ||
-		c.RetryPeriod != DefaultRetryPeriod || c.ReleaseHoldOff != DefaultLeaseDuration || c.RenewInterval != 5*time.Second {
+		c.RetryPeriod != DefaultRetryPeriod || c.ReleaseHoldOff != DefaultLeaseDuration || c.RenewInterval != 5*time.Second ||
+		c.MaxRecordLeaseDuration != 150*time.Second {
 		t.Fatalf("defaults not applied: %+v", c)
+	}
+}
+
+// The default bound on a record's lease duration is ten times the
+// candidate's own, never beyond what a record can declare (int32 seconds):
+// the longest own lease does not overflow it.
+func TestDefaultMaxRecordLeaseDuration(t *testing.T) {
+	for _, c := range []struct{ lease, want time.Duration }{
+		{15 * time.Second, 150 * time.Second},
+		{time.Second, 10 * time.Second},
+		{math.MaxInt32 * time.Second, math.MaxInt32 * time.Second},
+		{math.MaxInt32 / 10 * time.Second, math.MaxInt32 / 10 * 10 * time.Second},
+	} {
+		if got := DefaultMaxRecordLeaseDuration(c.lease); got != c.want {
+			t.Errorf("DefaultMaxRecordLeaseDuration(%v) = %v, want %v", c.lease, got, c.want)
+		}
+		if err := ValidateMaxRecordLeaseDuration(DefaultMaxRecordLeaseDuration(c.lease), c.lease); err != nil {
+			t.Errorf("the default bound for %v is refused: %v", c.lease, err)
+		}
 	}
 }
 

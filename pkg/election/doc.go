@@ -36,7 +36,13 @@
 // the wait). RenewTime written by another machine is never compared with
 // the local clock, so clock skew between nodes does not shorten a lease,
 // and a lease duration shortened by hand does not shorten a claim made
-// under a longer one.
+// under a longer one. A record's lease duration is trusted up to a bound,
+// MaxRecordLeaseDuration (ten times LeaseDuration by default, never less
+// than it): a longer one, from a client with a bug or a hand edit, is
+// waited out as the bound and reported (LeaseBoundObserver), so one write
+// of 2147483647 seconds does not keep every candidate out for 68 years.
+// Every candidate of an election must trust the longest lease duration
+// any of them writes.
 //
 // Releases. Only a record in the shape a release writes (here and in
 // client-go: no holder, a lease of one second, acquire time equal to renew

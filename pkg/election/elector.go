@@ -98,7 +98,10 @@ type Elector struct {
 	// regressedReported is the last record whose token was reported
 	// lower than one seen before (TokenRegressed), nil if none: one
 	// report each.
-	regressedReported *regressedTerm
+	regressedReported *heldTerm
+	// boundedReported is the last record reported for a lease duration
+	// longer than MaxRecordLeaseDuration, nil if none: one report each.
+	boundedReported *heldTerm
 	// exhaustedSince is the view.since of the record for which a token
 	// shortage was last reported: one report per version.
 	exhaustedSince time.Time
@@ -128,8 +131,8 @@ func (e *Elector) gapStartLocked(v view) gapStart {
 	return gapStart{since: v.since, known: v.sawRecord}
 }
 
-// regressedTerm names a term by its holder and token.
-type regressedTerm struct {
+// heldTerm names a term by its holder and token.
+type heldTerm struct {
 	holder string
 	token  int64
 }
@@ -318,6 +321,7 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 	}
 	defer e.logLeaderChangeLocked(*v)
 	if present {
+		e.reportBoundedLeaseLocked(rec)
 		*v = view{known: true, present: true, sawRecord: true, rec: rec, version: version, since: at}
 		e.highestToken = max(e.highestToken, rec.Transitions)
 	} else {
@@ -325,6 +329,25 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 	}
 	e.notifyLocked()
 	return true
+}
+
+// reportBoundedLeaseLocked reports rec, a new version, if it declares a
+// lease duration longer than this candidate trusts: once per holder and
+// token, not at every renewal of a holder that writes it.
+func (e *Elector) reportBoundedLeaseLocked(rec backend.Record) {
+	declared, bound := time.Duration(rec.LeaseDurationSeconds)*time.Second, e.cfg.MaxRecordLeaseDuration
+	term := &heldTerm{holder: rec.HolderIdentity, token: rec.Transitions}
+	if declared <= bound || e.boundedReported != nil && *term == *e.boundedReported {
+		return
+	}
+	e.boundedReported = term
+	e.log.Warn("the record declares a lease duration longer than this candidate trusts: it is waited out as if it declared the bound",
+		"holder", rec.HolderIdentity, "token", rec.Transitions, "leaseDuration", declared, "bound", bound)
+	e.tellLocked(func(o Observer) {
+		if o, ok := o.(LeaseBoundObserver); ok {
+			o.LeaseDurationBounded(rec.HolderIdentity, declared, bound)
+		}
+	})
 }
 
 // logLeaderChangeLocked logs, in one Info line, who leads now that the
@@ -357,19 +380,20 @@ func (e *Elector) logLeaderChangeLocked(before view) {
 // observationLocked is what decide needs, at now.
 func (e *Elector) observationLocked(now time.Time) observation {
 	return observation{
-		identity:     e.cfg.Identity,
-		view:         e.view,
-		highest:      e.highestToken,
-		leading:      e.leading,
-		claiming:     e.claimingLocked(now),
-		token:        e.token,
-		holdOffUntil: e.holdOffUntil,
-		sittingOut:   e.sittingOut,
-		stopped:      e.stopped || e.lost,
-		ownLease:     e.cfg.LeaseDuration,
-		deferred:     e.deferredVersion,
-		written:      e.writtenVersion,
-		accepted:     e.accepted,
+		identity:       e.cfg.Identity,
+		view:           e.view,
+		highest:        e.highestToken,
+		leading:        e.leading,
+		claiming:       e.claimingLocked(now),
+		token:          e.token,
+		holdOffUntil:   e.holdOffUntil,
+		sittingOut:     e.sittingOut,
+		stopped:        e.stopped || e.lost,
+		ownLease:       e.cfg.LeaseDuration,
+		maxRecordLease: e.cfg.MaxRecordLeaseDuration,
+		deferred:       e.deferredVersion,
+		written:        e.writtenVersion,
+		accepted:       e.accepted,
 	}
 }
 

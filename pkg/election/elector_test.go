@@ -265,3 +265,18 @@ func TestHolderExpiredFollowsTheExpiryRule(t *testing.T) {
 		s(h)
 	}
 }
+
+// Observers passes a record beyond the lease bound on to the observers
+// that take it, and skips those that do not.
+func TestObserversPassOnABoundedLease(t *testing.T) {
+	rec := &recordingObserver{}
+	var o Observer = Observers(noObserver{}, rec)
+	lo, ok := o.(LeaseBoundObserver)
+	if !ok {
+		t.Fatal("Observers is not a LeaseBoundObserver")
+	}
+	lo.LeaseDurationBounded("x", time.Hour, time.Minute)
+	if want := "lease-duration-bounded holder=x declared=1h0m0s bound=1m0s"; rec.count(want) != 1 {
+		t.Fatalf("told %q, want %q once", rec.events, want)
+	}
+}

@@ -266,6 +266,10 @@ func (o *recordingObserver) TokenAnomaly(a TokenAnomaly, seen, highest int64) {
 	o.add("%s seen=%d highest=%d", a, seen, highest)
 }
 
+func (o *recordingObserver) LeaseDurationBounded(holder string, declared, bound time.Duration) {
+	o.add("lease-duration-bounded holder=%s declared=%v bound=%v", holder, declared, bound)
+}
+
 func (o *recordingObserver) count(event string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -30,8 +30,10 @@ type observation struct {
 	// sittingOut is set between SitOut and Rejoin.
 	sittingOut bool
 	stopped    bool
-	// ownLease is the candidate's own LeaseDuration.
-	ownLease time.Duration
+	// ownLease is the candidate's own LeaseDuration; maxRecordLease the
+	// longest lease duration it trusts a record with
+	// (MaxRecordLeaseDuration).
+	ownLease, maxRecordLease time.Duration
 	// deferred is the version of a record this candidate recreated without
 	// claiming it yet (see recreate's deferClaim); "" if none.
 	deferred backend.Version
@@ -190,13 +192,19 @@ func decide(o observation, now time.Time) action {
 }
 
 // expiry is when the observed record, or its absence, may be acted on:
-// the record's lease duration, but never less than the candidate's own,
-// after the candidate first saw this version (or the absence). The floor
-// keeps a lease duration shortened by hand from shortening a claim that
-// was made under a longer one.
+// the record's lease duration, but never less than the candidate's own
+// nor more than the bound it trusts, after the candidate first saw this
+// version (or the absence). The floor keeps a lease duration shortened by
+// hand from shortening a claim that was made under a longer one; the
+// bound keeps one lengthened by a client with a bug or a hand edit
+// (2147483647 seconds is 68 years) from holding every candidate off.
 func (o observation) expiry() time.Time {
-	d := time.Duration(o.view.rec.LeaseDurationSeconds) * time.Second
-	return o.view.since.Add(max(d, o.ownLease))
+	return o.view.since.Add(max(o.recordLease(), o.ownLease))
+}
+
+// recordLease is the observed record's lease duration, up to the bound.
+func (o observation) recordLease() time.Duration {
+	return min(time.Duration(o.view.rec.LeaseDurationSeconds)*time.Second, o.maxRecordLease)
 }
 
 // newTerm starts a term one above the highest token seen, if one is left.

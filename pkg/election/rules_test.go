@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,8 @@ import (
 )
 
 // One row per rule of the package doc, in its order. Times are offsets
-// from epoch; the candidate is "me" with a 15s lease of its own.
+// from epoch; the candidate is "me" with a 15s lease of its own, trusting
+// a record's up to 150s (ten times it, the default).
 func TestDecide(t *testing.T) {
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
 	held := func(holder string, seconds int32, token int64) view {
@@ -28,7 +30,7 @@ func TestDecide(t *testing.T) {
 	neverSeen := view{known: true, since: epoch}
 	neverCreated := view{known: true, neverCreated: true, since: epoch}
 	standby := func(v view, highest int64) observation {
-		return observation{identity: "me", view: v, highest: highest, ownLease: 15 * time.Second}
+		return observation{identity: "me", view: v, highest: highest, ownLease: 15 * time.Second, maxRecordLease: 150 * time.Second}
 	}
 	leader := func(v view, token int64, claiming bool) observation {
 		o := standby(v, max(token, v.rec.Transitions))
@@ -51,6 +53,8 @@ func TestDecide(t *testing.T) {
 		{"a live holder is waited out", standby(held("x", 15, 1), 1), 15*time.Second - 1, action{kind: wait, until: at(15 * time.Second)}},
 		{"a holder unchanged for its lease is taken over", standby(held("x", 15, 1), 1), 15 * time.Second, action{kind: acquire, token: 2}},
 		{"a longer record lease is honoured", standby(held("x", 30, 1), 1), 20 * time.Second, action{kind: wait, until: at(30 * time.Second)}},
+		{"a record lease beyond the bound waits the bound", standby(held("x", math.MaxInt32, 1), 1), 20 * time.Second, action{kind: wait, until: at(150 * time.Second)}},
+		{"a record lease beyond the bound is taken over at the bound", standby(held("x", math.MaxInt32, 1), 1), 150 * time.Second, action{kind: acquire, token: 2}},
 		{"a shorter record lease waits our own", standby(held("x", 1, 1), 1), 5 * time.Second, action{kind: wait, until: at(15 * time.Second)}},
 		{"a record without a lease waits our own", standby(held("x", 0, 1), 1), 5 * time.Second, action{kind: wait, until: at(15 * time.Second)}},
 		{"a leader that finds another holder steps down", leader(held("x", 15, 2), 1, true), 0,
@@ -128,7 +132,7 @@ func TestHandoffStepRules(t *testing.T) {
 			Handoff: backend.Handoff{Phase: backend.HandoffOffer, From: from, To: to, Token: token}}
 	}
 	base := func(rec backend.Record) observation {
-		return observation{identity: "web-2_b", highest: rec.Transitions, ownLease: 15 * time.Second,
+		return observation{identity: "web-2_b", highest: rec.Transitions, ownLease: 15 * time.Second, maxRecordLease: 150 * time.Second,
 			view: view{known: true, present: true, sawRecord: true, rec: rec, version: "7", since: epoch}}
 	}
 	cases := []struct {
@@ -242,6 +246,18 @@ func TestRules(t *testing.T) {
 			try("a", true), advance(time.Second),
 			handEdit(backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 15}),
 			try("a", true), leads("a", 2), storedAs("a", 2),
+		}},
+		{"a record lease beyond the bound is waited out only up to the bound, and reported", []step{
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: math.MaxInt32, Transitions: 3}),
+			try("b", false), advance(150*time.Second - justUnder), try("b", false), follows("b", "x"),
+			advance(justUnder), try("b", true), leads("b", 4),
+			observedTimes("b", "lease-duration-bounded holder=x declared=596523h14m7s bound=2m30s", 1),
+		}},
+		{"a record lease up to the bound is honoured, and not reported", []step{
+			handEdit(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 150, Transitions: 3}),
+			try("b", false), advance(150*time.Second - justUnder), try("b", false),
+			advance(justUnder), try("b", true), leads("b", 4),
+			observedTimes("b", "lease-duration-bounded holder=x declared=2m30s bound=2m30s", 0),
 		}},
 		{"a changed record restarts the expiry wait", []step{
 			try("a", true), try("b", false), advance(14 * time.Second), try("a", true),

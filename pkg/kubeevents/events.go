@@ -135,6 +135,15 @@ func (r *Recorder) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
 		fmt.Sprintf("%s found token %d in %s, highest seen %d: %s", r.identity, seen, r.leaseName(), highest, a))
 }
 
+// LeaseDurationBounded implements election.LeaseBoundObserver: a Warning
+// Event, since a record that declares so long a lease delays every
+// fail-over and its writer needs fixing.
+func (r *Recorder) LeaseDurationBounded(holder string, declared, bound time.Duration) {
+	r.record(corev1.EventTypeWarning, "RecordLeaseBounded",
+		fmt.Sprintf("%s found %s declaring a lease duration of %v (holder %q), longer than it trusts: waited out as %v",
+			r.identity, r.leaseName(), declared, holder, bound))
+}
+
 // Stop waits until every Event recorded so far has been written or given
 // up (at most flushTimeout, for an API server that cannot be reached),
 // then stops the background goroutine. Events recorded after Stop are

@@ -2,10 +2,12 @@ package kubeevents
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +68,7 @@ func TestEventsAboutThePodRelatedToTheLease(t *testing.T) {
 	r.LeadershipChanged(true, 3)
 	r.LeadershipChanged(false, 3)
 	r.TokenAnomaly(election.TokenRegressed, 1, 3)
+	r.LeaseDurationBounded("x", math.MaxInt32*time.Second, 150*time.Second)
 	r.Stop()
 
 	list, err := env.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -73,9 +76,10 @@ func TestEventsAboutThePodRelatedToTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]struct{ kind, note string }{
-		"BecameLeader":    {corev1.EventTypeNormal, "worker-7_abc became leader of Lease " + ns + "/billing with fencing token 3"},
-		"StoppedLeading":  {corev1.EventTypeNormal, "worker-7_abc stopped leading Lease " + ns + "/billing (token 3)"},
-		"token-regressed": {corev1.EventTypeWarning, "worker-7_abc found token 1 in Lease " + ns + "/billing, highest seen 3: token-regressed"},
+		"BecameLeader":       {corev1.EventTypeNormal, "worker-7_abc became leader of Lease " + ns + "/billing with fencing token 3"},
+		"StoppedLeading":     {corev1.EventTypeNormal, "worker-7_abc stopped leading Lease " + ns + "/billing (token 3)"},
+		"token-regressed":    {corev1.EventTypeWarning, "worker-7_abc found token 1 in Lease " + ns + "/billing, highest seen 3: token-regressed"},
+		"RecordLeaseBounded": {corev1.EventTypeWarning, "worker-7_abc found Lease " + ns + "/billing declaring a lease duration of 596523h14m7s (holder \"x\"), longer than it trusts: waited out as 2m30s"},
 	}
 	for _, ev := range list.Items {
 		w, ok := want[ev.Action]
@@ -85,7 +89,7 @@ func TestEventsAboutThePodRelatedToTheLease(t *testing.T) {
 		checkEvent(t, &ev, ns, w.kind, w.note)
 		delete(want, ev.Action)
 	}
-	if len(want) > 0 || posts.Load() != 3 {
+	if len(want) > 0 || posts.Load() != 4 {
 		t.Fatalf("Events missing after Stop: %v (%d posted)", want, posts.Load())
 	}
 }

@@ -76,7 +76,7 @@ func TestEveryOwnMetricIsLabelledWithTheLease(t *testing.T) {
 	m := newWatched(t, &fixedStatus{Leader: true, Token: 4})
 	want := []string{
 		"leader_sidecar_is_leader", "leader_sidecar_token", "leader_sidecar_leadership_transitions_total",
-		"leader_sidecar_renew_failures_total", "leader_sidecar_token_anomalies_total",
+		"leader_sidecar_renew_failures_total", "leader_sidecar_token_anomalies_total", "leader_sidecar_record_lease_bounded_total",
 		"leader_sidecar_store_request_duration_seconds", "leader_sidecar_build_info",
 		"leader_sidecar_term_gap_seconds", "leader_sidecar_term_start_timestamp_seconds",
 		"leader_sidecar_last_renewal_timestamp_seconds",

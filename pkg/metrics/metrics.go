@@ -48,6 +48,7 @@ type Metrics struct {
 	termGap       prometheus.Histogram
 	renewFailures prometheus.Counter
 	anomalies     *prometheus.CounterVec
+	leaseBounded  prometheus.Counter
 	storeLatency  *prometheus.HistogramVec
 }
 
@@ -100,6 +101,12 @@ func New(info Info) *Metrics {
 			Help: "Fencing-token problems found in the store: token-regressed (a record's token below one seen " +
 				"before), token-exhausted (no token left for a new term; the record needs a reset).",
 		}, []string{"anomaly"}),
+		leaseBounded: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "record_lease_bounded_total",
+			Help: "Records found declaring a longer lease than this candidate trusts, once per holder and token: " +
+				"each is waited out as if it declared the bound.",
+		}),
 		storeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace,
 			Name:      "store_request_duration_seconds",
@@ -121,7 +128,7 @@ func New(info Info) *Metrics {
 		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": runtime.Version(), "backend": info.Backend, "identity": info.Identity},
 	})
 	buildInfo.Set(1)
-	m.own.MustRegister(m.transitions, m.termGap, m.renewFailures, m.anomalies, m.storeLatency, buildInfo)
+	m.own.MustRegister(m.transitions, m.termGap, m.renewFailures, m.anomalies, m.leaseBounded, m.storeLatency, buildInfo)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -223,6 +230,11 @@ func (m *Metrics) TermEnded(t election.TermEnd) {
 func (m *Metrics) RenewFailed(error) { m.renewFailures.Inc() }
 
 var _ election.TermObserver = (*Metrics)(nil)
+
+var _ election.LeaseBoundObserver = (*Metrics)(nil)
+
+// LeaseDurationBounded implements election.LeaseBoundObserver.
+func (m *Metrics) LeaseDurationBounded(string, time.Duration, time.Duration) { m.leaseBounded.Inc() }
 
 // TokenAnomaly implements election.Observer.
 func (m *Metrics) TokenAnomaly(a election.TokenAnomaly, _, _ int64) {

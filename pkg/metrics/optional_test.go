@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
@@ -56,5 +58,18 @@ func TestTokenAnomaliesAreCountedByKind(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
+	}
+}
+
+func TestRecordsBeyondTheLeaseBoundAreCounted(t *testing.T) {
+	m := New(Info{Lease: "billing"})
+	want := `leader_sidecar_record_lease_bounded_total{lease="billing"} 0`
+	if out := scrape(t, m); !strings.Contains(out, want) {
+		t.Errorf("before any report: no %q in:\n%s", want, out)
+	}
+	m.LeaseDurationBounded("x", math.MaxInt32*time.Second, 150*time.Second)
+	want = `leader_sidecar_record_lease_bounded_total{lease="billing"} 1`
+	if out := scrape(t, m); !strings.Contains(out, want) {
+		t.Errorf("no %q in:\n%s", want, out)
 	}
 }

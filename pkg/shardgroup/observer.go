@@ -2,6 +2,7 @@ package shardgroup
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
@@ -16,7 +17,10 @@ type shardObserver struct {
 	next     []election.Observer
 }
 
-var _ election.TermObserver = (*shardObserver)(nil)
+var (
+	_ election.TermObserver       = (*shardObserver)(nil)
+	_ election.LeaseBoundObserver = (*shardObserver)(nil)
+)
 
 // shardObserverOf is cfg.ShardObserver's Observer for shard i, or nil.
 func shardObserverOf(cfg Config, i int) election.Observer {
@@ -44,6 +48,14 @@ func (o *shardObserver) RenewFailed(err error) {
 func (o *shardObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
 	for _, n := range o.next {
 		n.TokenAnomaly(a, seen, highest)
+	}
+}
+
+func (o *shardObserver) LeaseDurationBounded(holder string, declared, bound time.Duration) {
+	for _, n := range o.next {
+		if n, ok := n.(election.LeaseBoundObserver); ok {
+			n.LeaseDurationBounded(holder, declared, bound)
+		}
 	}
 }
 
