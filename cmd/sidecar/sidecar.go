@@ -147,7 +147,7 @@ func newSidecarConfig() *sidecarConfig {
 	docMeaning(fs, "ops-address", "read-only probes and metrics listener, e.g. `:8081`")
 	c.election.addStore(fs)
 	fs.BoolVar(&c.events, "events", true, "record Kubernetes Events when this sidecar starts or stops leading (needs POD_NAME)")
-	docMeaning(fs, "events", "record Kubernetes Events when this sidecar starts or stops leading (needs `POD_NAME`)")
+	docMeaning(fs, "events", "record Kubernetes Events when this sidecar starts or stops leading, and Warning Events for the problems it finds in the record (a token that went back or ran out, a lease duration beyond `--max-record-lease-duration`) (needs `POD_NAME`)")
 	fs.StringVar((*string)(&c.readiness), "readiness-mode", string(podreadiness.ModeNone), "publish leadership on the Pod: none, probe (use /leader/ready), pod-condition (for readinessGates) or label")
 	docMeaning(fs, "readiness-mode", "publish leadership on the Pod: `none`, `probe`, `pod-condition`, `label` (see [Leadership on the Pod](kubernetes.md#leadership-on-the-pod))")
 	fs.StringVar(&c.conditionType, "readiness-condition-type", "leader-sidecar.io/leader", "Pod condition kept in pod-condition mode (domain-qualified)")

@@ -177,21 +177,10 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 	defer e.unlockAndNotify()
 	e.reachedStore = true
 	e.failures.succeeded(e.log)
-	regressed := present && rec.Transitions < e.highestToken
 	if e.observeLocked(present, rec, version, seen) {
 		// A read found a change no snapshot reported: poll until the
 		// backend's watch shows it is keeping up again.
 		e.pollFast = true
-		// Once per lower token and holder, not at every renewal of a
-		// holder that started below the highest token seen.
-		term := &heldTerm{holder: rec.HolderIdentity, token: rec.Transitions}
-		if regressed && (e.regressedReported == nil || *term != *e.regressedReported) {
-			e.regressedReported = term
-			highest := e.highestToken
-			e.log.Error("the record's token is lower than one seen before: it was recreated or edited; "+
-				"new terms continue above the highest token seen", "token", rec.Transitions, "highest", highest)
-			e.tellLocked(func(o Observer) { o.TokenAnomaly(TokenRegressed, rec.Transitions, highest) })
-		}
 	}
 	// Only a store that can make the first create atomic (CreateFirst)
 	// lets a candidate lead at once on a record it had to create.

@@ -303,6 +303,10 @@ func (e *Elector) observe(present bool, rec backend.Record, version backend.Vers
 // new absence) restarts the expiry wait; the same version again changes
 // nothing. It reports whether anything changed.
 //
+// Every new version is checked here, however it was learnt (a read, a
+// snapshot, a write of this candidate's): a token lower than one seen
+// before, a lease duration beyond the bound, each reported once.
+//
 // The first new version or absence observed after renewals whose outcome
 // is unknown settles them: a record equal to one that a renewal sent is
 // its write, landed, and its version is adopted as written by this
@@ -321,6 +325,7 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 	}
 	defer e.logLeaderChangeLocked(*v)
 	if present {
+		e.reportRegressedTokenLocked(rec)
 		e.reportBoundedLeaseLocked(rec)
 		*v = view{known: true, present: true, sawRecord: true, rec: rec, version: version, since: at}
 		e.highestToken = max(e.highestToken, rec.Transitions)
@@ -329,6 +334,22 @@ func (e *Elector) observeLocked(present bool, rec backend.Record, version backen
 	}
 	e.notifyLocked()
 	return true
+}
+
+// reportRegressedTokenLocked reports rec, a new version, if its token is
+// lower than one seen before (TokenRegressed): once per holder and lower
+// token, not at every renewal of a holder that started below the highest
+// token seen.
+func (e *Elector) reportRegressedTokenLocked(rec backend.Record) {
+	highest := e.highestToken
+	term := &heldTerm{holder: rec.HolderIdentity, token: rec.Transitions}
+	if rec.Transitions >= highest || e.regressedReported != nil && *term == *e.regressedReported {
+		return
+	}
+	e.regressedReported = term
+	e.log.Error("the record's token is lower than one seen before: it was recreated or edited; "+
+		"new terms continue above the highest token seen", "token", rec.Transitions, "highest", highest)
+	e.tellLocked(func(o Observer) { o.TokenAnomaly(TokenRegressed, rec.Transitions, highest) })
 }
 
 // reportBoundedLeaseLocked reports rec, a new version, if it declares a

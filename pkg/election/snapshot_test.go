@@ -359,3 +359,69 @@ func leaderAndFrozenStandby(t *testing.T) (a *running, b *Elector, h *frozen, pe
 	}
 	return a, b, h, peek
 }
+
+// A token that went back is reported once per lower term, however the
+// standby learns of the record's versions: from snapshots (a Lease's
+// watch, where a standby does not read while the holder renews) or from
+// reads (SQLite). The standby sees token 5; the record is replaced by one
+// at token 1 (a client-go candidate that recreated the Lease at 0, then
+// took it) and renewed 30 times.
+func TestTokenRegressedIsReportedOnceHoweverVersionsAreLearnt(t *testing.T) {
+	for _, snapshots := range []bool{true, false} {
+		name := map[bool]string{true: "with snapshots (Lease)", false: "without snapshots (SQLite)"}[snapshots]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				peek := store.Open("loop")
+				put := func(rec backend.Record) {
+					t.Helper()
+					_, v, err := peek.Get(t.Context())
+					if err == nil {
+						_, err = peek.Update(t.Context(), v, rec)
+					} else {
+						_, err = peek.Create(t.Context(), rec)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				put(backend.Record{HolderIdentity: "x", LeaseDurationSeconds: 15, Transitions: 5})
+				handle := &counting{Backend: store.Open("loop")}
+				var b backend.Backend = handle
+				if snapshots {
+					handle.Backend.Watch(t.Context())
+					b = snapshotting{handle}
+				}
+				obs := &recordingObserver{}
+				e, err := New(Config{Backend: b, Identity: "b", Logger: quietLogger(), Observer: obs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := e.Driver()
+				d.Attempt(t.Context())
+				if s := e.Status(); s.Holder != "x" {
+					t.Fatalf("b after its first attempt: %+v, want a standby seeing x", s)
+				}
+				gets := handle.gets.Load()
+				for i := range 31 {
+					put(backend.Record{HolderIdentity: "c", LeaseDurationSeconds: 15, Transitions: 1,
+						RenewTime: epoch.Add(time.Duration(i) * time.Second)})
+					time.Sleep(time.Second)
+					if attemptNow, _, _ := d.Signal(); attemptNow {
+						d.Attempt(t.Context())
+					}
+				}
+				if snapshots && handle.gets.Load() != gets {
+					t.Fatalf("b read the record %d times: the versions were meant to come from snapshots", handle.gets.Load()-gets)
+				}
+				const report = "token-regressed seen=1 highest=5"
+				if n := obs.count(report); n != 1 {
+					t.Fatalf("%q told %d times for 31 versions of one lower term, want 1; told %q", report, n, obs.events)
+				}
+				if s := e.Status(); s.Leader || s.Holder != "c" {
+					t.Fatalf("b at the end: %+v, want a standby seeing c", s)
+				}
+			})
+		})
+	}
+}
