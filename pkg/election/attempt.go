@@ -39,6 +39,7 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	}
 	a, write := e.decideAfterRead(present, errors.Is(err, backend.ErrNeverCreated), rec, version, seen)
 	var written backend.Version
+	sent := e.cfg.Clock.Now()
 	switch a.kind {
 	case renew, acquire:
 		written, err = e.cfg.Backend.Update(ctx, version, write)
@@ -80,7 +81,7 @@ func (e *Elector) attempt(ctx context.Context) bool {
 		e.recreatedUnclaimed(write, written)
 		return false
 	}
-	e.won(write, written, start)
+	e.won(write, written, start, sent)
 	return true
 }
 
@@ -146,7 +147,7 @@ func (e *Elector) renewBlind(ctx context.Context, start time.Time) (held, ok boo
 	e.rememberUnanswered(rec, err)
 	switch {
 	case err == nil:
-		e.won(rec, written, start)
+		e.won(rec, written, start, start)
 		return true, true
 	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
 		return false, false // someone else wrote: read, then decide
@@ -268,13 +269,14 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 		"token", rec.Transitions, "claimFrom", e.observationLocked(now).expiry())
 }
 
-// won records a successful write of rec, made by an attempt that started
-// at start: the claim it gives counts from then.
-func (e *Elector) won(rec backend.Record, version backend.Version, start time.Time) {
+// won records a successful write of rec, sent at sent by an attempt that
+// started at start: the claim it gives counts from then.
+func (e *Elector) won(rec backend.Record, version backend.Version, start, sent time.Time) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	defer e.unlockAndNotify()
 	e.reachedStore = true
+	e.lastWriteTook = now.Sub(sent)
 	e.failures.succeeded(e.log)
 	gap := e.gapStartLocked(e.view)
 	e.observeLocked(true, rec, version, now)

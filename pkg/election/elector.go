@@ -79,6 +79,9 @@ type Elector struct {
 	// attemptCutOff is set when the last attempt failed because its
 	// bound (attemptTimeout) cut it off.
 	attemptCutOff bool
+	// lastWriteTook is how long this candidate's last successful write
+	// took, from the request to its answer (attemptTimeout).
+	lastWriteTook time.Duration
 	// checkDue is set by a change signal on a leader: the next attempt
 	// reads the record before its renewal is due (checkAfterSignal).
 	checkDue bool

@@ -117,7 +117,7 @@ func (h *handoff) offer(ctx context.Context) error {
 		e.rememberUnanswered(rec, err)
 		switch {
 		case err == nil:
-			e.won(rec, written, start)
+			e.won(rec, written, start, start)
 			h.token, h.rec, h.version, h.offered, h.lastRead = token, rec, written, start, start
 			e.log.Info("offering leadership", "to", h.target(), "token", token)
 			return nil
@@ -251,7 +251,7 @@ func (h *handoff) withdraw(ctx context.Context) (backend.Version, string, bool) 
 	e.rememberUnanswered(rec, err)
 	switch {
 	case err == nil:
-		e.won(rec, written, start)
+		e.won(rec, written, start, start)
 		return "", "", false
 	case errors.Is(err, backend.ErrConflict), errors.Is(err, backend.ErrNotFound):
 		fresh, version, err := e.cfg.Backend.Get(ctx)

@@ -133,13 +133,18 @@ func (e *Elector) step(ctx context.Context) {
 // attemptTimeout bounds one attempt: a leader may use what is left of its
 // claim but for a reserve of half a retry period (at most half of what is
 // left), so a request that hangs until it is cut off leaves room for a
-// retry on fresh connections, while a slow store that answers within the
-// claim still renews; a standby may use the whole renew deadline.
+// retry on fresh connections; but never less than one and a half times
+// what its last successful write took (at most what is left), so a store
+// that answers slowly but surely, within the claim, is not cut off just
+// before its answer. A standby may use the whole renew deadline.
 func (e *Elector) attemptTimeout() time.Duration {
 	s := e.Status()
 	if s.Leader {
 		if left := s.ValidUntil.Sub(e.cfg.Clock.Now()); left > 0 {
-			return left - min(left/2, e.cfg.RetryPeriod/2)
+			e.mu.Lock()
+			took := e.lastWriteTook
+			e.mu.Unlock()
+			return max(left-min(left/2, e.cfg.RetryPeriod/2), min(left, took*3/2))
 		}
 	}
 	return e.cfg.RenewDeadline
