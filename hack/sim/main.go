@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	digest := fs.Bool("digest", false, "print a hash of every schedule's summary, in the order of the seeds")
 	summaries := fs.Bool("summaries", false, "print every schedule's summary line, in the order of the seeds")
 	progress := fs.Duration("progress", 0, "print the figures so far every this much wall time (0: only at the end)")
+	trusted := fs.Duration("trusted-record-lease", 0, "every candidate's MaxRecordLeaseDuration (default: the simulator's bound, 30s); a longer one lets hostile lease durations break liveness")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -75,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards}
+	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards, TrustedRecordLease: *trusted}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	switch {
@@ -120,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var broken, reported, done int64
 	var virtual time.Duration
-	var events, terms, handoffs, handedOff, stoppedTargets, moves int
+	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
 	var settledMax time.Duration
 	// Results arrive in any order; the digest and the summaries take them
 	// in the order of the seeds.
@@ -162,6 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		terms += r.Terms
 		handoffs, handedOff, stoppedTargets = handoffs+r.Handoffs, handedOff+r.HandedOff, stoppedTargets+r.StoppedTargets
 		moves, settledMax = moves+r.Moves, max(settledMax, r.SettledAfter)
+		hostile += r.HostileLeases
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -181,7 +183,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *shards > 0 {
 		fmt.Fprintf(stdout, "%d shards moved; once faults stopped, every table held as assigned within %v\n", moves, settledMax.Round(time.Millisecond))
 	} else {
-		fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting\n", handoffs, handedOff, stoppedTargets)
+		fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting; %d hostile lease durations written\n",
+			handoffs, handedOff, stoppedTargets, hostile)
 	}
 	if *digest {
 		fmt.Fprintf(stdout, "digest of seeds %d to %d: %s\n", *start, *start+*seeds-1, sum)

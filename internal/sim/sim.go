@@ -8,8 +8,9 @@
 // candidate, a crashed one, a name nobody has, or anyone, amid all the
 // other faults), the record deleted or edited by
 // hand (holder emptied or changed, token raised or lowered, lease duration
-// changed), change signals delayed, dropped and reordered, and clocks that
-// run at different rates.
+// changed), a hostile lease duration written into the record (beyond the
+// bound the candidates trust, up to 68 years), change signals delayed,
+// dropped and reordered, and clocks that run at different rates.
 //
 // After every event it checks the invariants: at most one candidate claims
 // leadership; a token is claimed by one holder only, and each new term's
@@ -66,6 +67,12 @@ type Options struct {
 	// Shards, if not zero, plays a shard group instead of one election:
 	// Candidates replicas over Shards shards (see group.go).
 	Shards int
+	// TrustedRecordLease, if not zero, is every candidate's
+	// MaxRecordLeaseDuration instead of recordLeaseBound. The liveness
+	// bound still assumes recordLeaseBound: a longer one lets a hostile
+	// lease duration keep the election without a leader, and the checker
+	// says so.
+	TrustedRecordLease time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -104,6 +111,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("shards must be in [0, %d], got %d", shard.MaxShards, o.Shards)
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
+	case o.TrustedRecordLease != 0 && o.TrustedRecordLease < o.LeaseDuration:
+		return fmt.Errorf("trusted record lease (%v) must not be below the lease duration (%v)", o.TrustedRecordLease, o.LeaseDuration)
 	}
 	if err := election.ValidateTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod); err != nil {
 		return err
@@ -120,10 +129,26 @@ func (o Options) slowMax() time.Duration { return o.RenewDeadline * 3 / 2 }
 // longestEdit is the longest lease duration a hand edit writes.
 const longestEdit = 30 * time.Second
 
+// recordLeaseBound is the longest lease duration the candidates trust a
+// record with (election.Config.MaxRecordLeaseDuration): the longest a hand
+// edit writes, twice the default lease, so that every edit is honoured
+// and every hostile lease duration (scheduleHostileLeases) is bounded
+// within the schedule's quiet tail. Never less than the candidates' own.
+func (o Options) recordLeaseBound() time.Duration { return max(o.LeaseDuration, longestEdit) }
+
+// trustedRecordLease is the candidates' MaxRecordLeaseDuration.
+func (o Options) trustedRecordLease() time.Duration {
+	if o.TrustedRecordLease != 0 {
+		return o.TrustedRecordLease
+	}
+	return o.recordLeaseBound()
+}
+
 // livenessBound is how soon after faults stop a leader must be back: a
 // request still in flight may land up to slowMax later. A standby whose
 // watch dropped the last change learns of it only when the record it saw
-// last expires (one record lease); if the record is missing, it then waits
+// last expires (one record lease, at most recordLeaseBound however long a
+// lease the record declares); if the record is missing, it then waits
 // out that absence (another) and claims the record it recreates after its
 // own lease duration; each on a clock that may run slow by Drift, with
 // three retry periods and a second of store latency as margin.
@@ -135,7 +160,7 @@ const longestEdit = 30 * time.Second
 // schedules draw renew intervals from the whole valid range, up to the
 // largest, to check that.
 func (o Options) livenessBound() time.Duration {
-	longest := max(o.LeaseDuration, longestEdit)
+	longest := o.recordLeaseBound()
 	wait := 2*longest + o.LeaseDuration + 3*o.RetryPeriod
 	return o.slowMax() + time.Duration(float64(wait)/(1-o.Drift)) + time.Second
 }
@@ -176,6 +201,9 @@ type Result struct {
 	// happened in it.
 	Virtual       time.Duration
 	Events, Terms int
+	// HostileLeases counts the hostile lease durations written into the
+	// record (scheduleHostileLeases).
+	HostileLeases int
 	// Handoffs counts the planned hand-offs asked for, HandedOff those
 	// that returned with the record transferred, and StoppedTargets the
 	// accepting candidates paused or crashed right after their accept.
@@ -219,6 +247,7 @@ func Run(opts Options) (Result, error) {
 	}
 	scheduleFaults(w)
 	scheduleHandoffs(w)
+	scheduleHostileLeases(w)
 	w.run()
 	return w.result(), nil
 }
@@ -238,6 +267,7 @@ func (w *world) result() Result {
 		Events:        w.eventCount,
 		Terms:         terms,
 
+		HostileLeases:  w.hostileLeases,
 		Handoffs:       w.handoffCount.asked,
 		HandedOff:      w.handoffCount.done,
 		StoppedTargets: w.handoffCount.stopped,

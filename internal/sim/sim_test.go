@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 	for seed := int64(1); seed <= 300; seed++ {
 		runs = append(runs, Options{Seed: seed})
 	}
-	var handoffs, handedOff, stopped int
+	var handoffs, handedOff, stopped, hostile int
 	for _, o := range runs {
 		r, err := Run(o)
 		if err != nil {
@@ -53,6 +54,10 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 			t.Fatalf("seed %d: %v\n%s", o.Seed, r.Violations, strings.Join(r.Trace, "\n"))
 		}
 		handoffs, handedOff, stopped = handoffs+r.Handoffs, handedOff+r.HandedOff, stopped+r.StoppedTargets
+		hostile += r.HostileLeases
+	}
+	if hostile < 50 {
+		t.Fatalf("300 schedules wrote %d hostile lease durations: too few to test them", hostile)
 	}
 	// The schedules do hand off, amid the other faults, and stop targets
 	// right after their accepts.
@@ -60,7 +65,8 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 		t.Fatalf("300 schedules asked for %d hand-offs, %d handed off, %d targets stopped after accepting: too few to test them",
 			handoffs, handedOff, stopped)
 	}
-	t.Logf("300 schedules: %d hand-offs asked for, %d handed off, %d targets stopped right after accepting", handoffs, handedOff, stopped)
+	t.Logf("300 schedules: %d hand-offs asked for, %d handed off, %d targets stopped right after accepting; %d hostile lease durations written",
+		handoffs, handedOff, stopped, hostile)
 }
 
 // A schedule's hand-offs come from a stream of their own: a schedule
@@ -100,6 +106,27 @@ func TestClocksDriftingBeyondTheBoundOverlap(t *testing.T) {
 		}
 		if len(r.Violations) == 0 || !strings.HasPrefix(r.Violations[0].What, "two leaders at once") {
 			t.Errorf("seed %d with 40%% drift: violations %v, want two leaders at once", seed, r.Violations)
+		}
+	}
+}
+
+// The hostile lease durations are a fault the checker sees: candidates
+// that trusted every record's lease duration (68 years, the longest a
+// Lease declares) would leave the election without a leader long after
+// faults stopped. These seeds are the first five that do.
+func TestHostileLeasesBreakLivenessWithoutTheBound(t *testing.T) {
+	for _, seed := range []int64{6, 22, 25, 32, 34} {
+		unbounded, err := Run(Options{Seed: seed, TrustedRecordLease: math.MaxInt32 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(unbounded.Violations) == 0 || !strings.HasPrefix(unbounded.Violations[0].What, "no leader for") {
+			t.Errorf("seed %d trusting every lease duration: violations %v, want no leader after faults stopped", seed, unbounded.Violations)
+		}
+		bounded, _ := Run(Options{Seed: seed})
+		if len(bounded.Violations) > 0 || bounded.HostileLeases == 0 {
+			t.Errorf("seed %d with the bound: %d hostile lease durations, violations %v; want some, and none",
+				seed, bounded.HostileLeases, bounded.Violations)
 		}
 	}
 }
@@ -152,7 +179,7 @@ func TestSchedulesAtTheLargestRenewIntervalKeepTheInvariants(t *testing.T) {
 }
 
 func TestOptionsAreChecked(t *testing.T) {
-	for _, o := range []Options{{Candidates: -1}, {Drift: 1}, {Quiet: 3 * 60e9, Duration: 60e9}, {LeaseDuration: 1e9, RenewDeadline: 2e9, RetryPeriod: 1e9}, {RenewInterval: 8e9}} {
+	for _, o := range []Options{{TrustedRecordLease: 14e9}, {Candidates: -1}, {Drift: 1}, {Quiet: 3 * 60e9, Duration: 60e9}, {LeaseDuration: 1e9, RenewDeadline: 2e9, RetryPeriod: 1e9}, {RenewInterval: 8e9}} {
 		if _, err := Run(o); err == nil {
 			t.Errorf("Run(%+v) accepted bad options", o)
 		}

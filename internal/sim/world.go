@@ -31,6 +31,7 @@ type world struct {
 	snapshots     bool          // candidates' backends are Snapshotters (the Lease backend's kind)
 	handoffs      bool          // the schedule has planned hand-offs
 	handoffCount  struct{ asked, done, stopped int }
+	hostileLeases int // hostile lease durations written (scheduleHostileLeases)
 	profile       profile
 
 	candidates []*candidate
@@ -190,17 +191,18 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		b = handle{c}
 	}
 	e, err := election.New(election.Config{
-		Backend:         b,
-		Identity:        c.identity,
-		LeaseDuration:   w.opts.LeaseDuration,
-		RenewDeadline:   w.opts.RenewDeadline,
-		RetryPeriod:     w.opts.RetryPeriod,
-		RenewInterval:   w.renewInterval,
-		ReleaseOnCancel: true,
-		Clock:           c.clock,
-		Logger:          discard,
-		Observer:        traceObserver{c},
-		Jitter:          w.rng.Float64,
+		Backend:                b,
+		Identity:               c.identity,
+		LeaseDuration:          w.opts.LeaseDuration,
+		RenewDeadline:          w.opts.RenewDeadline,
+		RetryPeriod:            w.opts.RetryPeriod,
+		RenewInterval:          w.renewInterval,
+		ReleaseOnCancel:        true,
+		MaxRecordLeaseDuration: w.opts.trustedRecordLease(),
+		Clock:                  c.clock,
+		Logger:                 discard,
+		Observer:               traceObserver{c},
+		Jitter:                 w.rng.Float64,
 	})
 	if err != nil { // Options.validate rules this out; report it all the same
 		w.violate(fmt.Sprintf("%s cannot start: %v", c.id, err))
@@ -252,6 +254,9 @@ func (o traceObserver) LeadershipChanged(leading bool, token int64) {
 	o.c.w.logf("%s %s (token %d)", o.c.id, map[bool]string{true: "became leader", false: "stopped leading"}[leading], token)
 }
 func (o traceObserver) RenewFailed(err error) {}
+func (o traceObserver) LeaseDurationBounded(holder string, declared, bound time.Duration) {
+	o.c.w.logf("%s reports a lease duration of %v for %q, waited out as %v", o.c.id, declared, holder, bound)
+}
 func (o traceObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
 	o.c.w.logf("%s reports %s (seen %d, highest %d)", o.c.id, a, seen, highest)
 }
