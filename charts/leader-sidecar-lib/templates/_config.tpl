@@ -57,6 +57,12 @@ retryPeriod: 2s
 # default, leaseDuration / 3 (5s). Must leave room for a retry:
 # renewInterval + 1.2 x retryPeriod < renewDeadline.
 renewInterval: ""
+# The longest lease duration a record is trusted with: a record that
+# declares more (a client with a bug, a hand edit) is waited out as this,
+# and reported. "": the sidecar's default, 10 x leaseDuration. At least
+# leaseDuration, and at least the longest leaseDuration of every
+# candidate of the election.
+maxRecordLeaseDuration: ""
 appHealth:
   # The app's own health endpoint on loopback, e.g.
   # http://127.0.0.1:8080/healthz: while it fails, the replica neither leads

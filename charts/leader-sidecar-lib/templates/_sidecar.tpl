@@ -158,6 +158,10 @@ env:
   - name: LEADER_SIDECAR_RENEW_INTERVAL
     value: {{ $c.renewInterval | quote }}
   {{- end }}
+  {{- if ne (toString $c.maxRecordLeaseDuration) "" }}
+  - name: LEADER_SIDECAR_MAX_RECORD_LEASE_DURATION
+    value: {{ $c.maxRecordLeaseDuration | quote }}
+  {{- end }}
   {{- with $c.appHealth.url }}
   - name: LEADER_SIDECAR_APP_HEALTH_URL
     value: {{ . | quote }}

@@ -166,6 +166,13 @@ most 63, so the group (the lease name by default) has at most 145. */}}
 {{- fail (printf "leader-sidecar-lib: sidecar.renewInterval (%s) must be less than sidecar.renewDeadline (%s) minus 1.2 x sidecar.retryPeriod (%s), so a failed renewal is retried before the leader stops claiming" $c.renewInterval $c.renewDeadline $c.retryPeriod) }}
 {{- end }}
 {{- end }}
+{{- /* maxRecordLeaseDuration: "" for the sidecar's default, else at least leaseDuration. */}}
+{{- if ne (toString $c.maxRecordLeaseDuration) "" }}
+{{- $bound := include "leader-sidecar-lib.milliseconds" (list "sidecar.maxRecordLeaseDuration" $c.maxRecordLeaseDuration) | float64 }}
+{{- if lt $bound $lease }}
+{{- fail (printf "leader-sidecar-lib: sidecar.maxRecordLeaseDuration (%s) must be at least sidecar.leaseDuration (%s): a candidate trusts the records it writes itself" $c.maxRecordLeaseDuration $c.leaseDuration) }}
+{{- end }}
+{{- end }}
 
 {{- /* Ports: numbers, and two listeners never on one port. */}}
 {{- range $key := list "httpPort" "opsPort" }}
