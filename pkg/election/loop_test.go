@@ -808,3 +808,55 @@ func TestSlowRenewalIsFollowedAtOnce(t *testing.T) {
 		t.Fatalf("after a 6s renewal: leader %v, wait %v; want leading and no wait", r.e.Status().Leader, r.wait)
 	}
 }
+
+// Candidates with different settings side by side, as a rolling update
+// runs them: a leader with a lease of 60s (trusting records up to 600s)
+// and a standby with the default 15s, trusting records up to its default
+// (150s) or up to exactly 60s. The standby waits out the leader's 60s,
+// not its own 15s, after the leader crashes: the bound shortens no lease
+// within it. (A bound of 30s would let it lead 30s after the leader's
+// last renewal, while a leader that had only paused could still claim.)
+func TestStandbysWithOtherLeasesAndBoundsHonourALongerLease(t *testing.T) {
+	for _, bound := range []time.Duration{0, 60 * time.Second} {
+		t.Run(fmt.Sprintf("bound %v", bound), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				run := func(id string, cfg Config) *running {
+					cfg.Backend, cfg.Identity, cfg.Logger = store.Open("loop"), id, quietLogger()
+					e, err := New(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					r := &running{Elector: e, done: make(chan struct{})}
+					go func() {
+						defer close(r.done)
+						_ = e.Run(ctx)
+					}()
+					r.stop = func() { cancel(); <-r.done }
+					t.Cleanup(r.stop)
+					return r
+				}
+				a := run("a", Config{LeaseDuration: time.Minute, RenewDeadline: 40 * time.Second})
+				time.Sleep(time.Second)
+				b := run("b", Config{MaxRecordLeaseDuration: bound})
+				time.Sleep(time.Minute)
+				if soleLeader(t, a, b) != a {
+					t.Fatal("a does not lead")
+				}
+				lastRenewal := a.Status().LastRenewal
+				a.stop() // a crash: no release
+				for time.Now().Before(lastRenewal.Add(time.Minute)) {
+					if b.Status().Leader {
+						t.Fatalf("b led %v after a's last renewal, before a's lease of 1m ran out", time.Since(lastRenewal))
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				time.Sleep(2 * time.Second)
+				if s := b.Status(); !s.Leader || s.Token != 2 {
+					t.Fatalf("b 2s after a's lease ran out: %+v, want leading with token 2", s)
+				}
+			})
+		})
+	}
+}
