@@ -269,8 +269,9 @@ func (e *Elector) recreatedUnclaimed(rec backend.Record, version backend.Version
 		"token", rec.Transitions, "claimFrom", e.observationLocked(now).expiry())
 }
 
-// won records a successful write of rec, sent at sent by an attempt that
-// started at start: the claim it gives counts from then.
+// won records a successful write of rec, sent at sent (or before) by an
+// attempt that started at start: the claim it gives counts from then, and
+// the write's latency sizes the leader's next tries (attemptTimeout).
 func (e *Elector) won(rec backend.Record, version backend.Version, start, sent time.Time) {
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()

@@ -142,8 +142,8 @@
 // last, and seen the moment the answer that showed the standby that record
 // arrived (after the write landed, so after s):
 //
-//	the holder claims while  now < s + RenewDeadline        (self-demotion)
-//	a standby may write at   seen + max(record lease, own)  (expiry)
+//	the holder claims while  now < s + RenewDeadline                    (self-demotion)
+//	a standby may write at   seen + max(min(record lease, bound), own)  (expiry)
 //	                         >= s + LeaseDuration
 //
 // A leader that stops renewing stops claiming at s + RenewDeadline whatever
@@ -152,9 +152,13 @@
 // fails at once a retry starts while the leader still claims. A leader's
 // attempt is cut off when what is left of its claim is down to half a
 // retry period (or to half of what was left when it started, if that is
-// less), and an attempt cut off so, or one that took longer than the
-// jittered retry period, is retried at once: a request that hangs cannot
-// use up the claim. A standby's attempt may take the whole renew deadline.
+// less), but never sooner than one and a half times what its last
+// successful write took (nor after the claim ends), and an attempt cut off
+// so, or one that took longer than the jittered retry period, is retried
+// at once: a request that hangs on a store that has been answering fast
+// cannot use up the claim, and a store that answers slowly but within the
+// claim is not cut off before its answer. A standby's attempt may take the
+// whole renew deadline.
 //
 // client-go candidates on the same Lease judge expiry the same way: each
 // takes over only once the record's leaseDurationSeconds has passed since
