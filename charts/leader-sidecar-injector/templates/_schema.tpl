@@ -80,6 +80,16 @@ Regenerate: go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -update
           }
         ]
       },
+      "maxRecordLeaseDuration": {
+        "anyOf": [
+          {
+            "const": ""
+          },
+          {
+            "$ref": "#/definitions/duration"
+          }
+        ]
+      },
       "appHealthPeriod": {
         "$ref": "#/definitions/duration"
       },
