@@ -14,7 +14,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
-const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>]
+const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [--max-record-lease-duration d]
 
 Resets an election's record in an SQLite file: the one way to clear it, as
 the file refuses to delete a record (a candidate that found none could
@@ -25,9 +25,10 @@ above every token issued before. What your resources remember of tokens
 stays valid.
 
 It never takes the record from a holder that may still run. A record that
-names a holder is watched for its lease duration, and reset only if nobody
-wrote it meanwhile (written with a compare-and-swap on the version read);
-a holder that renews keeps it. Stop the election's sidecars first (each
+names a holder is watched for its lease duration (at most
+--max-record-lease-duration, the bound the election's sidecars trust, as
+they do), and reset only if nobody wrote it meanwhile (written with a
+compare-and-swap on the version read); a holder that renews keeps it. Stop the election's sidecars first (each
 releases as it stops) to reset at once.
 
 Exit status: 0 once the record is released, or when there is none; 1 when
@@ -42,6 +43,8 @@ func runReset(ctx context.Context, p process, args []string) int {
 	fs := newFlagSet("sidecar reset")
 	path := fs.String("sqlite-path", "", "the SQLite database file of the election (required)")
 	name := fs.String("lease-name", "leader-sidecar", "name of the election (the SQLite row)")
+	bound := fs.Duration("max-record-lease-duration", election.DefaultMaxRecordLeaseDuration(election.DefaultLeaseDuration),
+		"the longest lease duration of the record waited out, as the election's sidecars bound it (their --max-record-lease-duration)")
 	err := parseArgs(fs, args, resetUsage, p.stdout)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
@@ -57,6 +60,9 @@ func runReset(ctx context.Context, p process, args []string) int {
 		return 2
 	case *name == "":
 		fmt.Fprintln(p.stderr, "sidecar reset: --lease-name: must not be empty")
+		return 2
+	case *bound <= 0:
+		fmt.Fprintf(p.stderr, "sidecar reset: --max-record-lease-duration: must be greater than 0, got %v\n", *bound)
 		return 2
 	}
 	// Open creates a missing file: a path that names none (a typo) would
@@ -76,7 +82,7 @@ func runReset(ctx context.Context, p process, args []string) int {
 		return 1
 	}
 	defer func() { _ = b.Close() }()
-	msg, err := resetRecord(ctx, b)
+	msg, err := resetRecord(ctx, b, *bound)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", *name, *path, err)
 		return 1
@@ -86,8 +92,9 @@ func runReset(ctx context.Context, p process, args []string) int {
 }
 
 // resetRecord writes the record back released with its token, after
-// waiting out its holder's lease unless it names none, and says what it did.
-func resetRecord(ctx context.Context, b backend.Backend) (string, error) {
+// waiting out its holder's lease (at most bound) unless it names none, and
+// says what it did.
+func resetRecord(ctx context.Context, b backend.Backend, bound time.Duration) (string, error) {
 	rec, version, err := b.Get(ctx)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -96,7 +103,7 @@ func resetRecord(ctx context.Context, b backend.Backend) (string, error) {
 		return "", err
 	}
 	if rec.HolderIdentity != "" {
-		wait := time.Duration(rec.LeaseDurationSeconds) * time.Second
+		wait := min(time.Duration(rec.LeaseDurationSeconds)*time.Second, bound)
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("stopped while waiting out the lease of holder %q: %w", rec.HolderIdentity, ctx.Err())

@@ -133,3 +133,30 @@ func TestResetRefusesAMissingFile(t *testing.T) {
 		t.Errorf("reset of a missing file left %s behind (stat: %v)", path, err)
 	}
 }
+
+// TestResetWaitsNoLongerThanTheBound: a record whose lease duration is
+// beyond what the election's sidecars trust (a hand edit declaring 68
+// years) is waited out only up to --max-record-lease-duration, as the
+// sidecars wait it out, then reset.
+func TestResetWaitsNoLongerThanTheBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	b := openElection(t, path, "billing")
+	now := time.Now()
+	hostile := backend.Record{HolderIdentity: "edited_1", LeaseDurationSeconds: 2147483647, AcquireTime: now, RenewTime: now, Transitions: 7}
+	if _, err := b.Create(t.Context(), hostile); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"reset", "--sqlite-path", path, "--lease-name", "billing", "--max-record-lease-duration", "1s"}, nil, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("reset of a record declaring 68 years with a bound of 1s: exit %d, stderr %q", code, errOut.String())
+	}
+	if rec, _, _ := b.Get(t.Context()); rec.HolderIdentity != "" || rec.Transitions != 7 {
+		t.Fatalf("after reset: %+v; want released at token 7", rec)
+	}
+	if code, _, stderr := resetCmd(t, "--sqlite-path", path, "--max-record-lease-duration", "0s"); code != 2 || !strings.Contains(stderr, "--max-record-lease-duration") {
+		t.Errorf("--max-record-lease-duration 0s: exit %d, stderr %q; want 2 naming the flag", code, stderr)
+	}
+}
