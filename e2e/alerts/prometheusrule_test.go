@@ -173,3 +173,23 @@ func TestChartPrometheusRuleRefusesUnknownTuning(t *testing.T) {
 		}
 	}
 }
+
+// On a cluster without the Prometheus Operator's API, prometheusRule
+// enabled is refused at render time, with a message that names the API
+// and what to do; with the API the rule renders.
+func TestChartPrometheusRuleNeedsTheOperatorsAPI(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte("prometheusRule: {enabled: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chart := filepath.Join(dir, "leader-sidecar-example")
+	_, err := sidecartest.RunHelm(t, "template", sidecartest.ChartRelease, chart, "--namespace", "apps", "--values", file)
+	if err == nil || !strings.Contains(err.Error(), "monitoring.coreos.com/v1, kind PrometheusRule") || !strings.Contains(err.Error(), "--api-versions") {
+		t.Errorf("prometheusRule.enabled on a cluster without the operator's API: %v; want it refused naming the API", err)
+	}
+	if _, err := sidecartest.RunHelm(t, "template", sidecartest.ChartRelease, chart, "--namespace", "apps", "--values", file,
+		"--api-versions", sidecartest.PrometheusRuleAPI); err != nil {
+		t.Errorf("prometheusRule.enabled with the operator's API: %v", err)
+	}
+}

@@ -125,8 +125,15 @@ func TemplateChart(t testing.TB, dir, ns, values string) (string, error) {
 	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return RunHelm(t, "template", ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns, "--values", file)
+	return RunHelm(t, "template", ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns, "--values", file,
+		"--api-versions", PrometheusRuleAPI)
 }
+
+// PrometheusRuleAPI is the API of the Prometheus Operator's
+// PrometheusRule as helm template's --api-versions names it: TemplateChart
+// renders for a cluster that serves it, as a chart with
+// prometheusRule.enabled needs.
+const PrometheusRuleAPI = "monitoring.coreos.com/v1/PrometheusRule"
 
 // DecodeManifests decodes a stream of YAML manifests strictly: a key that
 // appears twice in a mapping (a lenient decoder keeps the last one, and

@@ -98,6 +98,12 @@ The PrometheusRule (prometheusRule.enabled).
 {{- define "leader-sidecar-lib.prometheusRule" -}}
 {{- $p := include "leader-sidecar-lib.prometheusRuleSettings" . | fromYaml }}
 {{- if $p.enabled }}
+{{- /* Refused at render time on a cluster without the Prometheus
+Operator's API, rather than by the API server at apply time with a generic
+"no matches for kind" and a failed revision. */}}
+{{- if not (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/PrometheusRule") }}
+{{- fail "leader-sidecar-lib: prometheusRule.enabled needs the Prometheus Operator's API (monitoring.coreos.com/v1, kind PrometheusRule), which the cluster does not serve: install the operator or its CRDs (kube-prometheus-stack), or leave prometheusRule.enabled false; helm template and helm install --dry-run=client know the cluster's API only from --api-versions monitoring.coreos.com/v1/PrometheusRule" }}
+{{- end }}
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
