@@ -120,6 +120,10 @@ type Record struct {
 	// part of client-go's record: the Lease backend keeps it in an
 	// annotation, which client-go's writes leave as they find it.
 	Handoff Handoff
+	// Group marks a record of a shard group with the shard count of the
+	// replica that wrote it; zero for none (GroupMark). Kept like Handoff:
+	// a column, an annotation.
+	Group GroupMark
 }
 
 // Snapshotter is implemented by backends whose Watch keeps the latest
@@ -141,10 +145,14 @@ type Snapshotter interface {
 const MaxTransitions = math.MaxInt32
 
 // CheckRecord returns an error if rec holds a value no backend can store,
-// or a hand-off marker the election never writes.
+// a hand-off marker the election never writes, or a group mark no group
+// writes.
 func CheckRecord(rec Record) error {
 	if rec.Transitions < 0 || rec.Transitions > MaxTransitions {
 		return fmt.Errorf("transitions %d out of range [0, %d]", rec.Transitions, MaxTransitions)
+	}
+	if err := rec.Group.check(); err != nil {
+		return err
 	}
 	return rec.Handoff.check()
 }

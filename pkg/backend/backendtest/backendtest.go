@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
 	t.Run("HandoffMarker", func(t *testing.T) { testHandoffMarker(t, open) })
 	t.Run("RejectsMalformedHandoff", func(t *testing.T) { testRejectsMalformedHandoff(t, open) })
+	t.Run("GroupMark", func(t *testing.T) { testGroupMark(t, open) })
 	t.Run("RejectsTokenBeyondInt32", func(t *testing.T) { testRejectsTokenBeyondInt32(t, open) })
 	t.Run("ElectionsAreSeparate", func(t *testing.T) { testSeparate(t, open) })
 	if _, ok := open(t, "snapshot-probe").(backend.Snapshotter); ok {
@@ -134,7 +135,8 @@ func AssertRecordEqual(t *testing.T, got, want backend.Record) {
 		!got.AcquireTime.Equal(want.AcquireTime) ||
 		!got.RenewTime.Equal(want.RenewTime) ||
 		got.Transitions != want.Transitions ||
-		got.Handoff != want.Handoff {
+		got.Handoff != want.Handoff ||
+		got.Group != want.Group {
 		t.Fatalf("record mismatch:\n got  %+v\n want %+v", got, want)
 	}
 }

@@ -48,7 +48,9 @@
 //
 // Update writes the five fields above, and the record's hand-off marker as
 // the annotation leader-sidecar.io/handoff (HandoffAnnotation: compact
-// JSON, removed when the record carries none), and keeps everything else
+// JSON, removed when the record carries none), its shard-group mark as
+// the annotation leader-sidecar.io/shard-group (GroupAnnotation, likewise),
+// and keeps everything else
 // on the Lease: labels, other annotations, owner references,
 // spec.strategy, spec.preferredHolder. client-go candidates neither read
 // nor write the annotation; their writes keep it as they find it, and a

@@ -133,15 +133,15 @@ func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, err
 }
 
 // Create implements backend.Backend. The new Lease carries only its name,
-// namespace, Options.Owners and the record (its hand-off marker, if any,
-// as the HandoffAnnotation).
+// namespace, Options.Owners and the record (its hand-off marker and group
+// mark, if any, as the HandoffAnnotation and the GroupAnnotation).
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	if err := backend.CheckRecord(rec); err != nil {
 		return "", b.errorf("create", "%w", err)
 	}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.namespace, OwnerReferences: slices.Clone(b.owners)}}
 	applyRecord(&l.Spec, rec)
-	applyHandoff(&l.ObjectMeta, rec.Handoff)
+	applyMarks(&l.ObjectMeta, rec)
 	created, err := b.leases.Create(ctx, l, metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {

@@ -16,26 +16,39 @@ import (
 // makes such a leftover marker inert (see package election).
 const HandoffAnnotation = "leader-sidecar.io/handoff"
 
+// GroupAnnotation is the Lease annotation that holds the record's
+// shard-group mark (backend.EncodeGroupMark: compact JSON such as
+// {"shards":4}), absent when there is none. Kept like HandoffAnnotation.
+const GroupAnnotation = "leader-sidecar.io/shard-group"
+
 // recordFromLease is the record a Lease holds: its spec (recordFromSpec)
 // and the hand-off marker of its annotation (backend.DecodeHandoff: absent
 // or garbled reads as none).
 func recordFromLease(l *coordinationv1.Lease) backend.Record {
 	rec := recordFromSpec(&l.Spec)
 	rec.Handoff = backend.DecodeHandoff(l.Annotations[HandoffAnnotation])
+	rec.Group = backend.DecodeGroupMark(l.Annotations[GroupAnnotation])
 	return rec
 }
 
-// applyHandoff writes h into the annotations of meta: set when h is a
-// marker, removed when it is none. Every other annotation is kept.
-func applyHandoff(meta *metav1.ObjectMeta, h backend.Handoff) {
-	if h.IsZero() {
-		delete(meta.Annotations, HandoffAnnotation)
+// applyMarks writes rec's hand-off marker and group mark into the
+// annotations of meta: each set when there is one, removed when there is
+// none. Every other annotation is kept.
+func applyMarks(meta *metav1.ObjectMeta, rec backend.Record) {
+	setAnnotation(meta, HandoffAnnotation, backend.EncodeHandoff(rec.Handoff))
+	setAnnotation(meta, GroupAnnotation, backend.EncodeGroupMark(rec.Group))
+}
+
+// setAnnotation sets key to value in meta, or removes it when value is "".
+func setAnnotation(meta *metav1.ObjectMeta, key, value string) {
+	if value == "" {
+		delete(meta.Annotations, key)
 		return
 	}
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	meta.Annotations[HandoffAnnotation] = backend.EncodeHandoff(h)
+	meta.Annotations[key] = value
 }
 
 // recordFromSpec reads the election record out of a Lease spec the way

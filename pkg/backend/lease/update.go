@@ -15,8 +15,9 @@ import (
 // resourceVersion.
 //
 // The Lease sent is the one stored at version prev with the record written
-// into its spec and its hand-off marker into the HandoffAnnotation (set, or
-// removed when the record carries none): labels, other annotations, owner
+// into its spec, its hand-off marker into the HandoffAnnotation and its
+// group mark into the GroupAnnotation (each set, or removed when the record
+// carries none): labels, other annotations, owner
 // references and the spec fields the record does not cover are kept. That object comes from what this
 // Backend last read or wrote at exactly prev, or else from a fresh Get; if
 // the fresh Get shows another version, Update returns ErrConflict without
@@ -49,7 +50,7 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	next.ResourceVersion = string(prev)
 	next.ManagedFields = nil // nil leaves them to the API server
 	applyRecord(&next.Spec, rec)
-	applyHandoff(&next.ObjectMeta, rec.Handoff)
+	applyMarks(&next.ObjectMeta, rec)
 	updated, err := b.leases.Update(ctx, next, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsConflict(err):

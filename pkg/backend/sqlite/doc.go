@@ -10,7 +10,8 @@
 //	leader_records(name TEXT PRIMARY KEY, version INTEGER NOT NULL,
 //	               holder TEXT NOT NULL, lease_duration_seconds INTEGER NOT NULL,
 //	               acquire_time_us INTEGER, renew_time_us INTEGER,
-//	               transitions INTEGER NOT NULL, handoff TEXT NOT NULL DEFAULT '')
+//	               transitions INTEGER NOT NULL, handoff TEXT NOT NULL DEFAULT '',
+//	               group_mark TEXT NOT NULL DEFAULT '')
 //
 // handoff is the record's hand-off marker (backend.EncodeHandoff: compact
 // JSON, the empty string for none). A file made before it existed gets the
@@ -18,7 +19,8 @@
 // in the same transaction as the table checks); its rows then carry no
 // marker, and a process of an older release keeps working on the file,
 // leaving the column as it finds it, as client-go leaves the Lease's
-// annotation.
+// annotation. group_mark is the record's shard-group mark
+// (backend.EncodeGroupMark), added to older files the same way.
 //
 // Times are Unix microseconds (backend.TimePrecision); a zero time.Time is
 // stored as NULL and read back as zero, every other time is read back in UTC.

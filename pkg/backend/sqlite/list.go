@@ -14,7 +14,7 @@ var _ backend.Lister = (*Backend)(nil)
 // parameter, in one statement (one read transaction: a consistent
 // snapshot), sorted by name.
 const selectPrefixed = `SELECT name, version, holder, lease_duration_seconds, acquire_time_us,
-	renew_time_us, transitions, handoff FROM leader_records
+	renew_time_us, transitions, handoff, group_mark FROM leader_records
 	WHERE substr(name, 1, length(:prefix)) = :prefix ORDER BY name`
 
 // List implements backend.Lister over every election in the file, not
@@ -40,10 +40,10 @@ func (b *Backend) list(ctx context.Context, prefix string) ([]backend.Listed, er
 	var all []backend.Listed
 	for rows.Next() {
 		var (
-			name, holder, handoff                          sql.NullString
+			name, holder, handoff, mark                    sql.NullString
 			version, duration, transitions, acquire, renew sql.NullInt64
 		)
-		if err := rows.Scan(&name, &version, &holder, &duration, &acquire, &renew, &transitions, &handoff); err != nil {
+		if err := rows.Scan(&name, &version, &holder, &duration, &acquire, &renew, &transitions, &handoff, &mark); err != nil {
 			return nil, fmt.Errorf("sqlite: list %q: a stored record in %s is malformed: %w", prefix, b.path, err)
 		}
 		all = append(all, backend.Listed{
@@ -55,6 +55,7 @@ func (b *Backend) list(ctx context.Context, prefix string) ([]backend.Listed, er
 				RenewTime:            fromMicros(renew),
 				Transitions:          transitions.Int64,
 				Handoff:              backend.DecodeHandoff(handoff.String),
+				Group:                backend.DecodeGroupMark(mark.String),
 			},
 			Version: formatVersion(version.Int64),
 		})

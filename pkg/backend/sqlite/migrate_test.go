@@ -25,11 +25,12 @@ const (
 	oldUpdate = `UPDATE leader_records SET version = 91, holder = 'old-release', transitions = 8 WHERE name = 'e'`
 )
 
-// TestOldFileGetsTheHandoffColumn opens a file made by a release without
-// hand-offs: Open adds the column, the stored record reads back without a
-// marker, a marker can be written, and the old release's own statements
-// still work on the file, leaving the marker as they find it.
-func TestOldFileGetsTheHandoffColumn(t *testing.T) {
+// TestOldFileGetsTheMarkColumns opens a file made by a release without
+// hand-offs or group marks: Open adds both columns, the stored record
+// reads back without a marker or mark, both can be written, and the old
+// release's own statements still work on the file, leaving them as they
+// find them.
+func TestOldFileGetsTheMarkColumns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "leader.db")
 	conn := rawConn(t, path)
 	for _, stmt := range []string{
@@ -46,16 +47,17 @@ func TestOldFileGetsTheHandoffColumn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get after the migration: %v", err)
 	}
-	if !got.Handoff.IsZero() || got.HolderIdentity != "a_1" || got.Transitions != 4 || v != "7" {
+	if !got.Handoff.IsZero() || !got.Group.IsZero() || got.HolderIdentity != "a_1" || got.Transitions != 4 || v != "7" {
 		t.Fatalf("the old row reads as %+v at %q, want holder a_1, token 4, version 7, no marker", got, v)
 	}
 	offer := backendtest.SampleRecord("a_1", 4)
 	offer.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: "a_1", To: "b", Token: 4}
+	offer.Group = backend.GroupMark{Shards: 4}
 	if _, err := b.Update(ctxT(t), v, offer); err != nil {
 		t.Fatalf("Update with a marker: %v", err)
 	}
-	if got, _, _ := b.Get(ctxT(t)); got.Handoff != offer.Handoff {
-		t.Fatalf("marker read back as %+v, want %+v", got.Handoff, offer.Handoff)
+	if got, _, _ := b.Get(ctxT(t)); got.Handoff != offer.Handoff || got.Group != offer.Group {
+		t.Fatalf("marker and mark read back as %+v, %+v, want %+v, %+v", got.Handoff, got.Group, offer.Handoff, offer.Group)
 	}
 
 	for _, stmt := range []string{oldInsert, oldUpdate} {
@@ -63,8 +65,8 @@ func TestOldFileGetsTheHandoffColumn(t *testing.T) {
 			t.Fatalf("an older release's %q on the migrated file: %v", stmt, err)
 		}
 	}
-	if got, _, _ := b.Get(ctxT(t)); got.Transitions != 8 || got.Handoff != offer.Handoff {
-		t.Fatalf("after the older release's update: %+v, want token 8 and the marker kept", got)
+	if got, _, _ := b.Get(ctxT(t)); got.Transitions != 8 || got.Handoff != offer.Handoff || got.Group != offer.Group {
+		t.Fatalf("after the older release's update: %+v, want token 8 and the marker and mark kept", got)
 	}
 	if got, _, err := openT(t, path, "old-new").Get(ctxT(t)); err != nil || !got.Handoff.IsZero() {
 		t.Fatalf("a row the older release inserted: %+v, %v; want it without a marker", got, err)

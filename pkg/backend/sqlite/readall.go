@@ -70,8 +70,16 @@ func ReadAll(ctx context.Context, path string) ([]Stored, error) {
 	if handoffs == 0 {
 		handoff = "''"
 	}
+	var marks int
+	if err := tx.QueryRowContext(ctx, hasGroupMark).Scan(&marks); err != nil {
+		return nil, fmt.Errorf("sqlite: read %s: %w", abs, err)
+	}
+	groupMark := "group_mark"
+	if marks == 0 {
+		groupMark = "''"
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT name, version, holder, lease_duration_seconds, acquire_time_us,
-	renew_time_us, transitions, `+handoff+` FROM leader_records ORDER BY name`)
+	renew_time_us, transitions, `+handoff+`, `+groupMark+` FROM leader_records ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read %s: %w", abs, err)
 	}
@@ -79,10 +87,10 @@ func ReadAll(ctx context.Context, path string) ([]Stored, error) {
 	var all []Stored
 	for rows.Next() {
 		var (
-			name, holder, marker                           sql.NullString
+			name, holder, marker, mark                     sql.NullString
 			version, duration, transitions, acquire, renew sql.NullInt64
 		)
-		if err := rows.Scan(&name, &version, &holder, &duration, &acquire, &renew, &transitions, &marker); err != nil {
+		if err := rows.Scan(&name, &version, &holder, &duration, &acquire, &renew, &transitions, &marker, &mark); err != nil {
 			return nil, fmt.Errorf("sqlite: read %s: a stored record is malformed: %w", abs, err)
 		}
 		all = append(all, Stored{
@@ -94,6 +102,7 @@ func ReadAll(ctx context.Context, path string) ([]Stored, error) {
 				RenewTime:            fromMicros(renew),
 				Transitions:          transitions.Int64,
 				Handoff:              backend.DecodeHandoff(marker.String),
+				Group:                backend.DecodeGroupMark(mark.String),
 			},
 			Version: formatVersion(version.Int64),
 		})

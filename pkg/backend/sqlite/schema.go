@@ -22,7 +22,8 @@ const (
 	acquire_time_us        INTEGER,
 	renew_time_us          INTEGER,
 	transitions            INTEGER NOT NULL,
-	handoff                TEXT NOT NULL DEFAULT ''
+	handoff                TEXT NOT NULL DEFAULT '',
+	group_mark             TEXT NOT NULL DEFAULT ''
 )`
 	// addHandoff brings a file made before planned hand-offs up to date.
 	// Existing rows read as carrying no marker; a process of an older
@@ -30,6 +31,10 @@ const (
 	// this one as it finds it).
 	addHandoff = `ALTER TABLE leader_records ADD COLUMN handoff TEXT NOT NULL DEFAULT ''`
 	hasHandoff = `SELECT count(*) FROM pragma_table_info('leader_records') WHERE name = 'handoff'`
+	// addGroupMark brings a file made before shard groups marked their
+	// records up to date, as addHandoff does.
+	addGroupMark = `ALTER TABLE leader_records ADD COLUMN group_mark TEXT NOT NULL DEFAULT ''`
+	hasGroupMark = `SELECT count(*) FROM pragma_table_info('leader_records') WHERE name = 'group_mark'`
 	// leader_versions has one row (id 1) whose value is the last version
 	// issued in this file, for any election.
 	createVersions = `CREATE TABLE IF NOT EXISTS leader_versions (
@@ -89,7 +94,8 @@ const nextVersion = `INSERT INTO leader_versions (id, last)
 	RETURNING last`
 
 // initSchema checks that the file is in WAL mode, then creates the tables
-// if missing, adds the handoff column to a table made before it, and the
+// if missing, adds the handoff and group_mark columns to a table made
+// before them, and the
 // triggers that keep records from being deleted to a file without them,
 // inside a write transaction. Taking the write lock here also
 // proves at Open that the file is a database this process can write: a
@@ -134,6 +140,14 @@ func (b *Backend) initSchema(ctx context.Context) error {
 	if columns == 0 {
 		if _, err := tx.ExecContext(ctx, addHandoff); err != nil {
 			return fmt.Errorf("adding the handoff column: %w", err)
+		}
+	}
+	if err := tx.QueryRowContext(ctx, hasGroupMark).Scan(&columns); err != nil {
+		return err
+	}
+	if columns == 0 {
+		if _, err := tx.ExecContext(ctx, addGroupMark); err != nil {
+			return fmt.Errorf("adding the group_mark column: %w", err)
 		}
 	}
 	return tx.Commit()

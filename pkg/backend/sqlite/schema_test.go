@@ -21,7 +21,8 @@ func TestRecordsCannotBeDeleted(t *testing.T) {
 			conn := rawConn(t, path)
 			if made != "new" {
 				for _, stmt := range []string{createRecords, createVersions,
-					`INSERT INTO leader_records VALUES ('e', 7, 'a_1', 15, 1000000, 2000000, 4, '')`} {
+					`INSERT INTO leader_records (name, version, holder, lease_duration_seconds, acquire_time_us, renew_time_us, transitions, handoff)
+					VALUES ('e', 7, 'a_1', 15, 1000000, 2000000, 4, '')`} {
 					if _, err := conn.ExecContext(ctxT(t), stmt); err != nil {
 						t.Fatalf("%s: %v", stmt, err)
 					}

@@ -14,24 +14,25 @@ import (
 
 const (
 	selectRecord = `SELECT version, holder, lease_duration_seconds, acquire_time_us,
-	renew_time_us, transitions, handoff FROM leader_records WHERE name = ?`
+	renew_time_us, transitions, handoff, group_mark FROM leader_records WHERE name = ?`
 	// selectRecords reads every election's row, in selectRecord's columns
 	// after the name (watch.go).
 	selectRecords = `SELECT name, version, holder, lease_duration_seconds,
-	acquire_time_us, renew_time_us, transitions, handoff FROM leader_records`
+	acquire_time_us, renew_time_us, transitions, handoff, group_mark FROM leader_records`
 	selectVersion = `SELECT version FROM leader_records WHERE name = ?`
 	insertRecord  = `INSERT INTO leader_records (name, version, holder,
-	lease_duration_seconds, acquire_time_us, renew_time_us, transitions, handoff)
-	VALUES (:name, :version, :holder, :duration, :acquire, :renew, :transitions, :handoff)`
+	lease_duration_seconds, acquire_time_us, renew_time_us, transitions, handoff, group_mark)
+	VALUES (:name, :version, :holder, :duration, :acquire, :renew, :transitions, :handoff, :group_mark)`
 	updateRecord = `UPDATE leader_records SET version = :version, holder = :holder,
 	lease_duration_seconds = :duration, acquire_time_us = :acquire,
-	renew_time_us = :renew, transitions = :transitions, handoff = :handoff WHERE name = :name`
+	renew_time_us = :renew, transitions = :transitions, handoff = :handoff,
+	group_mark = :group_mark WHERE name = :name`
 )
 
 // Get implements backend.Backend. Bad stored data never panics: NULL
 // columns read as zero values, a lease duration outside int32 is clamped,
-// a hand-off marker that does not parse reads as none
-// (backend.DecodeHandoff), and a value of the wrong type is an error
+// a hand-off marker or group mark that does not parse reads as none
+// (backend.DecodeHandoff, backend.DecodeGroupMark), and a value of the wrong type is an error
 // naming its column.
 //
 // After reading, Get checks that the path still names the file it read
@@ -63,9 +64,9 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 	}
 	var (
 		version, duration, transitions, acquire, renew sql.NullInt64
-		holder, handoff                                sql.NullString
+		holder, handoff, mark                          sql.NullString
 	)
-	if err := rows.Scan(&version, &holder, &duration, &acquire, &renew, &transitions, &handoff); err != nil {
+	if err := rows.Scan(&version, &holder, &duration, &acquire, &renew, &transitions, &handoff, &mark); err != nil {
 		return backend.Record{}, "", fmt.Errorf("sqlite: get %q: stored record in %s is malformed: %w",
 			b.election, b.path, err)
 	}
@@ -76,6 +77,7 @@ func (b *Backend) read(ctx context.Context) (backend.Record, backend.Version, er
 		RenewTime:            fromMicros(renew),
 		Transitions:          transitions.Int64,
 		Handoff:              backend.DecodeHandoff(handoff.String),
+		Group:                backend.DecodeGroupMark(mark.String),
 	}
 	return rec, formatVersion(version.Int64), nil
 }
@@ -206,6 +208,7 @@ func (b *Backend) write(ctx context.Context, op, stmt string, rec backend.Record
 		sql.Named("renew", renew),
 		sql.Named("transitions", rec.Transitions),
 		sql.Named("handoff", backend.EncodeHandoff(rec.Handoff)),
+		sql.Named("group_mark", backend.EncodeGroupMark(rec.Group)),
 	); err != nil {
 		return "", b.fail(op, err)
 	}

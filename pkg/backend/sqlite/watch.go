@@ -280,7 +280,7 @@ func readRows(ctx context.Context, conn *sql.Conn) (map[string]string, error) {
 	out := map[string]string{}
 	for rows.Next() {
 		var name any
-		cols := make([]any, 7)
+		cols := make([]any, 8)
 		dest := []any{&name}
 		for i := range cols {
 			dest = append(dest, &cols[i])
