@@ -42,4 +42,29 @@
 // The drain mark is the holder's own: it is not written in the shard's
 // record, so other replicas see a draining shard as held (which Decide
 // treats alike).
+//
+// # Shard counts
+//
+// Every record a replica writes carries its count N (backend.GroupMark):
+// its member record, and each shard record its electors write. Shard i of
+// N and the shards of another count that cover the same keys are
+// different elections, so the counts are kept apart by shard.StanceOf,
+// from the live members and live shard holders of other counts this
+// replica sees in the same list (live as everywhere here: a record that
+// changed within a lease duration by this replica's clock; a shard record
+// of any number is read, not only those of its own count). It yields to
+// a larger count: drains and releases every shard, as if leaving, and
+// once it claims and contends for nothing it writes Yielded into its
+// member record. It waits while a smaller count holds a shard or has a
+// member that has not yielded: it takes no shard. It also takes none while
+// its member record was last written more than a renew deadline ago.
+//
+// Two orders make it hold. A replica writes its member record, then
+// reads, before it takes a shard; and it takes Yielded back out of its
+// record by a write, then a fresh read, before it contends again: so of a
+// replica of a larger count that relied on the mark and this one, at
+// least one sees the other. And a leaving replica stops contending before
+// its member record says it left: a replica of another count that no
+// longer sees it finds only the shards it still holds, whose records stay
+// live until released or expired.
 package shardgroup

@@ -29,8 +29,15 @@ type Group struct {
 
 	mu sync.Mutex // guards everything below
 	// seen are the member records as this replica last listed them, by
-	// identity.
-	seen map[string]seenMember
+	// identity; seenShards the shard records of every count, by name.
+	seen       map[string]seenMember
+	seenShards map[string]seenShard
+	// yielded is set while this replica's member record may say Yielded
+	// (counts.go): from before it writes the mark until a write without
+	// it succeeded. It takes no shard while set.
+	yielded bool
+	// stance is the stance the loop last acted on, for logs and Status.
+	stance shard.Stance
 	// draining are the shards this replica drains, with when it began on
 	// its clock; drained those its application acknowledged.
 	draining map[int]time.Time
@@ -46,6 +53,11 @@ type Group struct {
 	// memberSince is the acquire time of this replica's member record:
 	// when it first wrote the record naming itself; zero before.
 	memberSince time.Time
+	// memberWritten is when the last write of the member record that
+	// succeeded began; zero before. The replica takes no shard while it
+	// is older than a renew deadline: a replica of another count that no
+	// longer sees it live must not find it contending.
+	memberWritten time.Time
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }
@@ -63,6 +75,7 @@ func New(cfg Config) (*Group, error) {
 		policy:         shard.Policy{RebalanceDelay: cfg.RebalanceDelay, DrainTimeout: cfg.DrainTimeout},
 		wake:           make(chan struct{}, 1),
 		seen:           map[string]seenMember{},
+		seenShards:     map[string]seenShard{},
 		draining:       map[int]time.Time{},
 		drained:        map[int]bool{},
 		releasedTokens: map[int]int64{},
@@ -70,7 +83,7 @@ func New(cfg Config) (*Group, error) {
 	}
 	for i, b := range cfg.Shards {
 		ec := cfg.Election
-		ec.Backend = b
+		ec.Backend = markShard(b, len(cfg.Shards))
 		ec.Identity = cfg.Identity
 		ec.ReleaseOnCancel = false
 		obs := &shardObserver{acquired: &g.acquired}
@@ -114,11 +127,33 @@ func (g *Group) Run(ctx context.Context) error {
 	var renewDue time.Time
 	for ctx.Err() == nil {
 		if now := cfg.Clock.Now(); !now.Before(renewDue) {
-			g.writeMember(ctx, g.cfg.Identity)
+			_ = g.writeMember(ctx, g.cfg.Identity, g.isYielded())
 			renewDue = now.Add(cfg.RenewInterval)
 		}
 		g.readMembers(ctx)
+		if g.isYielded() && g.stanceNow() != shard.Yield {
+			// The mark goes first, then a fresh read: a replica of a
+			// larger count that took shards on the strength of the
+			// mark wrote its member record before it read the mark,
+			// so this read sees it, and the stance is yielding again.
+			now := cfg.Clock.Now()
+			if err := g.writeMember(ctx, g.cfg.Identity, false); err == nil {
+				g.setYielded(false)
+				renewDue = now.Add(cfg.RenewInterval)
+				g.readMembers(ctx)
+			}
+		}
 		g.decide(ctx)
+		if g.stanceNow() == shard.Yield && !g.isYielded() && g.idle() {
+			// Set before the write: a write whose outcome is unknown
+			// may have landed.
+			now := cfg.Clock.Now()
+			g.setYielded(true)
+			if err := g.writeMember(ctx, g.cfg.Identity, true); err == nil {
+				renewDue = now.Add(cfg.RenewInterval)
+				g.log.Info("yielded to a larger shard count: holding no shard, contending for none")
+			}
+		}
 		g.notify()
 		wait := min(cfg.RetryPeriod, max(0, renewDue.Sub(cfg.Clock.Now())))
 		select {
@@ -146,7 +181,11 @@ func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 	// Only this goroutine reads the policy (act).
 	g.policy.DrainTimeout = g.cfg.StopDrainTimeout
 	g.log.Info("leaving the group: draining and releasing every shard", "stopDrainTimeout", g.cfg.StopDrainTimeout)
-	g.writeMember(ctx, "")
+	// No elector contends once the member record says gone: a replica of
+	// another count that no longer sees this one may take keys at once,
+	// minding only the shards still held here.
+	g.sitOutContenders(ctx)
+	_ = g.writeMember(ctx, "", g.isYielded())
 	deadline := cfg.Clock.Now().Add(g.cfg.StopDrainTimeout + cfg.RenewDeadline)
 	for {
 		g.readMembers(ctx)
@@ -230,12 +269,45 @@ func (g *Group) holdsAny() bool {
 	return false
 }
 
-// view is what this replica sees now, as shard.Decide takes it.
-func (g *Group) view() shard.View {
+// isYielded reports whether the member record may say Yielded.
+func (g *Group) isYielded() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.yielded
+}
+
+func (g *Group) setYielded(y bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.yielded = y
+}
+
+// stanceNow is this replica's stance towards other counts now.
+func (g *Group) stanceNow() shard.Stance {
 	now := g.cfg.Election.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	v := shard.View{Self: g.cfg.Identity, Leaving: g.leaving, Now: now, Members: g.liveLocked(now)}
+	s, _ := g.stanceLocked(now)
+	return s
+}
+
+// view is what this replica sees now, as shard.Decide takes it, and
+// whether it may take shards: its stance towards other counts is open,
+// its member record does not say Yielded, and was written within a renew
+// deadline. A yielding replica decides as if leaving.
+func (g *Group) view() (v shard.View, mayTake bool) {
+	now := g.cfg.Election.Clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	stance, counts := g.stanceLocked(now)
+	if stance != g.stance {
+		g.log.Info("the shard counts seen changed the replica's stance", "stance", stance.String(), "was", g.stance.String(),
+			"shards", len(g.electors), "otherCounts", counts)
+		g.stance = stance
+	}
+	fresh := !g.memberWritten.IsZero() && now.Sub(g.memberWritten) < g.cfg.Election.RenewDeadline
+	mayTake = stance == shard.Open && !g.yielded && fresh
+	v = shard.View{Self: g.cfg.Identity, Leaving: g.leaving || stance == shard.Yield, Now: now, Members: g.liveLocked(now)}
 	for i, e := range g.electors {
 		holder := e.Status().Holder
 		s := shard.ShardView{Holder: holder, State: shard.Held}
@@ -255,7 +327,7 @@ func (g *Group) view() shard.View {
 		}
 		v.Shards = append(v.Shards, s)
 	}
-	return v
+	return v, mayTake
 }
 
 // decide acts on shard.Decide's actions; when it began drains with a
@@ -270,7 +342,7 @@ func (g *Group) decide(ctx context.Context) {
 // act carries out shard.Decide's actions, and reports whether it began a
 // drain; an elector of a shard it neither acquires nor holds sits out.
 func (g *Group) act(ctx context.Context) (drainsBegun bool) {
-	v := g.view()
+	v, mayTake := g.view()
 	actions, err := shard.Decide(v, g.policy)
 	if err != nil {
 		g.log.Error("cannot decide", "err", err)
@@ -287,6 +359,9 @@ func (g *Group) act(ctx context.Context) (drainsBegun bool) {
 		e := g.electors[a.Shard]
 		switch a.Kind {
 		case shard.Acquire:
+			if !mayTake {
+				continue
+			}
 			if !e.SittingOut() {
 				acted[a.Shard] = true
 				continue

@@ -14,15 +14,18 @@ import (
 // seenMember is a member record as this replica last listed it.
 type seenMember struct {
 	version backend.Version
+	// mark is the record's count and Yielded mark.
+	mark backend.GroupMark
 	// since is when this replica first saw that version, liveSince when
 	// it first saw the member live this time; both on its own clock.
 	since, liveSince time.Time
 }
 
 // writeMember writes this replica's member record naming holder: its own
-// identity to renew it, "" to leave. A failed write is retried at the next
-// renewal (after a read, if the version it knew is no longer stored).
-func (g *Group) writeMember(ctx context.Context, holder string) {
+// identity to renew it, "" to leave; marked with the replica's count and
+// yielded. A failed write is retried at the next renewal (after a read, if
+// the version it knew is no longer stored).
+func (g *Group) writeMember(ctx context.Context, holder string, yielded bool) error {
 	cfg := g.cfg.Election
 	ctx, cancel := context.WithTimeout(ctx, cfg.RenewDeadline)
 	defer cancel()
@@ -32,6 +35,7 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 		LeaseDurationSeconds: int32(cfg.LeaseDuration / time.Second),
 		AcquireTime:          now,
 		RenewTime:            now,
+		Group:                backend.GroupMark{Shards: len(g.electors), Yielded: yielded},
 	}
 	g.mu.Lock()
 	prev, since := g.member, g.memberSince
@@ -61,30 +65,40 @@ func (g *Group) writeMember(ctx context.Context, holder string) {
 	if err == nil && holder != "" && g.memberSince.IsZero() {
 		g.memberSince = rec.AcquireTime
 	}
+	if err == nil {
+		g.memberWritten = now
+	}
 	g.mu.Unlock()
 	if err != nil {
 		g.log.Warn("could not write the member record", "err", err, "leaving", holder == "")
 	}
+	return err
 }
 
-// readMembers lists the member records and takes in what changed. A
-// record that names no holder, or one whose name is not the member
-// record's of the holder it names, is no member. On error the view is kept as it was (members whose records stop
-// changing in it expire).
+// readMembers lists the group's records, in one list: the member records,
+// and the shard records of every count (for the holders of other counts,
+// counts.go), and takes in what changed. A member record that names no
+// holder, or one whose name is not the member record's of the holder it
+// names, is no member. On error the view is kept as it was (members and
+// holders whose records stop changing in it expire).
 func (g *Group) readMembers(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Election.RenewDeadline)
 	defer cancel()
-	prefix := MemberPrefix(g.cfg.Group)
-	listed, err := g.cfg.Members.List(ctx, prefix)
+	listed, err := g.cfg.Members.List(ctx, g.cfg.Group+"-")
 	if err != nil {
-		g.log.Warn("could not list the member records", "err", err)
+		g.log.Warn("could not list the group's records", "err", err)
 		return
 	}
 	now := g.cfg.Election.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.takeShardsLocked(listed, now)
+	prefix := MemberPrefix(g.cfg.Group)
 	present := map[string]bool{}
 	for _, l := range listed {
+		if !strings.HasPrefix(l.Name, prefix) {
+			continue
+		}
 		id := l.Record.HolderIdentity
 		if id == "" || MemberRecord(g.cfg.Group, id) != l.Name {
 			continue
@@ -93,12 +107,12 @@ func (g *Group) readMembers(ctx context.Context) {
 		s, ok := g.seen[id]
 		switch {
 		case !ok:
-			g.seen[id] = seenMember{version: l.Version, since: now, liveSince: now}
+			g.seen[id] = seenMember{version: l.Version, mark: l.Record.Group, since: now, liveSince: now}
 		case s.version != l.Version:
 			if !g.liveAtLocked(s, now) {
 				s.liveSince = now
 			}
-			s.version, s.since = l.Version, now
+			s.version, s.mark, s.since = l.Version, l.Record.Group, now
 			g.seen[id] = s
 		}
 	}
@@ -109,17 +123,39 @@ func (g *Group) readMembers(ctx context.Context) {
 	}
 }
 
+// takeShardsLocked takes in the shard records of listed, of any count.
+func (g *Group) takeShardsLocked(listed []backend.Listed, now time.Time) {
+	present := map[string]bool{}
+	for _, l := range listed {
+		if shardNumber(g.cfg.Group, l.Name) < 0 {
+			continue
+		}
+		present[l.Name] = true
+		if s, ok := g.seenShards[l.Name]; !ok || s.version != l.Version {
+			g.seenShards[l.Name] = seenShard{version: l.Version, rec: l.Record, since: now}
+		}
+	}
+	for name := range g.seenShards {
+		if !present[name] {
+			delete(g.seenShards, name)
+		}
+	}
+}
+
 // liveAtLocked: a member is live while its record has changed within a
 // lease duration, by this replica's clock.
 func (g *Group) liveAtLocked(s seenMember, now time.Time) bool {
 	return now.Sub(s.since) < g.cfg.Election.LeaseDuration
 }
 
-// liveLocked are the members live at now, by identity.
+// liveLocked are the members of this replica's count live at now, by
+// identity, but those whose record says they yielded: they take no shard,
+// so the table gives them none. Members of other counts are not in the
+// table either (counts.go).
 func (g *Group) liveLocked(now time.Time) []shard.Member {
 	var out []shard.Member
 	for id, s := range g.seen {
-		if g.liveAtLocked(s, now) {
+		if s.mark.Shards == len(g.electors) && !s.mark.Yielded && g.liveAtLocked(s, now) {
 			out = append(out, shard.Member{Identity: id, LiveSince: s.liveSince})
 		}
 	}

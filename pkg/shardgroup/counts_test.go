@@ -1,0 +1,168 @@
+package shardgroup
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
+)
+
+// rangeSampler reads every replica's Status in turn, numbering the reads,
+// acknowledges the drains it sees, and keeps each term (replica, count,
+// shard, token) with the first and last read that showed it held. A term
+// is contiguous, so two terms whose spans of reads intersect were held at
+// one instant (the reads are numbered one after another, never two at
+// once); when their key ranges intersect too, two replicas held the same
+// keys at once.
+type rangeSampler struct {
+	seq   int
+	terms map[rangeTerm]*[2]int
+}
+
+type rangeTerm struct {
+	id           string
+	count, shard int
+	token        int64
+}
+
+func newRangeSampler() *rangeSampler { return &rangeSampler{terms: map[rangeTerm]*[2]int{}} }
+
+func (s *rangeSampler) sample(all []*replica) {
+	for _, r := range all {
+		st := r.g.Status()
+		s.seq++
+		for _, h := range st.Held {
+			k := rangeTerm{r.id, st.Shards, h.Shard, h.Token}
+			if span, ok := s.terms[k]; ok {
+				span[1] = s.seq
+			} else {
+				s.terms[k] = &[2]int{s.seq, s.seq}
+			}
+			if h.Draining {
+				_ = r.g.Drained(h.Shard)
+			}
+		}
+	}
+}
+
+// overlaps are the pairs of terms of two replicas that held the same keys
+// at once.
+func (s *rangeSampler) overlaps() []string {
+	var keys []rangeTerm
+	for k := range s.terms {
+		keys = append(keys, k)
+	}
+	var out []string
+	for i, a := range keys {
+		for _, b := range keys[i+1:] {
+			sa, sb := s.terms[a], s.terms[b]
+			if a.id == b.id || sa[0] > sb[1] || sb[0] > sa[1] {
+				continue
+			}
+			ra, _ := shard.RangeOf(a.shard, a.count)
+			rb, _ := shard.RangeOf(b.shard, b.count)
+			if ra.Contains(rb.Start) || rb.Contains(ra.Start) {
+				out = append(out, fmt.Sprintf("%s held shard %d of %d (token %d) while %s held shard %d of %d (token %d)",
+					a.id, a.shard, a.count, a.token, b.id, b.shard, b.count, b.token))
+			}
+		}
+	}
+	return out
+}
+
+// heldShards is the number of shards r holds now.
+func heldShards(r *replica) int { return len(r.g.Status().Held) }
+
+// TestACountChangeNeverHoldsAKeyTwice plays rolling updates of the shard
+// count with every replica's Status read every 50ms: two replicas of the
+// old count hold every shard, one of the new count joins, then the old
+// ones stop (or, when the count grew, the new one stops: a rollout
+// abandoned). No key is ever held by two replicas at once; the larger
+// count takes every shard while the smaller one still runs (the smaller
+// yields), and once the replicas of one count are gone, the other holds
+// every shard of its count within a few retry periods.
+func TestACountChangeNeverHoldsAKeyTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to int
+		stopNew  bool
+	}{
+		{"2 to 4", 2, 4, false},
+		{"4 to 2", 4, 2, false},
+		{"2 to 4 abandoned", 2, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				old := []*replica{startReplica(t, store, "old-a", tc.from, time.Second, 10*time.Second),
+					startReplica(t, store, "old-b", tc.from, time.Second, 10*time.Second)}
+				var mu sync.Mutex
+				all := slices.Clone(old)
+				s := newRangeSampler()
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(50 * time.Millisecond):
+							mu.Lock()
+							s.sample(all)
+							mu.Unlock()
+						}
+					}
+				}()
+				holds := func(rs []*replica) int {
+					n := 0
+					for _, r := range rs {
+						n += heldShards(r)
+					}
+					return n
+				}
+				time.Sleep(5 * time.Second)
+				if got := holds(old); got != tc.from {
+					t.Fatalf("the old replicas hold %d shards, want all %d", got, tc.from)
+				}
+				newer := startReplica(t, store, "new", tc.to, time.Second, 10*time.Second)
+				mu.Lock()
+				all = append(all, newer)
+				mu.Unlock()
+				time.Sleep(4 * testLease)
+				switch {
+				case tc.to > tc.from && (heldShards(newer) != tc.to || holds(old) != 0):
+					t.Errorf("the larger new count holds %d of %d shards, the old %d: want every shard moved to it", heldShards(newer), tc.to, holds(old))
+				case tc.to < tc.from && (heldShards(newer) != 0 || holds(old) != tc.from):
+					t.Errorf("the smaller new count holds %d shards, the old %d of %d: want the new one to wait", heldShards(newer), holds(old), tc.from)
+				}
+				stopped, rest, count := old, []*replica{newer}, tc.to
+				if tc.stopNew {
+					stopped, rest, count = []*replica{newer}, old, tc.from
+				}
+				for _, r := range stopped {
+					r.stop(t)
+				}
+				deadline := time.Now().Add(3 * testLease)
+				for holds(rest) != count && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if got := holds(rest); got != count {
+					t.Errorf("%d of %d shards held by the replicas left, %v after the others stopped", got, count, 3*testLease)
+				}
+				close(stop)
+				<-done
+				if o := s.overlaps(); len(o) != 0 {
+					t.Errorf("keys held twice at once:\n%s", strings.Join(o, "\n"))
+				}
+				t.Logf("%d reads of Status, %d terms seen", s.seq, len(s.terms))
+			})
+		})
+	}
+}
