@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 	"github.com/leader-sidecar/leader-sidecar/pkg/httpapi"
 )
 
@@ -441,7 +442,7 @@ func startGuard(t *testing.T, name string, cmd *exec.Cmd, first httpapi.ShardsJS
 	guard := startLines(t, name+" imported", cmd.Env, cmd.Args...)
 	var want []string
 	for _, h := range first.Held {
-		want = append(want, fmt.Sprintf("term %d %d held %s True True leader-sidecar/shard-%d", h.Shard, h.Token, first.Identity, h.Shard))
+		want = append(want, fmt.Sprintf("term %d %d held %s True True %s", h.Shard, h.Token, first.Identity, fence.ShardResource("leader-sidecar", first.Shards, h.Shard)))
 	}
 	for _, h := range first.Held {
 		want = append(want, fmt.Sprintf("accepted %d %d %s", h.Shard, h.Token, first.Identity))

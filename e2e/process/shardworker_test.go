@@ -10,7 +10,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
-	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
 // shardWorkerEvent is one JSON line of examples/worker --shards.
@@ -197,7 +197,7 @@ func awaitWritten(t *testing.T, results string, tokens []int64, within time.Dura
 }
 
 func shardResource(i int) string {
-	return "leader-sidecar/shard-" + strings.TrimPrefix(shardgroup.ShardRecord("", i), "-shard-")
+	return fence.ShardResource("leader-sidecar", testShards, i)
 }
 
 // awaitLateWritesRefused waits until w has logged a refused write (stale)

@@ -303,7 +303,7 @@ export class StaleTokenError extends Error {
  * terms.
  */
 export class ShardTerm {
-  constructor(group, shard, token, holder, state, start, end, validUntil) {
+  constructor(group, shard, token, holder, state, start, end, validUntil, shards) {
     this.group = group;
     this.shard = shard;
     this.token = token;
@@ -312,6 +312,7 @@ export class ShardTerm {
     this.start = start; // the shard's range of FNV-1a 64 hashes of keys, [start, end)
     this.end = end;
     this.validUntil = validUntil; // Date.now() at which the claim lapses unless renewed
+    this.shards = shards; // the group's number of shards, part of the resource name
   }
 
   /** Whether to work on the shard: held, not draining, not lapsed. */
@@ -321,7 +322,7 @@ export class ShardTerm {
 
   /** The name the guards fence the shard's data under (fence.ShardResource). */
   get resource() {
-    return `${this.group}/shard-${this.shard}`;
+    return `${this.group}/${this.shards}/shard-${this.shard}`;
   }
 }
 
@@ -379,7 +380,7 @@ function shardTerm(h, group, identity, n, states) {
   if (!Number.isFinite(until)) {
     throw new SidecarError(`shard ${shard} with validUntil ${JSON.stringify(validUntil)}, not an RFC 3339 time`);
   }
-  return new ShardTerm(group, shard, token, identity, state, range.start, range.end, until);
+  return new ShardTerm(group, shard, token, identity, state, range.start, range.end, until, n);
 }
 
 /**
@@ -473,7 +474,7 @@ export async function drained(shard, url, timeoutMs = 2000) {
  * data elsewhere, put the same check where the data lives (docs/fencing.md).
  */
 export class ShardGuard {
-  #accepted = new Map(); // JSON [group, shard] -> { token, holder }
+  #accepted = new Map(); // resource -> { token, holder }
   #queue = Promise.resolve();
 
   /**
@@ -488,26 +489,26 @@ export class ShardGuard {
   }
 
   async #run(term, write) {
-    const { group, shard, token, holder } = term;
-    if (typeof group !== 'string' || group === '' || !Number.isSafeInteger(shard) || shard < 0) {
-      throw new TypeError(`a shard term needs a group and a shard >= 0: ${JSON.stringify(term)}`);
+    const { group, shards, shard, token, holder } = term;
+    if (typeof group !== 'string' || group === '' || !Number.isSafeInteger(shards) || !Number.isSafeInteger(shard) || shard < 0 || shard >= shards) {
+      throw new TypeError(`a shard term needs a group and a shard of its count: ${JSON.stringify(term)}`);
     }
     if (!Number.isSafeInteger(token) || token < 0 || typeof holder !== 'string' || holder === '') {
       throw new TypeError(`a shard term needs a token >= 0 and a holder: ${JSON.stringify(term)}`);
     }
-    const key = JSON.stringify([group, shard]);
+    const key = `${group}/${shards}/shard-${shard}`; // term.resource, for a copy of a term too
     const last = this.#accepted.get(key);
     if (last && !(token > last.token || (token === last.token && holder === last.holder))) {
-      throw new StaleTokenError(`${group}/shard-${shard} accepted token ${last.token} of ${last.holder}, this write has token ${token} of ${holder}`);
+      throw new StaleTokenError(`${key} accepted token ${last.token} of ${last.holder}, this write has token ${token} of ${holder}`);
     }
     const result = await write();
     this.#accepted.set(key, { token, holder });
     return result;
   }
 
-  /** The last { token, holder } accepted for the shard, or undefined. */
-  accepted(group, shard) {
-    return this.#accepted.get(JSON.stringify([group, shard]));
+  /** The last { token, holder } accepted for shard of a group of shards, or undefined. */
+  accepted(group, shards, shard) {
+    return this.#accepted.get(`${group}/${shards}/shard-${shard}`);
   }
 }
 

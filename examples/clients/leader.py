@@ -224,6 +224,7 @@ class ShardTerm(NamedTuple):
     start: str  # the shard's range of FNV-1a 64 hashes of keys, [start, end)
     end: str
     valid_until: float  # time.time() at which the claim lapses unless renewed
+    shards: int = 0  # the group's number of shards, part of the resource name
 
     def valid(self) -> bool:
         """Whether to work on the shard: held, not draining, not lapsed."""
@@ -232,7 +233,7 @@ class ShardTerm(NamedTuple):
     @property
     def resource(self) -> str:
         """The name the guards fence the shard's data under (fence.ShardResource)."""
-        return "%s/shard-%d" % (self.group, self.shard)
+        return "%s/%d/shard-%d" % (self.group, self.shards, self.shard)
 
 
 class Shards(NamedTuple):
@@ -289,7 +290,7 @@ def _shard_term(h, group: str, identity: str, n: int, states) -> ShardTerm:
         raise SidecarError("shard %d in state %r" % (shard, state))
     if not isinstance(rng, dict) or not isinstance(rng.get("start"), str) or not isinstance(rng.get("end"), str):
         raise SidecarError("shard %d without a range" % shard)
-    return ShardTerm(group, shard, token, identity, state, rng["start"], rng["end"], _epoch(h.get("validUntil")))
+    return ShardTerm(group, shard, token, identity, state, rng["start"], rng["end"], _epoch(h.get("validUntil")), n)
 
 
 def shards_of(answer) -> Shards:
@@ -375,7 +376,7 @@ def drained(shard: int, url: Optional[str] = None, timeout: float = 2.0) -> bool
 
 class ShardGuard:
     """Fences data this process owns, per shard, as pkg/fence's
-    MemoryGuard.DoShard: it remembers, for each shard of each group, the last
+    MemoryGuard.DoShard: it remembers, for each shard of each group and count, the last
     term whose write succeeded, and runs a write only if its term follows
     that one: a higher token, or the same token from the same holder. A
     lower token, or an equal one from another holder, is refused with
@@ -385,17 +386,17 @@ class ShardGuard:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._accepted = {}  # (group, shard) -> (token, holder)
+        self._accepted = {}  # resource -> (token, holder)
 
     def do(self, term: ShardTerm, write):
         """Runs write() if term follows the last term accepted for its
         shard, records term as accepted if write returns, and returns what
         it returns; else raises StaleTokenError without running it."""
-        if not term.group or not _is_int(term.shard) or term.shard < 0:
-            raise ValueError("a shard term needs a group and a shard >= 0: %r" % (term,))
+        if not term.group or not _is_int(term.shards) or not _is_int(term.shard) or not 0 <= term.shard < term.shards:
+            raise ValueError("a shard term needs a group and a shard of its count: %r" % (term,))
         if not _is_int(term.token) or term.token < 0 or not term.holder:
             raise ValueError("a shard term needs a token >= 0 and a holder: %r" % (term,))
-        key = (term.group, term.shard)
+        key = term.resource
         with self._lock:
             last = self._accepted.get(key)
             if last is not None and not (term.token > last[0] or (term.token == last[0] and term.holder == last[1])):
@@ -405,10 +406,10 @@ class ShardGuard:
             self._accepted[key] = (term.token, term.holder)
             return result
 
-    def accepted(self, group: str, shard: int):
-        """The last (token, holder) accepted for the shard, or None."""
+    def accepted(self, group: str, shards: int, shard: int):
+        """The last (token, holder) accepted for shard of a group of shards, or None."""
         with self._lock:
-            return self._accepted.get((group, shard))
+            return self._accepted.get("%s/%d/shard-%d" % (group, shards, shard))
 
 
 USAGE = "usage: leader.py [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD]"

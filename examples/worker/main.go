@@ -51,7 +51,7 @@
 // With --shards, the worker runs next to a sidecar in shard mode
 // (--shards N): for each shard its replica holds, a goroutine runs one job
 // every --interval and writes it through the per-shard guard
-// (guard.CheckShard with the shard's term, resource "<group>/shard-<i>"),
+// (guard.CheckShard with the shard's term, resource "<group>/<N>/shard-<i>"),
 // into the shard's row of results and a row of shard_writes (resource,
 // token, holder, writer, value), the log of every accepted write, in
 // commit order by rowid on SQLite. A draining shard's jobs stop, then the

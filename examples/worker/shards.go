@@ -14,7 +14,7 @@ import (
 // follows the sidecar's shard terms (fence.Client.ShardTerms) and, for
 // each shard it holds, runs one job every --interval in a goroutine of the
 // shard's own, each job's write fenced by the shard's term
-// (guard.CheckShard, resource "<group>/shard-<i>"). When the sidecar
+// (guard.CheckShard, resource "<group>/<N>/shard-<i>"). When the sidecar
 // drains a shard, the shard's jobs stop, then the worker acknowledges
 // (Client.Drained) so the shard moves at once.
 func (w *worker) runShards(ctx context.Context, client *fence.Client) error {

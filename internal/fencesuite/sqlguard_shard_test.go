@@ -29,7 +29,7 @@ func (f *fixture) writeShard(ctx context.Context, term fence.ShardTermID, value 
 }
 
 // The per-shard SQL guard: every rule of GuardSteps on one shard's row
-// ("billing/shard-3"), each shard a row of its own, and a term without a
+// ("billing/8/shard-3"), each shard a row of its own, and a term without a
 // group or with a negative shard refused before any statement.
 func TestSQLGuardPerShard(t *testing.T) {
 	forEachDatabase(t, func(t *testing.T, d database) {
@@ -37,22 +37,23 @@ func TestSQLGuardPerShard(t *testing.T) {
 		ctx := t.Context()
 		var last fence.TermID
 		for _, s := range fencetest.GuardSteps() {
-			term := fence.ShardTermID{Group: "billing", Shard: 3, TermID: s.Term}
+			term := fence.ShardTermID{Group: "billing", Shards: 8, Shard: 3, TermID: s.Term}
 			err := f.writeShard(ctx, term, fmt.Sprint("written with ", s.Term))
 			checkGuardAnswer(t, err, s.Term, s.Want)
 			if s.Want == nil {
 				last = s.Term
 			}
-			if value, accepted := f.state(t, "billing/shard-3"); accepted != last || value != fmt.Sprint("written with ", last) {
+			if value, accepted := f.state(t, "billing/8/shard-3"); accepted != last || value != fmt.Sprint("written with ", last) {
 				t.Fatalf("after %s: %q, %v; want the write of %v", s.Name, value, accepted, last)
 			}
 		}
-		if err := f.writeShard(ctx, fence.ShardTermID{Group: "billing", Shard: 4, TermID: fencetest.Term(1)}, "shard 4"); err != nil {
+		if err := f.writeShard(ctx, fence.ShardTermID{Group: "billing", Shards: 8, Shard: 4, TermID: fencetest.Term(1)}, "shard 4"); err != nil {
 			t.Fatalf("token 1 on shard 4 after token 6 on shard 3: %v", err)
 		}
 		for _, bad := range []fence.ShardTermID{
-			{Shard: 1, TermID: fencetest.Term(9)},
-			{Group: "billing", Shard: -1, TermID: fencetest.Term(9)},
+			{Shards: 8, Shard: 1, TermID: fencetest.Term(9)},
+			{Group: "billing", Shards: 8, Shard: -1, TermID: fencetest.Term(9)},
+			{Group: "billing", Shard: 1, TermID: fencetest.Term(9)},
 		} {
 			if err := f.writeShard(ctx, bad, "bad"); !errors.Is(err, fence.ErrInvalidToken) {
 				t.Errorf("%v: %v, want ErrInvalidToken", bad, err)
@@ -77,7 +78,7 @@ func TestSQLGuardPerShardConcurrentWriters(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					term := fence.ShardTermID{Group: "billing", Shard: i, TermID: fencetest.Term(token)}
+					term := fence.ShardTermID{Group: "billing", Shards: 8, Shard: i, TermID: fencetest.Term(token)}
 					for {
 						err := f.writeShard(ctx, term, fmt.Sprint("written with ", token))
 						if err == nil || errors.Is(err, fence.ErrStaleToken) {
@@ -91,7 +92,7 @@ func TestSQLGuardPerShardConcurrentWriters(t *testing.T) {
 		}
 		wg.Wait()
 		for i := range shards {
-			value, term := f.state(t, fence.ShardResource("billing", i))
+			value, term := f.state(t, fence.ShardResource("billing", 8, i))
 			if value != "written with 5" || term != fencetest.Term(5) {
 				t.Errorf("shard %d: %q, %v; want the write of token 5", i, value, term)
 			}

@@ -86,8 +86,8 @@
 // hands out a term below one it has handed out ([ErrTokenRegressed]).
 //
 // The guarantee is again the guard's, per shard: a write of shard i's
-// data presents its [ShardTermID] (the group, the shard, the token and the
-// holder) under the one resource name "<group>/shard-<i>"
+// data presents its [ShardTermID] (the group, its count N, the shard, the
+// token and the holder) under the one resource name "<group>/<N>/shard-<i>"
 // ([ShardResource]), through [MemoryGuard.DoShard] or
 // [SQLGuard.CheckShard], which apply the rules above to that shard's own
 // last accepted term. A term of one shard says nothing about another's

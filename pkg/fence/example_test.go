@@ -127,7 +127,7 @@ func ExampleClient_ShardTerms() {
 	// Once the shard's work has stopped, let it go.
 	fmt.Println("acknowledged:", c.Drained(ctx, term.Shard()))
 	// Output:
-	// shard 2 token 7 resource billing/shard-2
+	// shard 2 token 7 resource billing/4/shard-2
 	// write: <nil>
 	// draining: true
 	// acknowledged: <nil>

@@ -58,9 +58,9 @@ func (g *MemoryGuard) Do(resource string, term TermID, write func() error) error
 
 // DoShard is Do for the data of one shard of a shard group: it runs write
 // if term follows the last term accepted for the shard's resource
-// (term.Resource(), "<group>/shard-<i>"). Each shard has its own last
+// (term.Resource(), "<group>/<N>/shard-<i>"). Each shard has its own last
 // accepted term, as it has its own election and tokens. A term with no
-// group or a negative shard returns ErrInvalidToken.
+// group, no count, or a shard outside its count returns ErrInvalidToken.
 func (g *MemoryGuard) DoShard(term ShardTermID, write func() error) error {
 	if err := term.check(); err != nil {
 		return err

@@ -94,41 +94,44 @@ func TestMemoryGuardConcurrent(t *testing.T) {
 // The per-shard guard: every rule of GuardSteps on one shard's resource,
 // and each shard (of each group) with a last accepted term of its own.
 func TestMemoryGuardPerShard(t *testing.T) {
-	if got := fence.ShardResource("billing", 3); got != "billing/shard-3" {
+	if got := fence.ShardResource("billing", 8, 3); got != "billing/8/shard-3" {
 		t.Fatalf("ShardResource = %q", got)
 	}
 	var g fence.MemoryGuard
 	var last fence.TermID
 	for _, s := range fencetest.GuardSteps() {
 		t.Run(s.Name, func(t *testing.T) {
-			term := fence.ShardTermID{Group: "billing", Shard: 3, TermID: s.Term}
+			term := fence.ShardTermID{Group: "billing", Shards: 8, Shard: 3, TermID: s.Term}
 			err := g.DoShard(term, func() error { return nil })
 			checkGuardAnswer(t, err, s.Term, s.Want)
 			if s.Want == nil {
 				last = s.Term
 			}
-			if accepted, ok := g.Accepted("billing/shard-3"); !ok || accepted != last {
+			if accepted, ok := g.Accepted("billing/8/shard-3"); !ok || accepted != last {
 				t.Fatalf("accepted %v %v, want %v", accepted, ok, last)
 			}
 		})
 	}
 	// Tokens are per shard: a low token of another shard, or of the same
-	// shard number in another group, is not stale.
+	// shard number of another count or in another group, is not stale.
 	for _, other := range []fence.ShardTermID{
-		{Group: "billing", Shard: 4, TermID: fencetest.Term(1)},
-		{Group: "reports", Shard: 3, TermID: fencetest.Term(1)},
+		{Group: "billing", Shards: 8, Shard: 4, TermID: fencetest.Term(1)},
+		{Group: "billing", Shards: 4, Shard: 3, TermID: fencetest.Term(1)},
+		{Group: "reports", Shards: 8, Shard: 3, TermID: fencetest.Term(1)},
 	} {
 		if err := g.DoShard(other, func() error { return nil }); err != nil {
 			t.Errorf("%v after token 6 on shard 3 of billing: %v", other, err)
 		}
 	}
-	if err := g.DoShard(fence.ShardTermID{Group: "billing", Shard: 3, TermID: fencetest.Term(2)}, func() error { return nil }); !errors.Is(err, fence.ErrStaleToken) || !strings.Contains(err.Error(), "billing/shard-3") {
-		t.Errorf("a stale term of shard 3: %v, want ErrStaleToken naming billing/shard-3", err)
+	if err := g.DoShard(fence.ShardTermID{Group: "billing", Shards: 8, Shard: 3, TermID: fencetest.Term(2)}, func() error { return nil }); !errors.Is(err, fence.ErrStaleToken) || !strings.Contains(err.Error(), "billing/8/shard-3") {
+		t.Errorf("a stale term of shard 3: %v, want ErrStaleToken naming billing/8/shard-3", err)
 	}
 	for _, bad := range []fence.ShardTermID{
-		{Shard: 1, TermID: fencetest.Term(9)},
-		{Group: "billing", Shard: -1, TermID: fencetest.Term(9)},
-		{Group: "billing", Shard: 1, TermID: fence.TermID{Token: 9}},
+		{Shards: 8, Shard: 1, TermID: fencetest.Term(9)},
+		{Group: "billing", Shards: 8, Shard: -1, TermID: fencetest.Term(9)},
+		{Group: "billing", Shards: 8, Shard: 8, TermID: fencetest.Term(9)},
+		{Group: "billing", Shard: 1, TermID: fencetest.Term(9)},
+		{Group: "billing", Shards: 8, Shard: 1, TermID: fence.TermID{Token: 9}},
 	} {
 		ran := false
 		if err := g.DoShard(bad, func() error { ran = true; return nil }); !errors.Is(err, fence.ErrInvalidToken) || ran {
@@ -150,7 +153,7 @@ func TestMemoryGuardPerShardConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				term := fence.ShardTermID{Group: "billing", Shard: shard, TermID: fence.TermID{Token: rand.Int64N(50), Holder: holder}}
+				term := fence.ShardTermID{Group: "billing", Shards: 8, Shard: shard, TermID: fence.TermID{Token: rand.Int64N(50), Holder: holder}}
 				err := g.DoShard(term, func() error { ran[shard] = append(ran[shard], term.TermID); return nil })
 				if err != nil && !errors.Is(err, fence.ErrStaleToken) {
 					t.Error(err)
@@ -166,7 +169,7 @@ func TestMemoryGuardPerShardConcurrent(t *testing.T) {
 				t.Fatalf("shard %d: write %d ran with %v after %v", shard, i, cur, prev)
 			}
 		}
-		if accepted, _ := g.Accepted(fence.ShardResource("billing", shard)); len(terms) == 0 || accepted != terms[len(terms)-1] {
+		if accepted, _ := g.Accepted(fence.ShardResource("billing", 8, shard)); len(terms) == 0 || accepted != terms[len(terms)-1] {
 			t.Fatalf("shard %d: accepted %v, last write %v", shard, accepted, terms)
 		}
 	}

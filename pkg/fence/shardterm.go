@@ -11,16 +11,21 @@ import (
 )
 
 // ShardResource is the resource name under which the guards fence the
-// data of shard i of group: "<group>/shard-<i>". Every writer of a shard's
-// data must present its term under this one name (ShardTermID.Resource),
-// so that each shard has its own last accepted term, as it has its own
-// election.
-func ShardResource(group string, shard int) string {
-	return group + "/shard-" + strconv.Itoa(shard)
+// data of shard i of a group of shards shards: "<group>/<shards>/shard-<i>".
+// Every writer of a shard's data must present its term under this one
+// name (ShardTermID.Resource), so that each shard has its own last
+// accepted term, as it has its own election. The count is in the name:
+// shard i of N and the shards of another count that cover the same keys
+// are other elections, whose tokens are not comparable with its own, so
+// an application that mixed counts would see its writes of one count
+// fenced under another resource than the other's, never ordered by one
+// (the sidecars keep the counts apart; see docs/shards.md).
+func ShardResource(group string, shards, shard int) string {
+	return group + "/" + strconv.Itoa(shards) + "/shard-" + strconv.Itoa(shard)
 }
 
 // ShardTermID names one term of one shard of a shard group: the group,
-// the shard, and the term (the shard's token and the identity of the
+// its count, the shard, and the term (the shard's token and the identity of the
 // sidecar that holds it). It is what a write of the shard's data presents
 // to a guard: MemoryGuard.DoShard, SQLGuard.CheckShard. Each shard's token
 // rises with each of its terms, independently of the other shards', so a
@@ -28,18 +33,20 @@ func ShardResource(group string, shard int) string {
 type ShardTermID struct {
 	// Group names the shard group ("group" of GET /shards).
 	Group string
+	// Shards is the group's number of shards ("shards" of GET /shards).
+	Shards int
 	// Shard is the shard's number, from 0.
 	Shard int
 	TermID
 }
 
-// Resource is ShardResource(id.Group, id.Shard).
-func (id ShardTermID) Resource() string { return ShardResource(id.Group, id.Shard) }
+// Resource is ShardResource(id.Group, id.Shards, id.Shard).
+func (id ShardTermID) Resource() string { return ShardResource(id.Group, id.Shards, id.Shard) }
 
 // String returns the term for messages, e.g.
-// `shard 3 of "billing": token 7 of "web-1_4f2a"`.
+// `shard 3 of 8 of "billing": token 7 of "web-1_4f2a"`.
 func (id ShardTermID) String() string {
-	return fmt.Sprintf("shard %d of %q: %v", id.Shard, shortName(id.Group), id.TermID)
+	return fmt.Sprintf("shard %d of %d of %q: %v", id.Shard, id.Shards, shortName(id.Group), id.TermID)
 }
 
 // check returns an error wrapping ErrInvalidToken if id cannot be
@@ -48,8 +55,10 @@ func (id ShardTermID) check() error {
 	switch {
 	case id.Group == "":
 		return fmt.Errorf("%w: shard %d's term %v names no group", ErrInvalidToken, id.Shard, id.TermID)
-	case id.Shard < 0:
-		return fmt.Errorf("%w: shard %d is negative", ErrInvalidToken, id.Shard)
+	case id.Shards < 1:
+		return fmt.Errorf("%w: shard %d's term %v names no shard count", ErrInvalidToken, id.Shard, id.TermID)
+	case id.Shard < 0 || id.Shard >= id.Shards:
+		return fmt.Errorf("%w: shard %d is not one of the group's %d", ErrInvalidToken, id.Shard, id.Shards)
 	}
 	return id.TermID.check()
 }
@@ -180,10 +189,11 @@ type ShardTerms struct {
 
 	// Owned by the follower goroutine: the terms handed out and not
 	// ended by the stream, the token of each shard's drain reported,
-	// and the group and identity of the last state.
+	// and the group, identity and count of the last state.
 	current         map[int]*ShardTerm
 	drained         map[int]int64
 	group, identity string
+	shards          int
 }
 
 type shardNext struct {
@@ -388,7 +398,7 @@ func (s *ShardTerms) drain(shard int, token int64) {
 		return
 	}
 	delete(s.current, shard)
-	id := ShardTermID{Group: s.group, Shard: shard, TermID: TermID{Token: token, Holder: s.identity}}
+	id := ShardTermID{Group: s.group, Shards: s.shards, Shard: shard, TermID: TermID{Token: token, Holder: s.identity}}
 	t := newShardTerm(s.ctx, id, ShardJSON{Shard: shard, Token: token, ValidUntil: time.Now()})
 	t.end(cause)
 	s.push(shardNext{term: t})
@@ -400,7 +410,7 @@ func (s *ShardTerms) handOut(h ShardJSON) {
 	if !time.Now().Before(h.ValidUntil) {
 		return
 	}
-	id := ShardTermID{Group: s.group, Shard: h.Shard, TermID: TermID{Token: h.Token, Holder: s.identity}}
+	id := ShardTermID{Group: s.group, Shards: s.shards, Shard: h.Shard, TermID: TermID{Token: h.Token, Holder: s.identity}}
 	if err := s.c.admitShard(id); err != nil {
 		if s.c.firstShardReport(id) {
 			s.push(shardNext{err: err})
@@ -417,7 +427,7 @@ func (s *ShardTerms) handOut(h ShardJSON) {
 // reported (drain); a shard newly held, or held again after its term here
 // lapsed, is handed out (handOut).
 func (s *ShardTerms) state(st ShardsJSON) {
-	s.group, s.identity = st.Group, st.Identity
+	s.group, s.shards, s.identity = st.Group, st.Shards, st.Identity
 	held := make(map[int]ShardJSON, len(st.Held))
 	for _, h := range st.Held {
 		held[h.Shard] = h

@@ -139,8 +139,8 @@ func TestShardTermsFollowTheStream(t *testing.T) {
 	str.out <- typedEvent(fence.EventAcquired, 0, 3) + typedEvent(fence.EventAcquired, 1, 5) + typedEvent(fence.EventDraining, 1, 5) +
 		shardsState(held(0, 3, fence.ShardHeld), held(1, 5, fence.ShardDraining))
 	t0 := nextTerm(t, terms)
-	want := fence.ShardTermID{Group: "billing", Shard: 0, TermID: fence.TermID{Token: 3, Holder: "a_1"}}
-	if t0.ID() != want || t0.ID().Resource() != "billing/shard-0" || t0.Range().End != "0x0000000000000001" || t0.Err() != nil {
+	want := fence.ShardTermID{Group: "billing", Shards: 4, Shard: 0, TermID: fence.TermID{Token: 3, Holder: "a_1"}}
+	if t0.ID() != want || t0.ID().Resource() != "billing/4/shard-0" || t0.Range().End != "0x0000000000000001" || t0.Err() != nil {
 		t.Fatalf("first term %v (%v), range %v, err %v; want %v", t0.ID(), t0.ID().Resource(), t0.Range(), t0.Err(), want)
 	}
 	// A shard that drains before it was handed out comes over already, so

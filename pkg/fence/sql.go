@@ -135,10 +135,11 @@ func (g *SQLGuard) Check(ctx context.Context, tx *sql.Tx, resource string, term 
 
 // CheckShard is Check for the data of one shard of a shard group: it
 // records term as the last accepted for the shard's resource
-// (term.Resource(), "<group>/shard-<i>", a row of the guard's table) if it
+// (term.Resource(), "<group>/<N>/shard-<i>", a row of the guard's table) if it
 // follows the term accepted before for that shard. Each shard has its own
-// row, as it has its own election and tokens. A term with no group or a
-// negative shard returns ErrInvalidToken. The rules of Check apply: the
+// row, as it has its own election and tokens. A term with no group, no
+// count, or a shard outside its count returns ErrInvalidToken. The rules
+// of Check apply: the
 // write in tx, and a rollback on any error.
 func (g *SQLGuard) CheckShard(ctx context.Context, tx *sql.Tx, term ShardTermID) error {
 	if err := term.check(); err != nil {

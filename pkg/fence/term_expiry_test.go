@@ -91,7 +91,7 @@ func TestTermEndedByTheClockStaysEnded(t *testing.T) {
 // not revive it.
 func TestShardTermLapsesAtValidUntil(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		id := ShardTermID{Group: "billing", Shard: 2, TermID: TermID{Token: 4, Holder: "a_1"}}
+		id := ShardTermID{Group: "billing", Shards: 8, Shard: 2, TermID: TermID{Token: 4, Holder: "a_1"}}
 		term := newShardTerm(context.Background(), id, ShardJSON{Shard: 2, Token: 4, State: ShardHeld, ValidUntil: time.Now().Add(10 * time.Second)})
 		defer term.Close()
 		time.Sleep(5 * time.Second)
