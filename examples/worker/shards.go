@@ -72,7 +72,7 @@ func (w *worker) workOnShard(ctx context.Context, client *fence.Client, term *fe
 		// No job of this term is under way any more: let the shard go.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := client.Drained(actx, id.Shard); err != nil {
+		if err := client.Drained(actx, id); err != nil {
 			w.log.Info("drain-not-acknowledged", "shard", id.Shard, "token", id.Token, "error", err.Error())
 			return
 		}

@@ -111,7 +111,7 @@
 //				// on error: tx.Rollback(); else the shard's write, then tx.Commit()
 //			}
 //			if errors.Is(term.Err(), fence.ErrShardDraining) {
-//				_ = c.Drained(ctx, term.Shard()) // the shard's work has stopped
+//				_ = c.Drained(ctx, term.ID()) // the shard's work has stopped
 //			}
 //		}()
 //	}

@@ -125,7 +125,7 @@ func ExampleClient_ShardTerms() {
 	<-term.Done()
 	fmt.Println("draining:", errors.Is(term.Err(), fence.ErrShardDraining))
 	// Once the shard's work has stopped, let it go.
-	fmt.Println("acknowledged:", c.Drained(ctx, term.Shard()))
+	fmt.Println("acknowledged:", c.Drained(ctx, term.ID()))
 	// Output:
 	// shard 2 token 7 resource billing/4/shard-2
 	// write: <nil>

@@ -38,14 +38,17 @@ func (c *Client) Shards(ctx context.Context) (ShardsJSON, error) {
 	return decodeShards(body)
 }
 
-// Drained tells the sidecar that the application let shard go
-// (POST /shards/{i}/drained): the sidecar releases it at once. Call it once
-// no write of the shard's term can still be under way: after the
+// Drained tells the sidecar that the application let go of the shard in
+// the term id (ShardTerm.ID) (POST /shards/{i}/drained?token=N): the
+// sidecar releases it at once if that term is the one that drains. Call
+// it once no write of the term can still be under way: after the
 // ShardTerm ended with ErrShardDraining and its work stopped. An error
 // wrapping ErrBadResponse names the sidecar's answer (409: the shard does
-// not drain here, e.g. it was undrained or already released).
-func (c *Client) Drained(ctx context.Context, shard int) error {
-	url := c.base + "/shards/" + strconv.Itoa(shard) + "/drained"
+// not drain here, e.g. it was undrained or already released, or it drains
+// in another term than id's, so that a late acknowledgement of an earlier
+// term never releases a later one).
+func (c *Client) Drained(ctx context.Context, id ShardTermID) error {
+	url := c.base + "/shards/" + strconv.Itoa(id.Shard) + "/drained?token=" + strconv.FormatInt(id.Token, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return fmt.Errorf("fence: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +32,18 @@ func newStubShards(t *testing.T) *stubShards {
 }
 
 // startStubShards starts a stubShards; Close stops it. It also answers
-// POST /shards/{i}/drained with 200, as the sidecar does for a draining
-// shard.
+// POST /shards/{i}/drained?token=N with 200, as the sidecar does for a
+// shard draining in the term of token N, and 409 when the request names
+// no term.
 func startStubShards() *stubShards {
 	s := &stubShards{streams: make(chan *stubStream, 4)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/drained") {
+			if token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64); err != nil || token < 1 {
+				w.WriteHeader(http.StatusConflict)
+				fmt.Fprint(w, `{"error":"the acknowledgement names no term (?token=N)"}`)
+				return
+			}
 			w.WriteHeader(http.StatusOK)
 			return
 		}

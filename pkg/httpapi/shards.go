@@ -27,7 +27,11 @@ import (
 //	                          (acquired, draining, undrained, released, lost),
 //	                          and a renewed event per renewal
 //	POST /shards/{i}/drained  the app let shard i go: it is released at once
-//	                          (409 when it does not drain here)
+//	                          (409 when it does not drain here); with
+//	                          ?token=N, only if N is the token of the term
+//	                          that drains (409 for another term, 400 for a
+//	                          token that is not a number >= 1); without it,
+//	                          whichever term drains
 //
 // The single election's /leader paths answer 409 with an error that
 // points to /shards.
@@ -37,7 +41,7 @@ import (
 type ShardGroup interface {
 	Status() shardgroup.Status
 	Shard(i int) (shardgroup.ShardStatus, error)
-	Drained(i int) error
+	Drained(i int, token int64) error
 	Healthy() bool
 	ReachedStore() bool
 	Changed() <-chan struct{}
@@ -325,9 +329,20 @@ func (a *shardAPI) drained(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := a.g.Drained(i)
+	var token int64
+	if r.URL.Query().Has("token") {
+		text := r.URL.Query().Get("token")
+		t, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || t < 1 {
+			writeJSON(w, http.StatusBadRequest, ShardErrorJSON{Shard: &i,
+				Error: fmt.Sprintf("token %q: the token of the term that drains, a whole number >= 1, or no token at all", text)})
+			return
+		}
+		token = t
+	}
+	err := a.g.Drained(i, token)
 	switch {
-	case errors.Is(err, shardgroup.ErrNotDraining):
+	case errors.Is(err, shardgroup.ErrNotDraining), errors.Is(err, shardgroup.ErrOtherTerm):
 		writeJSON(w, http.StatusConflict, ShardErrorJSON{Shard: &i, Error: err.Error()})
 	case err != nil:
 		writeJSON(w, http.StatusNotFound, ShardErrorJSON{Shard: &i, Error: err.Error()})

@@ -258,3 +258,55 @@ func TestShardsWatch(t *testing.T) {
 		<-done
 	})
 }
+
+// TestADrainAcknowledgementNamesItsTerm: POST /shards/{i}/drained?token=N
+// releases the shard only when N is the token of the term that drains: an
+// acknowledgement of another term (a late one, of a drain that was undone
+// before this one began) is refused with 409 and changes nothing; a token
+// that is not a number is a 400; the right token releases at once.
+func TestADrainAcknowledgementNamesItsTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		a := runGroup(t, store, "a")
+		h := NewShardsAppHandler(a, Options{})
+		time.Sleep(2 * time.Second)
+		b := runGroup(t, store, "b")
+		hb := NewShardsAppHandler(b, Options{})
+		time.Sleep(time.Second + 2*500*time.Millisecond)
+		var all ShardsJSON
+		call(t, h, "GET", "/shards", &all)
+		var draining []ShardJSON
+		for _, s := range all.Held {
+			if s.State == "draining" {
+				draining = append(draining, s)
+			}
+		}
+		if len(draining) == 0 {
+			t.Fatalf("after b joined, a answers %+v; want shards draining", all)
+		}
+		d := draining[0]
+		path := "/shards/" + strconv.Itoa(d.Shard)
+		var refusal ShardErrorJSON
+		other := strconv.FormatInt(d.Token+1, 10)
+		if code := call(t, h, "POST", path+"/drained?token="+other, &refusal); code != 409 ||
+			!strings.Contains(refusal.Error, "token "+strconv.FormatInt(d.Token, 10)) || !strings.Contains(refusal.Error, "token "+other) {
+			t.Errorf("POST %s/drained?token=%s while it drains in the term of token %d: %d %+v, want 409 naming both tokens", path, other, d.Token, code, refusal)
+		}
+		refusal = ShardErrorJSON{}
+		if code := call(t, h, "POST", path+"/drained?token=seven", &refusal); code != 400 || !strings.Contains(refusal.Error, "token") {
+			t.Errorf("POST %s/drained?token=seven: %d %+v, want 400 naming the token", path, code, refusal)
+		}
+		time.Sleep(time.Second)
+		var one ShardJSON
+		if code := call(t, h, "GET", path, &one); code != 200 || one.State != "draining" || one.Token != d.Token {
+			t.Errorf("GET %s on a after the refused acknowledgements: %d %+v, want still draining with token %d", path, code, one, d.Token)
+		}
+		if code := call(t, h, "POST", path+"/drained?token="+strconv.FormatInt(d.Token, 10), nil); code != 200 {
+			t.Errorf("POST %s/drained?token=%d: %d, want 200", path, d.Token, code)
+		}
+		time.Sleep(time.Second)
+		if code := call(t, hb, "GET", path, &one); code != 200 || one.Token != d.Token+1 || one.State != "held" {
+			t.Errorf("GET %s on b after the acknowledgement: %d %+v, want held with token %d", path, code, one, d.Token+1)
+		}
+	})
+}

@@ -45,7 +45,7 @@ func (s *rangeSampler) sample(all []*replica) {
 				s.terms[k] = &[2]int{s.seq, s.seq}
 			}
 			if h.Draining {
-				_ = r.g.Drained(h.Shard)
+				_ = r.g.Drained(h.Shard, h.Token)
 			}
 		}
 	}

@@ -317,7 +317,7 @@ func TestADrainWaitsForTheAcknowledgement(t *testing.T) {
 			t.Fatalf("the first replica holds %d shards before any acknowledgement, want %d", got, n)
 		}
 		for i := range n {
-			err := first.g.Drained(i)
+			err := first.g.Drained(i, 0)
 			if want := slices.Contains(draining, i); want && err != nil || !want && !errors.Is(err, ErrNotDraining) {
 				t.Errorf("Drained(%d) (draining: %v): %v", i, want, err)
 			}

@@ -99,7 +99,7 @@ func TestAStopDrainTimeoutWaitsForTheAcknowledgement(t *testing.T) {
 			}
 		}
 		for _, i := range gone {
-			if err := leaver.g.Drained(i); err != nil {
+			if err := leaver.g.Drained(i, 0); err != nil {
 				t.Errorf("Drained(%d): %v", i, err)
 			}
 		}

@@ -64,6 +64,10 @@ var ErrNoSuchShard = errors.New("no such shard")
 // drain.
 var ErrNotDraining = errors.New("the shard is not draining here")
 
+// ErrOtherTerm is returned by Drained for an acknowledgement that names
+// another term than the one that drains.
+var ErrOtherTerm = errors.New("the acknowledgement names another term")
+
 // Status reports the group at this instant, from memory: whether a shard
 // is claimed is each elector's Status, computed now.
 func (g *Group) Status() Status {
@@ -115,20 +119,31 @@ func (g *Group) Shard(i int) (ShardStatus, error) {
 }
 
 // Drained records the application's acknowledgement that it let shard i
-// go; the shard is released at once. It fails with ErrNotDraining when
-// this replica does not drain the shard (nothing changes).
-func (g *Group) Drained(i int) error {
+// go in the term of token; the shard is released at once. Token 0 names
+// no term: it acknowledges whichever term drains (what an application
+// that does not send the token gets). It fails, and nothing changes, with
+// ErrNotDraining when this replica does not drain the shard, and with
+// ErrOtherTerm when token names another term than the one that drains
+// (a late acknowledgement of an earlier term's drain).
+func (g *Group) Drained(i int, token int64) error {
 	if i < 0 || i >= len(g.electors) {
 		return fmt.Errorf("%w: %d (the group has %d, from 0)", ErrNoSuchShard, i, len(g.electors))
 	}
+	st := g.electors[i].Status()
 	g.mu.Lock()
 	_, draining := g.draining[i]
-	if draining {
+	draining = draining && st.Leader
+	other := draining && token != 0 && token != st.Token
+	if draining && !other {
 		g.drained[i] = true
 	}
 	g.mu.Unlock()
-	if !draining {
+	switch {
+	case !draining:
 		return fmt.Errorf("%w: shard %d", ErrNotDraining, i)
+	case other:
+		return fmt.Errorf("%w: shard %d drains in the term of token %d, and the acknowledgement names token %d; nothing changes",
+			ErrOtherTerm, i, st.Token, token)
 	}
 	g.poke()
 	return nil
