@@ -2,6 +2,7 @@ package shardgroup
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -16,19 +17,27 @@ import (
 
 // marked is a shard record's backend that writes the replica's count
 // into every record its elector writes (backend.GroupMark), so that
-// replicas of another count see whose count holds it.
+// replicas of another count see whose count holds it, and passes every
+// write by gate first.
 type marked struct {
 	backend.Backend
 	mark backend.GroupMark
+	gate func(backend.Record) error
 }
 
 func (m marked) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	rec.Group = m.mark
+	if err := m.gate(rec); err != nil {
+		return "", err
+	}
 	return m.Backend.Create(ctx, rec)
 }
 
 func (m marked) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
 	rec.Group = m.mark
+	if err := m.gate(rec); err != nil {
+		return "", err
+	}
 	return m.Backend.Update(ctx, prev, rec)
 }
 
@@ -36,12 +45,16 @@ func (m marked) Update(ctx context.Context, prev backend.Version, rec backend.Re
 // (backend.Wrapped).
 func (m marked) CreateFirst(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	rec.Group = m.mark
+	if err := m.gate(rec); err != nil {
+		return "", err
+	}
 	return m.Backend.(backend.FirstCreator).CreateFirst(ctx, rec)
 }
 
-// markShard returns b writing count into every record.
-func markShard(b backend.Backend, count int) backend.Backend {
-	return backend.Wrapped(b, marked{Backend: b, mark: backend.GroupMark{Shards: count}})
+// markShard returns b writing count into every record, each write passed
+// by gate first.
+func markShard(b backend.Backend, count int, gate func(backend.Record) error) backend.Backend {
+	return backend.Wrapped(b, marked{Backend: b, mark: backend.GroupMark{Shards: count}, gate: gate})
 }
 
 // shardNumber is i when name is ShardRecord(group, i), else -1.
@@ -67,41 +80,88 @@ type seenShard struct {
 }
 
 // liveHolderAt reports whether s names a holder whose claim may still
-// run at now: it names one, and this replica has seen the record
-// unchanged for less than its lease duration (never less than its own),
-// as the election judges expiry.
+// run at now: it names one, or names none but is not in the release shape
+// (emptied by hand: its last holder is unknown, and waited out as the
+// election waits it out), and this replica has seen the record unchanged
+// for less than its lease duration (never less than its own), as the
+// election judges expiry.
 func (g *Group) liveHolderAt(s seenShard, now time.Time) bool {
 	d := max(time.Duration(s.rec.LeaseDurationSeconds)*time.Second, g.cfg.Election.LeaseDuration)
-	return s.rec.HolderIdentity != "" && now.Sub(s.since) < d
+	released := s.rec.HolderIdentity == "" && s.rec.LeaseDurationSeconds == 1 && s.rec.AcquireTime.Equal(s.rec.RenewTime)
+	return !released && now.Sub(s.since) < d
+}
+
+// holderCount is the count of the holder s names: its mark, or 0 (no
+// count: not this replica's) for a record that names none.
+func holderCount(s seenShard) int {
+	if s.rec.HolderIdentity == "" {
+		return 0
+	}
+	return s.rec.Group.Shards
 }
 
 // othersLocked are the live members and live shard holders of another
-// count than this replica's, as it sees them at now.
-func (g *Group) othersLocked(now time.Time) []shard.OtherCount {
-	count := len(g.electors)
+// count than this replica's, as its last list showed them. Their expiry
+// is judged at that list, not now: a record of another count expires only
+// once a list has seen it unchanged for a lease, never while lists fail
+// (a replica that cannot list sees nothing of another count expire, as
+// it cannot see a replica of another count come either).
+func (g *Group) othersLocked() []shard.OtherCount {
+	count, at := len(g.electors), g.listedAt
 	var out []shard.OtherCount
 	for _, m := range g.seen {
-		if m.mark.Shards != count && g.liveAtLocked(m, now) {
+		if m.mark.Shards != count && g.liveAtLocked(m, at) {
 			out = append(out, shard.OtherCount{Count: m.mark.Shards, Yielded: m.mark.Yielded})
 		}
 	}
 	for _, s := range g.seenShards {
-		if s.rec.Group.Shards != count && g.liveHolderAt(s, now) {
-			out = append(out, shard.OtherCount{Count: s.rec.Group.Shards, Holder: true})
+		if c := holderCount(s); c != count && g.liveHolderAt(s, at) {
+			out = append(out, shard.OtherCount{Count: c, Holder: true})
 		}
 	}
 	return out
 }
 
-// stanceLocked is this replica's stance at now (shard.StanceOf), and
-// the counts it sees besides its own.
-func (g *Group) stanceLocked(now time.Time) (shard.Stance, []int) {
-	others := g.othersLocked(now)
+// stanceLocked is this replica's stance (shard.StanceOf), and the counts
+// it sees besides its own.
+func (g *Group) stanceLocked() (shard.Stance, []int) {
+	others := g.othersLocked()
 	var counts []int
 	for _, o := range others {
 		counts = append(counts, o.Count)
 	}
 	return shard.StanceOf(len(g.electors), others), counts
+}
+
+// mayTakeLocked reports whether this replica may begin a term of a shard
+// at now: its stance is open, its member record does not say Yielded, was
+// written within a renew deadline, and a list that began after the last
+// write others had to see (markSeq) has succeeded.
+func (g *Group) mayTakeLocked(now time.Time) bool {
+	stance, _ := g.stanceLocked()
+	fresh := !g.memberWritten.IsZero() && now.Sub(g.memberWritten) < g.cfg.Election.RenewDeadline
+	return stance == shard.Open && !g.yielded && !g.leaving && fresh && g.listSeq > g.markSeq
+}
+
+// errNotTaking refuses the write of a term this replica may not begin.
+var errNotTaking = errors.New("shard group: this replica takes no shard now (a replica of another shard count is live, or its member record is not fresh)")
+
+// gate refuses a write of shard i's elector that would begin a term here
+// (naming this replica while its elector does not claim the shard) when
+// the replica may not take shards: an elector that was contending goes on
+// by itself, and must not win a shard the replica's last look forbids
+// (after a pause, say, when other counts may have taken over).
+func (g *Group) gate(i int, rec backend.Record) error {
+	if rec.HolderIdentity != g.cfg.Identity || g.electors[i].Status().Leader {
+		return nil
+	}
+	now := g.cfg.Election.Clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mayTakeLocked(now) {
+		return nil
+	}
+	return errNotTaking
 }
 
 // idle reports whether this replica claims no shard and contends for

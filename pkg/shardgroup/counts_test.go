@@ -1,7 +1,10 @@
 package shardgroup
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -9,7 +12,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/memory"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
 )
 
@@ -165,4 +170,57 @@ func TestACountChangeNeverHoldsAKeyTwice(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTheGateRefusesATermTheReplicaMayNotTake drives one replica's member
+// writes and lists by hand: an elector's write that would begin a term
+// here passes only while the replica may take shards: after its member
+// record was written and a list began after that write, while that write
+// is within a renew deadline, and while no larger count is live; a write
+// after a gap of a renew deadline (a pause, a stalled store) needs a list
+// after it again; a renewal of a term it claims and a write naming
+// another always pass.
+func TestTheGateRefusesATermTheReplicaMayNotTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		shards := []backend.Backend{store.Open(ShardRecord("g", 0)), store.Open(ShardRecord("g", 1))}
+		member := store.Open(MemberRecord("g", "a"))
+		g, err := New(Config{Group: "g", Identity: "a", Shards: shards, Member: member, Members: member,
+			Election: election.Config{LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Logger: slog.New(slog.DiscardHandler)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		mine := backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 3, Transitions: 1}
+		step := func(what string, want error) {
+			t.Helper()
+			if err := g.gate(0, mine); !errors.Is(err, want) {
+				t.Errorf("%s: gate %v, want %v", what, err, want)
+			}
+		}
+		step("before anything", errNotTaking)
+		if err := g.gate(0, backend.Record{HolderIdentity: "b"}); err != nil {
+			t.Errorf("a write naming another: %v", err)
+		}
+		_ = g.writeMember(ctx, "a", false)
+		step("member written, no list since", errNotTaking)
+		g.readMembers(ctx)
+		step("member written, then listed", nil)
+		time.Sleep(testRenew)
+		step("member written a renew deadline ago", errNotTaking)
+		_ = g.writeMember(ctx, "a", false)
+		step("member written again after the gap, no list since", errNotTaking)
+		g.readMembers(ctx)
+		step("listed after it", nil)
+		big := store.Open(MemberRecord("g", "big"))
+		if _, err := big.Create(ctx, backend.Record{HolderIdentity: "big", LeaseDurationSeconds: 3, Group: backend.GroupMark{Shards: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		g.readMembers(ctx)
+		step("a member of a larger count is live", errNotTaking)
+		time.Sleep(testLease)
+		_ = g.writeMember(ctx, "a", false)
+		g.readMembers(ctx)
+		step("the larger count's member unchanged for a lease", nil)
+	})
 }

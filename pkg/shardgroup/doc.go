@@ -59,12 +59,28 @@
 // member that has not yielded: it takes no shard. It also takes none while
 // its member record was last written more than a renew deadline ago.
 //
-// Two orders make it hold. A replica writes its member record, then
-// reads, before it takes a shard; and it takes Yielded back out of its
-// record by a write, then a fresh read, before it contends again: so of a
-// replica of a larger count that relied on the mark and this one, at
-// least one sees the other. And a leaving replica stops contending before
-// its member record says it left: a replica of another count that no
-// longer sees it finds only the shards it still holds, whose records stay
-// live until released or expired.
+// What makes it hold:
+//
+//   - A replica writes its member record, then lists, before it takes a
+//     shard; it takes Yielded back out of its record by a write, then a
+//     list, before it contends again; and a member write a renew deadline
+//     or more after the one before (after a pause, or a stalled store:
+//     others may have seen the record expire) needs a list after it too.
+//     So of two replicas of different counts, at least one sees the
+//     other.
+//   - Every write of a shard's elector that would begin a term here (one
+//     naming this replica while its elector does not claim the shard)
+//     passes the same test at the instant it is sent (the shard
+//     backends' gate): an elector that was contending goes on by itself,
+//     and must not win a shard its replica's last look forbids.
+//   - A record of another count expires only once a list has seen it
+//     unchanged for a lease, never while lists fail; a record that
+//     vanished keeps what was last seen of it until that expires; a
+//     shard record that names no holder but is not in the release shape
+//     (emptied by hand) counts as held by an unknown count until it
+//     expires, as the election waits it out.
+//   - A leaving replica stops contending before its member record says it
+//     left: a replica of another count that no longer sees it finds only
+//     the shards it still holds, whose records stay live until released
+//     or expired.
 package shardgroup

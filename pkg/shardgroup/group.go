@@ -58,6 +58,15 @@ type Group struct {
 	// is older than a renew deadline: a replica of another count that no
 	// longer sees it live must not find it contending.
 	memberWritten time.Time
+	// listedAt is when the last list of the group's records that
+	// succeeded began, on this replica's clock; listSeq counts them, and
+	// markSeq is listSeq when the member record last changed in a way
+	// others must see before this replica takes a shard (its first write,
+	// the write that took Yielded out, a write a renew deadline or more
+	// after the one before, when others may have seen the record expire):
+	// the replica takes shards only after a list that began after it.
+	listedAt         time.Time
+	listSeq, markSeq int
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }
@@ -83,7 +92,7 @@ func New(cfg Config) (*Group, error) {
 	}
 	for i, b := range cfg.Shards {
 		ec := cfg.Election
-		ec.Backend = markShard(b, len(cfg.Shards))
+		ec.Backend = markShard(b, len(cfg.Shards), func(rec backend.Record) error { return g.gate(i, rec) })
 		ec.Identity = cfg.Identity
 		ec.ReleaseOnCancel = false
 		obs := &shardObserver{acquired: &g.acquired}
@@ -139,6 +148,7 @@ func (g *Group) Run(ctx context.Context) error {
 			now := cfg.Clock.Now()
 			if err := g.writeMember(ctx, g.cfg.Identity, false); err == nil {
 				g.setYielded(false)
+				g.markChanged()
 				renewDue = now.Add(cfg.RenewInterval)
 				g.readMembers(ctx)
 			}
@@ -284,29 +294,34 @@ func (g *Group) setYielded(y bool) {
 
 // stanceNow is this replica's stance towards other counts now.
 func (g *Group) stanceNow() shard.Stance {
-	now := g.cfg.Election.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s, _ := g.stanceLocked(now)
+	s, _ := g.stanceLocked()
 	return s
 }
 
+// markChanged notes that the member record's mark changed: no shard is
+// taken before a list that begins after it.
+func (g *Group) markChanged() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.markSeq = g.listSeq
+}
+
 // view is what this replica sees now, as shard.Decide takes it, and
-// whether it may take shards: its stance towards other counts is open,
-// its member record does not say Yielded, and was written within a renew
-// deadline. A yielding replica decides as if leaving.
+// whether it may take shards (mayTakeLocked). A yielding replica decides
+// as if leaving.
 func (g *Group) view() (v shard.View, mayTake bool) {
 	now := g.cfg.Election.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	stance, counts := g.stanceLocked(now)
+	stance, counts := g.stanceLocked()
 	if stance != g.stance {
 		g.log.Info("the shard counts seen changed the replica's stance", "stance", stance.String(), "was", g.stance.String(),
 			"shards", len(g.electors), "otherCounts", counts)
 		g.stance = stance
 	}
-	fresh := !g.memberWritten.IsZero() && now.Sub(g.memberWritten) < g.cfg.Election.RenewDeadline
-	mayTake = stance == shard.Open && !g.yielded && fresh
+	mayTake = g.mayTakeLocked(now)
 	v = shard.View{Self: g.cfg.Identity, Leaving: g.leaving || stance == shard.Yield, Now: now, Members: g.liveLocked(now)}
 	for i, e := range g.electors {
 		holder := e.Status().Holder

@@ -66,6 +66,11 @@ func (g *Group) writeMember(ctx context.Context, holder string, yielded bool) er
 		g.memberSince = rec.AcquireTime
 	}
 	if err == nil {
+		if g.memberWritten.IsZero() || now.Sub(g.memberWritten) >= cfg.RenewDeadline {
+			// The first write, or one after a gap in which others may
+			// have seen the record expire: a list must follow it.
+			g.markSeq = g.listSeq
+		}
 		g.memberWritten = now
 	}
 	g.mu.Unlock()
@@ -84,6 +89,7 @@ func (g *Group) writeMember(ctx context.Context, holder string, yielded bool) er
 func (g *Group) readMembers(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Election.RenewDeadline)
 	defer cancel()
+	began := g.cfg.Election.Clock.Now()
 	listed, err := g.cfg.Members.List(ctx, g.cfg.Group+"-")
 	if err != nil {
 		g.log.Warn("could not list the group's records", "err", err)
@@ -92,13 +98,16 @@ func (g *Group) readMembers(ctx context.Context) {
 	now := g.cfg.Election.Clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.listedAt = began
+	g.listSeq++
 	g.takeShardsLocked(listed, now)
 	prefix := MemberPrefix(g.cfg.Group)
-	present := map[string]bool{}
+	present, names := map[string]bool{}, map[string]bool{}
 	for _, l := range listed {
 		if !strings.HasPrefix(l.Name, prefix) {
 			continue
 		}
+		names[l.Name] = true
 		id := l.Record.HolderIdentity
 		if id == "" || MemberRecord(g.cfg.Group, id) != l.Name {
 			continue
@@ -116,8 +125,11 @@ func (g *Group) readMembers(ctx context.Context) {
 			g.seen[id] = s
 		}
 	}
-	for id := range g.seen {
-		if !present[id] {
+	// A member that left (its record names no holder now) is gone at
+	// once; one whose record vanished is kept as last seen until that
+	// expires.
+	for id, s := range g.seen {
+		if !present[id] && (names[MemberRecord(g.cfg.Group, id)] || !g.liveAtLocked(s, g.listedAt)) {
 			delete(g.seen, id)
 		}
 	}
@@ -135,8 +147,10 @@ func (g *Group) takeShardsLocked(listed []backend.Listed, now time.Time) {
 			g.seenShards[l.Name] = seenShard{version: l.Version, rec: l.Record, since: now}
 		}
 	}
-	for name := range g.seenShards {
-		if !present[name] {
+	// A record that vanished keeps what was last seen of it until that
+	// expires: a holder of another count may still claim it.
+	for name, s := range g.seenShards {
+		if !present[name] && !g.liveHolderAt(s, g.listedAt) {
 			delete(g.seenShards, name)
 		}
 	}
