@@ -16,6 +16,9 @@ var errCrashed = errors.New("the process crashed")
 type candidate struct {
 	w  *world
 	el *contest // the record it contends for
+	// gate, when set, may refuse a write before it is sent (a shard
+	// group's rule between counts, counts.go).
+	gate func(backend.Record) error
 	// id names it in the trace; identity is its elector's identity, the
 	// same as id but in a shard group, where every shard's candidate of
 	// one replica has the replica's identity.

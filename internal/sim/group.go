@@ -69,6 +69,9 @@ type group struct {
 	assigned               shard.Table
 	assignErr              error
 	assignedTo, runningIDs []string
+	// counts is the state of a schedule with a count change (counts.go);
+	// nil without one.
+	counts *groupCounts
 }
 
 type replica struct {
@@ -86,6 +89,10 @@ type replica struct {
 	seen        map[string]seenMember
 	draining    map[int]time.Time
 	drained     map[int]bool
+	// n is the replica's count; counts its view of the other counts, nil
+	// in a schedule without a count change (counts.go).
+	n      int
+	counts *replicaCounts
 }
 
 // seenMember is a member record as one replica last read it.
@@ -109,7 +116,12 @@ func runGroup(w *world) (Result, error) {
 		members: map[string]int64{},
 	}
 	w.group = g
-	for i := range g.n {
+	contests := g.n
+	if w.opts.ShardsTo > 0 && w.opts.ShardsTo != g.n {
+		g.counts = &groupCounts{count: g.n, marks: map[string]memberMark{}, byID: map[string]*replica{}}
+		contests = max(g.n, w.opts.ShardsTo)
+	}
+	for i := range contests {
 		el := &contest{shard: i, touched: true}
 		el.store.provesNeverCreated = w.opts.Seed%2 != 0
 		w.elections = append(w.elections, el)
@@ -120,10 +132,16 @@ func runGroup(w *world) (Result, error) {
 		w.at(w.between(0, 5*time.Second), func() { g.startReplica(w) })
 	}
 	scheduleGroupFaults(w)
+	if g.counts != nil {
+		scheduleCountChange(w)
+	}
 	w.run()
 	r := w.result()
 	r.Moves = g.moves
 	r.SettledAfter = max(0, g.lastUnsettled-w.quietFrom)
+	if g.counts != nil {
+		r.CountChanges = g.counts.changes
+	}
 	return r, nil
 }
 
@@ -138,10 +156,18 @@ func (g *group) startReplica(w *world) *replica {
 		drained:  map[int]bool{},
 	}
 	r.clock = &driftingClock{w: w, rate: r.rate, started: w.now}
-	for i, el := range w.elections {
+	r.n = g.n
+	if g.counts != nil {
+		r.n = g.counts.count
+		g.counts.join(r)
+	}
+	for i, el := range w.elections[:r.n] {
 		c := w.newCandidate(el, r.id, fmt.Sprintf("%s/%d", r.id, i), r.rate)
 		if c.e == nil {
 			return r
+		}
+		if g.counts != nil {
+			c.gate = r.gate(c)
 		}
 		// Not a member of any election until Decide says so; SitOut
 		// writes nothing while the candidate has seen no record.
@@ -193,6 +219,10 @@ func (r *replica) renewMember(w *world) {
 	if r.leaving || failing(w) {
 		return
 	}
+	if r.counts != nil {
+		r.writeMark(w, r.counts.yielded)
+		return
+	}
 	w.after(w.between(0, w.currentProfile().latency), func() {
 		if _, ok := r.g.members[r.id]; ok {
 			r.g.members[r.id]++
@@ -208,9 +238,16 @@ func (r *replica) tick(w *world) {
 		return
 	}
 	snapshot := maps(r.g.members)
+	var others countSnapshot
+	if r.counts != nil {
+		others = r.g.counts.snapshot(w)
+	}
 	w.after(w.between(0, 2*p.latency), func() {
 		r.whenRunning(w, func() {
 			r.read(snapshot)
+			if r.counts != nil {
+				r.readCounts(others)
+			}
 			r.act(w)
 		})
 	})
@@ -256,8 +293,11 @@ func (r *replica) view() shard.View {
 	now := r.clock.Now()
 	v := shard.View{Self: r.id, Leaving: r.leaving, Now: now,
 		Members: make([]shard.Member, 0, len(r.seen)), Shards: make([]shard.ShardView, 0, len(r.cands))}
+	if r.counts != nil && r.stance(now) == shard.Yield {
+		v.Leaving = true
+	}
 	for id, s := range r.seen {
-		if r.live(s, now) {
+		if r.live(s, now) && (r.counts == nil || r.sameCount(id)) {
 			v.Members = append(v.Members, shard.Member{Identity: id, LiveSince: s.liveSince})
 		}
 	}
@@ -292,8 +332,12 @@ func (r *replica) act(w *world) {
 		w.violate(fmt.Sprintf("%s cannot decide: %v", r.id, err))
 		return
 	}
+	mayTake := r.counts == nil || r.mayTake(v.Now)
 	acted := map[int]bool{}
 	for _, a := range actions {
+		if a.Kind == shard.Acquire && !mayTake {
+			continue
+		}
 		acted[a.Shard] = true
 		c := r.cands[a.Shard]
 		switch a.Kind {
@@ -342,6 +386,9 @@ func (r *replica) act(w *world) {
 		w.logf("%s sits out", c.id)
 		c.sitOut("not its shard")
 	}
+	if r.counts != nil {
+		r.afterAct(w, v.Now)
+	}
 	if r.leaving {
 		r.finishLeaving(w, v)
 	}
@@ -374,6 +421,10 @@ func (r *replica) leave(w *world) bool {
 	}
 	r.leaving = true
 	r.leaveBy = w.now + 3*simDrainTimeout
+	if r.counts != nil {
+		r.leaveOnceIdle(w) // stops contending first
+		return true
+	}
 	delete(r.g.members, r.id)
 	return true
 }
@@ -415,6 +466,12 @@ func (g *group) settled(w *world) (bool, string) {
 		return false, err.Error()
 	}
 	for i, el := range w.elections {
+		if i >= g.n { // a shard of a count no longer run
+			if _, n := leaderOf(el); n != 0 {
+				return false, fmt.Sprintf("shard %d of a former count is led", i)
+			}
+			continue
+		}
 		if leader, n := leaderOf(el); n != 1 || leader.identity != table[i] {
 			var leaders []string
 			for _, c := range w.liveOf(el) {
@@ -434,7 +491,7 @@ func (g *group) settled(w *world) (bool, string) {
 func (g *group) table() (shard.Table, error) {
 	ids := g.runningIDs[:0]
 	for _, r := range g.replicas {
-		if !r.crashed && !r.leaving && !r.gone {
+		if !r.crashed && !r.leaving && !r.gone && (g.counts == nil || r.n == g.n) {
 			ids = append(ids, r.id)
 		}
 	}
@@ -458,7 +515,12 @@ func leaderOf(el *contest) (leader *candidate, n int) {
 }
 
 // afterEvent keeps lastUnsettled; before faults stop it need not look.
+// With a count change it checks at every event that no two replicas
+// claim the same keys (counts.go).
 func (g *group) afterEvent(w *world) {
+	if g.counts != nil {
+		g.counts.checkKeys(w)
+	}
 	if w.now < w.quietFrom {
 		g.lastUnsettled = w.now
 		return
@@ -480,7 +542,14 @@ func (g *group) heldAsAssigned(w *world) bool {
 	}
 	for i, el := range w.elections {
 		l := el.check.leader
-		if l == nil || l.crashed || l.identity != table[i] || !l.clock.Now().Before(el.check.leaderUntil) {
+		claims := l != nil && !l.crashed && l.clock.Now().Before(el.check.leaderUntil)
+		if i >= g.n {
+			if claims {
+				return false
+			}
+			continue
+		}
+		if !claims || l.identity != table[i] {
 			return false
 		}
 	}

@@ -73,6 +73,10 @@ type Options struct {
 	// lease duration keep the election without a leader, and the checker
 	// says so.
 	TrustedRecordLease time.Duration
+	// ShardsTo, if not zero and not Shards, adds to a group's schedule a
+	// rolling update of the count to ShardsTo, and at times back (see
+	// counts.go).
+	ShardsTo int
 }
 
 func (o Options) withDefaults() Options {
@@ -109,6 +113,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("drift must be in [0, 1), got %v", o.Drift)
 	case o.Shards < 0 || o.Shards > shard.MaxShards:
 		return fmt.Errorf("shards must be in [0, %d], got %d", shard.MaxShards, o.Shards)
+	case o.ShardsTo < 0 || o.ShardsTo > shard.MaxShards || o.ShardsTo > 0 && o.Shards == 0:
+		return fmt.Errorf("shards-to must be in [0, %d], and only with shards, got %d", shard.MaxShards, o.ShardsTo)
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	case o.TrustedRecordLease != 0 && o.TrustedRecordLease < o.LeaseDuration:
@@ -213,6 +219,9 @@ type Result struct {
 	// not held by the member the table gives it.
 	Moves        int
 	SettledAfter time.Duration
+	// CountChanges counts the rolling updates of the shard count played
+	// (Options.ShardsTo).
+	CountChanges int
 }
 
 // Run plays the schedule of opts.Seed.

@@ -101,6 +101,11 @@ type handle struct{ c *candidate }
 
 func (h handle) do(ctx context.Context, req *call) result {
 	c := h.c
+	if c.gate != nil && req.op != opGet {
+		if err := c.gate(req.rec); err != nil {
+			return result{err: err}
+		}
+	}
 	if _, ok := c.seenBeforeWrite[req.rec.Transitions]; req.op != opGet && !ok {
 		c.seenBeforeWrite[req.rec.Transitions] = c.maxSeen
 	}
