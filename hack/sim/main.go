@@ -42,6 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "print every schedule's trace, not only those that break an invariant")
 	report := fs.Int("report", 3, "print the traces of at most this many broken schedules")
 	shards := fs.Int("shards", 0, "play a shard group: -candidates replicas over this many shards (default duration 5m, the last 200s free of faults)")
+	shardsTo := fs.Int("shards-to", 0, "with -shards: a rolling update of the count to this many shards in every schedule, and back in half of them")
 	digest := fs.Bool("digest", false, "print a hash of every schedule's summary, in the order of the seeds")
 	summaries := fs.Bool("summaries", false, "print every schedule's summary line, in the order of the seeds")
 	progress := fs.Duration("progress", 0, "print the figures so far every this much wall time (0: only at the end)")
@@ -76,7 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards, TrustedRecordLease: *trusted}
+	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards,
+		ShardsTo: *shardsTo, TrustedRecordLease: *trusted}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	switch {

@@ -41,8 +41,8 @@ type groupCounts struct {
 
 // memberMark is the count mark of a member record.
 type memberMark struct {
-	count   int
-	yielded bool
+	count            int
+	yielded, leaving bool
 }
 
 // replicaCounts is one replica's view of the other counts.
@@ -56,6 +56,9 @@ type replicaCounts struct {
 	// clock; leaveAsked once it stopped contending to leave.
 	written    time.Time
 	memberGone bool
+	// leaving is set once its member record says leaving (it stopped
+	// contending); the record goes once it holds nothing.
+	leaving bool
 	// readAt is the true time of the snapshot it last read; markAt when
 	// the last write that changed its mark landed (its first, the one
 	// that took Yielded out, or one after a gap of a renew deadline, when
@@ -144,7 +147,7 @@ func (r *replica) countOf(id string) int {
 // count and does not say Yielded.
 func (r *replica) sameCount(id string) bool {
 	m, ok := r.counts.marks[id]
-	return ok && m.count == r.n && !m.yielded
+	return ok && m.count == r.n && !m.yielded && !m.leaving
 }
 
 // stance is the replica's stance at now (shard.StanceOf).
@@ -209,7 +212,7 @@ func (r *replica) writeMark(w *world, yielded bool) {
 			return
 		}
 		r.g.members[r.id]++
-		r.g.counts.marks[r.id] = memberMark{count: r.n, yielded: yielded}
+		r.g.counts.marks[r.id] = memberMark{count: r.n, yielded: yielded, leaving: r.counts.leaving}
 		if began.Sub(r.counts.written) >= r.g.w.opts.RenewDeadline {
 			r.counts.markAt = w.now // a restart: others may have seen it expire
 		}
@@ -240,8 +243,9 @@ func (r *replica) afterAct(w *world, now time.Time) {
 	}
 }
 
-// leaveOnceIdle takes the member record out once no elector of the
-// replica contends for a shard it does not hold.
+// leaveOnceIdle marks the member record leaving once no elector of the
+// replica contends for a shard it does not hold, and takes it out once the
+// replica holds nothing (or has stopped).
 func (r *replica) leaveOnceIdle(w *world) {
 	if r.counts.memberGone || r.crashed {
 		return
@@ -256,6 +260,24 @@ func (r *replica) leaveOnceIdle(w *world) {
 		}
 	}
 	if contends && !r.gone {
+		w.after(w.opts.RetryPeriod/5, func() { r.leaveOnceIdle(w) })
+		return
+	}
+	if !r.counts.leaving {
+		r.counts.leaving = true
+		if m, ok := r.g.counts.marks[r.id]; ok {
+			m.leaving = true
+			r.g.counts.marks[r.id] = m
+			r.g.members[r.id]++
+		}
+	}
+	holds := false
+	for _, c := range r.cands {
+		if st := c.e.Status(); !c.crashed && (st.Leader || st.Holder == r.id) {
+			holds = true
+		}
+	}
+	if holds && !r.gone {
 		w.after(w.opts.RetryPeriod/5, func() { r.leaveOnceIdle(w) })
 		return
 	}

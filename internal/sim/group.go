@@ -216,6 +216,10 @@ func failing(w *world) bool {
 // renewMember updates the replica's member record, which must exist (a
 // record deleted as it left is not brought back by a late renewal).
 func (r *replica) renewMember(w *world) {
+	if r.counts != nil && r.counts.leaving && !r.counts.memberGone && !failing(w) {
+		r.writeMark(w, r.counts.yielded) // a leaving member stays live while it holds
+		return
+	}
 	if r.leaving || failing(w) {
 		return
 	}

@@ -20,6 +20,10 @@ type GroupMark struct {
 	// Yielded, on a member record, says that its replica holds no shard
 	// and contends for none, because it sees a replica of a larger count.
 	Yielded bool
+	// Leaving, on a member record, says that its replica is stopping: it
+	// contends for nothing and drains what it holds; it writes its record
+	// with no holder once it holds nothing.
+	Leaving bool
 }
 
 // IsZero reports whether m is no mark at all.
@@ -27,7 +31,7 @@ func (m GroupMark) IsZero() bool { return m == GroupMark{} }
 
 // check returns an error if m is not a mark a shard group writes.
 func (m GroupMark) check() error {
-	if m.Shards < 0 || m.Shards > MaxTransitions || m.Shards == 0 && m.Yielded {
+	if m.Shards < 0 || m.Shards > MaxTransitions || m.Shards == 0 && (m.Yielded || m.Leaving) {
 		return fmt.Errorf("group mark %+v: shard count out of range [1, %d]", m, MaxTransitions)
 	}
 	return nil
@@ -37,10 +41,12 @@ func (m GroupMark) check() error {
 type groupMarkJSON struct {
 	Shards  int  `json:"shards"`
 	Yielded bool `json:"yielded,omitempty"`
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // EncodeGroupMark is the text a backend stores for m: "" for no mark,
-// else compact JSON such as {"shards":4} or {"shards":2,"yielded":true}.
+// else compact JSON such as {"shards":4}, {"shards":2,"yielded":true} or
+// {"shards":4,"leaving":true}.
 func EncodeGroupMark(m GroupMark) string {
 	if m.IsZero() {
 		return ""

@@ -13,8 +13,10 @@
 //   - <group>-member-<identity> (MemberRecord), one per replica, which
 //     the replica renews like a lease. Another replica counts it a live
 //     member while its record keeps changing within a lease duration by
-//     that replica's own clock; a replica that leaves writes its record
-//     back with no holder, which counts as gone at once.
+//     that replica's own clock; a replica that leaves marks its record
+//     leaving (no longer a member of its count's table), and writes it
+//     back with no holder once it holds nothing, which counts as gone at
+//     once.
 //
 // Every retry period, and at once when another replica releases a shard
 // (mostly as it leaves), a replica lists the member records (backend.Lister;
@@ -32,9 +34,11 @@
 // that disagree can only delay a move; the elections keep one holder per
 // shard whatever the views.
 //
-// A graceful stop (Run's context ending) leaves the membership first,
-// then drains and releases every shard, and stops the electors once none
-// is held (or the stop drain timeout and a renew deadline have passed).
+// A graceful stop (Run's context ending) leaves the membership first
+// (its electors stop contending and its member record says leaving),
+// then drains and releases every shard, writes its member record with no
+// holder and stops the electors once none is held (or the stop drain
+// timeout and a renew deadline have passed).
 // While stopping, Config.StopDrainTimeout replaces the drain timeout: 0
 // releases every shard in the pass that drains it, without waiting for
 // an acknowledgement an application that has stopped cannot give.
@@ -79,8 +83,8 @@
 //     shard record that names no holder but is not in the release shape
 //     (emptied by hand) counts as held by an unknown count until it
 //     expires, as the election waits it out.
-//   - A leaving replica stops contending before its member record says it
-//     left: a replica of another count that no longer sees it finds only
-//     the shards it still holds, whose records stay live until released
-//     or expired.
+//   - A leaving replica stops contending before its member record says
+//     leaving, and its record stays live, saying leaving, until it holds
+//     nothing: a replica of another count sees it while it holds
+//     anything, even a shard whose record vanished.
 package shardgroup

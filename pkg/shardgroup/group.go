@@ -136,7 +136,7 @@ func (g *Group) Run(ctx context.Context) error {
 	var renewDue time.Time
 	for ctx.Err() == nil {
 		if now := cfg.Clock.Now(); !now.Before(renewDue) {
-			_ = g.writeMember(ctx, g.cfg.Identity, g.isYielded())
+			_ = g.writeMember(ctx, g.cfg.Identity, g.isYielded(), false)
 			renewDue = now.Add(cfg.RenewInterval)
 		}
 		g.readMembers(ctx)
@@ -146,7 +146,7 @@ func (g *Group) Run(ctx context.Context) error {
 			// mark wrote its member record before it read the mark,
 			// so this read sees it, and the stance is yielding again.
 			now := cfg.Clock.Now()
-			if err := g.writeMember(ctx, g.cfg.Identity, false); err == nil {
+			if err := g.writeMember(ctx, g.cfg.Identity, false, false); err == nil {
 				g.setYielded(false)
 				g.markChanged()
 				renewDue = now.Add(cfg.RenewInterval)
@@ -159,7 +159,7 @@ func (g *Group) Run(ctx context.Context) error {
 			// may have landed.
 			now := cfg.Clock.Now()
 			g.setYielded(true)
-			if err := g.writeMember(ctx, g.cfg.Identity, true); err == nil {
+			if err := g.writeMember(ctx, g.cfg.Identity, true, false); err == nil {
 				renewDue = now.Add(cfg.RenewInterval)
 				g.log.Info("yielded to a larger shard count: holding no shard, contending for none")
 			}
@@ -177,11 +177,15 @@ func (g *Group) Run(ctx context.Context) error {
 	return g.leave(electorCtx, stopped)
 }
 
-// leave is the graceful stop: the member record first, then every shard
-// drained and released, each once acknowledged or once the stop drain
-// timeout has passed (at once when it is 0); it returns once none is
-// held, or the stop drain timeout and a renew deadline have passed (the
-// holder has stopped claiming what it could not release by then).
+// leave is the graceful stop: no elector contends any more, the member
+// record says leaving (members of its count drop it from their tables at
+// once; those of other counts still see a live member while it holds
+// anything, even if a shard record vanished), then every shard is drained
+// and released, each once acknowledged or once the stop drain timeout has
+// passed (at once when it is 0), and the member record names no holder
+// once none is held, or the stop drain timeout and a renew deadline have
+// passed (the holder has stopped claiming what it could not release by
+// then).
 func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 	cfg := g.cfg.Election
 	g.mu.Lock()
@@ -191,23 +195,26 @@ func (g *Group) leave(ctx context.Context, stopped <-chan error) error {
 	// Only this goroutine reads the policy (act).
 	g.policy.DrainTimeout = g.cfg.StopDrainTimeout
 	g.log.Info("leaving the group: draining and releasing every shard", "stopDrainTimeout", g.cfg.StopDrainTimeout)
-	// No elector contends once the member record says gone: a replica of
-	// another count that no longer sees this one may take keys at once,
-	// minding only the shards still held here.
 	g.sitOutContenders(ctx)
-	_ = g.writeMember(ctx, "", g.isYielded())
-	deadline := cfg.Clock.Now().Add(g.cfg.StopDrainTimeout + cfg.RenewDeadline)
+	now := cfg.Clock.Now()
+	_ = g.writeMember(ctx, g.cfg.Identity, g.isYielded(), true)
+	renewDue, deadline := now.Add(cfg.RenewInterval), now.Add(g.cfg.StopDrainTimeout+cfg.RenewDeadline)
 	for {
 		g.readMembers(ctx)
 		g.decide(ctx)
 		g.notify()
 		if !g.holdsAny() {
+			_ = g.writeMember(ctx, "", g.isYielded(), false)
 			g.log.Info("left the group")
 			return nil
 		}
-		if !cfg.Clock.Now().Before(deadline) {
+		if now := cfg.Clock.Now(); !now.Before(deadline) {
+			_ = g.writeMember(ctx, "", g.isYielded(), false)
 			g.log.Warn("left the group holding shards it could not release; they expire")
 			return nil
+		} else if !now.Before(renewDue) {
+			_ = g.writeMember(ctx, g.cfg.Identity, g.isYielded(), true)
+			renewDue = now.Add(cfg.RenewInterval)
 		}
 		select {
 		case err := <-stopped:

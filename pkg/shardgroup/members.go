@@ -22,10 +22,10 @@ type seenMember struct {
 }
 
 // writeMember writes this replica's member record naming holder: its own
-// identity to renew it, "" to leave; marked with the replica's count and
-// yielded. A failed write is retried at the next renewal (after a read, if
+// identity to renew it, "" once it has left; marked with the replica's
+// count, yielded and leaving. A failed write is retried at the next renewal (after a read, if
 // the version it knew is no longer stored).
-func (g *Group) writeMember(ctx context.Context, holder string, yielded bool) error {
+func (g *Group) writeMember(ctx context.Context, holder string, yielded, leaving bool) error {
 	cfg := g.cfg.Election
 	ctx, cancel := context.WithTimeout(ctx, cfg.RenewDeadline)
 	defer cancel()
@@ -35,7 +35,7 @@ func (g *Group) writeMember(ctx context.Context, holder string, yielded bool) er
 		LeaseDurationSeconds: int32(cfg.LeaseDuration / time.Second),
 		AcquireTime:          now,
 		RenewTime:            now,
-		Group:                backend.GroupMark{Shards: len(g.electors), Yielded: yielded},
+		Group:                backend.GroupMark{Shards: len(g.electors), Yielded: yielded, Leaving: leaving},
 	}
 	g.mu.Lock()
 	prev, since := g.member, g.memberSince
@@ -163,13 +163,13 @@ func (g *Group) liveAtLocked(s seenMember, now time.Time) bool {
 }
 
 // liveLocked are the members of this replica's count live at now, by
-// identity, but those whose record says they yielded: they take no shard,
-// so the table gives them none. Members of other counts are not in the
+// identity, but those whose record says they yielded or are leaving: they
+// take no shard, so the table gives them none. Members of other counts are not in the
 // table either (counts.go).
 func (g *Group) liveLocked(now time.Time) []shard.Member {
 	var out []shard.Member
 	for id, s := range g.seen {
-		if s.mark.Shards == len(g.electors) && !s.mark.Yielded && g.liveAtLocked(s, now) {
+		if s.mark.Shards == len(g.electors) && !s.mark.Yielded && !s.mark.Leaving && g.liveAtLocked(s, now) {
 			out = append(out, shard.Member{Identity: id, LiveSince: s.liveSince})
 		}
 	}

@@ -19,7 +19,9 @@ func testGroupMark(t *testing.T, open Opener) {
 	AssertRecordEqual(t, got, member)
 	yielded := member
 	yielded.Group = backend.GroupMark{Shards: 2, Yielded: true}
-	for _, next := range []backend.Record{yielded, SampleRecord("pod-a_1", 3), member} {
+	leaving := member
+	leaving.Group = backend.GroupMark{Shards: 4, Leaving: true}
+	for _, next := range []backend.Record{yielded, leaving, SampleRecord("pod-a_1", 3), member} {
 		var err error
 		if v, err = writer.Update(ctxFor(t), v, next); err != nil {
 			t.Fatalf("Update to %+v: %v", next, err)
@@ -33,6 +35,7 @@ func testGroupMark(t *testing.T, open Opener) {
 	for name, m := range map[string]backend.GroupMark{
 		"negative count":          {Shards: -1},
 		"yielded without a count": {Yielded: true},
+		"leaving without a count": {Leaving: true},
 	} {
 		rec := member
 		rec.Group = m
