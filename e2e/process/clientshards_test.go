@@ -407,9 +407,22 @@ func ackDrains(t *testing.T, c appClient, a, b *sidecartest.Sidecar, moved, kept
 	if out, errOut, code := c.run(t, urlA, "--drained", strconv.Itoa(kept[0])); code != 1 || out != "" || errOut == "" {
 		t.Fatalf("%s --drained %d (held, not draining): exit %d, stdout %q, stderr %q; want 1 and a message", c.name, kept[0], code, out, errOut)
 	}
+	// An acknowledgement of another term is refused, and changes nothing;
+	// the draining term's token is accepted, and so is none.
+	other := strconv.FormatInt(tokenA[moved[0]]+1, 10)
+	if out, errOut, code := c.run(t, urlA, "--drained", strconv.Itoa(moved[0]), other); code != 1 || out != "" || errOut == "" {
+		t.Fatalf("%s --drained %d %s (another term): exit %d, stdout %q, stderr %q; want 1 and a message", c.name, moved[0], other, code, out, errOut)
+	}
+	if st := shardsOf(t, a); !slices.ContainsFunc(st.Held, func(h httpapi.ShardJSON) bool { return h.Shard == moved[0] && h.State == "draining" }) {
+		t.Fatalf("%s: after an acknowledgement of another term, A answers %+v; want shard %d still draining", c.name, st.Held, moved[0])
+	}
 	acked := time.Now()
-	for _, i := range moved {
-		if out, errOut, code := c.run(t, urlA, "--drained", strconv.Itoa(i)); code != 0 || out != "" {
+	for k, i := range moved {
+		args := []string{"--drained", strconv.Itoa(i)}
+		if k == 0 {
+			args = append(args, strconv.FormatInt(tokenA[i], 10))
+		}
+		if out, errOut, code := c.run(t, urlA, args...); code != 0 || out != "" {
 			t.Fatalf("%s --drained %d: exit %d, stdout %q, stderr %q; want 0 and nothing", c.name, i, code, out, errOut)
 		}
 	}

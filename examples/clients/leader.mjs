@@ -27,10 +27,12 @@
 //                                     renewed, released and lost; exits 2
 //                                     when the stream ends or breaks (what is
 //                                     held is then unknown)
-//   node leader.mjs --drained I       acknowledges the drain of shard I (POST
-//                                     /shards/I/drained: the sidecar releases
-//                                     it), exits 0, 1 when shard I does not
-//                                     drain here, 2 as above
+//   node leader.mjs --drained I [T]   acknowledges the drain of shard I (POST
+//                                     /shards/I/drained?token=T: the sidecar
+//                                     releases it), in the term of token T if
+//                                     given, exits 0, 1 when shard I does not
+//                                     drain here (or in another term), 2 as
+//                                     above
 //
 // or import it:
 //
@@ -444,16 +446,20 @@ export async function* watchShards(url, idleTimeoutMs = 45000) {
 }
 
 /**
- * POST /shards/{shard}/drained: this application has stopped working on the
- * draining shard, and the sidecar releases it at once. Resolves false when
- * the shard does not drain here (409: held, released or never held here);
- * throws SidecarError for any other answer.
+ * POST /shards/{shard}/drained?token=N: this application has stopped working
+ * on the draining shard in the term of token N (the ShardTerm's token;
+ * without it, whichever term drains), and the sidecar releases it at once.
+ * Resolves false when the shard does not drain here, or drains in another
+ * term (409); throws SidecarError for any other answer.
  */
-export async function drained(shard, url, timeoutMs = 2000) {
+export async function drained(shard, url, timeoutMs = 2000, token = undefined) {
   if (!Number.isSafeInteger(shard) || shard < 0) {
     throw new SidecarError(`shard ${JSON.stringify(shard)} is not a shard number`);
   }
-  const where = `${base(url)}/shards/${shard}/drained`;
+  if (token !== undefined && (!Number.isSafeInteger(token) || token < 1)) {
+    throw new SidecarError(`token ${JSON.stringify(token)} is not a token`);
+  }
+  const where = `${base(url)}/shards/${shard}/drained` + (token === undefined ? '' : `?token=${token}`);
   const { status, statusText, body } = await send('POST', where, timeoutMs, MAX_ANSWER);
   if (status === 409) return false;
   if (status < 200 || status > 299) {
@@ -512,7 +518,7 @@ export class ShardGuard {
   }
 }
 
-const USAGE = 'usage: leader.mjs [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD]';
+const USAGE = 'usage: leader.mjs [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD [TOKEN]]';
 
 async function run(args) {
   const is = (...want) => args.length === want.length && want.every((a, i) => args[i] === a);
@@ -539,8 +545,8 @@ async function run(args) {
     }
     return 2; // not reached: watchShards throws when the stream ends
   }
-  if (args.length === 2 && args[0] === '--drained' && /^[0-9]+$/.test(args[1])) {
-    if (await drained(Number(args[1]))) return 0;
+  if ((args.length === 2 || args.length === 3) && args[0] === '--drained' && args.slice(1).every((a) => /^[0-9]+$/.test(a))) {
+    if (await drained(Number(args[1]), undefined, 2000, args.length === 3 ? Number(args[2]) : undefined)) return 0;
     stderr.write(`leader.mjs: shard ${args[1]} does not drain here\n`);
     return 1;
   }

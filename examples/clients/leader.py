@@ -24,10 +24,11 @@ In shard mode (the sidecar's --shards N), each shard has its own term:
                                 acquired, draining, undrained, renewed,
                                 released and lost; exits 2 when the stream
                                 ends or breaks (what is held is then unknown)
-    leader.py --drained I       acknowledges the drain of shard I (POST
-                                /shards/I/drained: the sidecar releases it),
-                                exits 0, 1 when shard I does not drain here,
-                                2 as above
+    leader.py --drained I [T]   acknowledges the drain of shard I (POST
+                                /shards/I/drained?token=T: the sidecar
+                                releases it), in the term of token T if
+                                given, exits 0, 1 when shard I does not
+                                drain here (or in another term), 2 as above
 
 or import it:
 
@@ -353,14 +354,19 @@ def watch_shards(url: Optional[str] = None, idle_timeout: float = 45.0):
         events.close()
 
 
-def drained(shard: int, url: Optional[str] = None, timeout: float = 2.0) -> bool:
-    """POST /shards/{shard}/drained: this application has stopped working on
-    the draining shard, and the sidecar releases it at once. Returns False
-    when the shard does not drain here (409: held, released or never held
-    here); raises SidecarError for any other answer."""
+def drained(shard: int, url: Optional[str] = None, timeout: float = 2.0, token: Optional[int] = None) -> bool:
+    """POST /shards/{shard}/drained?token=N: this application has stopped
+    working on the draining shard in the term of token N (the ShardTerm's
+    token; without it, whichever term drains), and the sidecar releases it at
+    once. Returns False when the shard does not drain here, or drains in
+    another term (409); raises SidecarError for any other answer."""
     if not _is_int(shard) or shard < 0:
         raise SidecarError("shard %r is not a shard number" % (shard,))
+    if token is not None and (not _is_int(token) or token < 1):
+        raise SidecarError("token %r is not a token" % (token,))
     where = "%s/shards/%d/drained" % (_base(url), shard)
+    if token is not None:
+        where += "?token=%d" % token
     req = urllib.request.Request(where, data=b"", method="POST")
     try:
         with _opener.open(req, timeout=timeout) as resp:
@@ -412,7 +418,7 @@ class ShardGuard:
             return self._accepted.get("%s/%d/shard-%d" % (group, shards, shard))
 
 
-USAGE = "usage: leader.py [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD]"
+USAGE = "usage: leader.py [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD [TOKEN]]"
 
 
 def main(argv) -> int:
@@ -440,8 +446,8 @@ def main(argv) -> int:
                 if isinstance(ev, ShardEvent):
                     print(ev.event, ev.term.shard, ev.term.token, ev.term.holder, flush=True)
             return 2  # not reached: watch_shards raises when the stream ends
-        if len(args) == 2 and args[0] == "--drained" and re.fullmatch("[0-9]+", args[1]):
-            if drained(int(args[1])):
+        if len(args) in (2, 3) and args[0] == "--drained" and all(re.fullmatch("[0-9]+", a) for a in args[1:]):
+            if drained(int(args[1]), token=int(args[2]) if len(args) == 3 else None):
                 return 0
             print("leader.py: shard %s does not drain here" % args[1], file=sys.stderr)
             return 1

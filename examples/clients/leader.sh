@@ -37,10 +37,11 @@
 #                               ends, breaks, stays silent for 45s or sends
 #                               what the sidecar does not (what is held is
 #                               then unknown)
-#   leader.sh --drained I       acknowledges the drain of shard I (POST
-#                               /shards/I/drained: the sidecar releases it),
-#                               exits 0, 1 when shard I does not drain here,
-#                               2 as above
+#   leader.sh --drained I [T]   acknowledges the drain of shard I (POST
+#                               /shards/I/drained?token=T: the sidecar
+#                               releases it), in the term of token T if
+#                               given, exits 0, 1 when shard I does not
+#                               drain here (or in another term), 2 as above
 #
 # LEADER_SIDECAR_URL is the sidecar's app API (default http://127.0.0.1:4040).
 # Needs curl. Parses with jq when it is on PATH (or at $JQ), else with sed,
@@ -58,7 +59,7 @@ fail() {
 }
 
 usage() {
-  echo "usage: leader.sh [--shards | --shard-selector | --watch-shards | --drained SHARD]" >&2
+  echo "usage: leader.sh [--shards | --shard-selector | --watch-shards | --drained SHARD [TOKEN]]" >&2
   exit 2
 }
 
@@ -66,15 +67,21 @@ usage() {
 # after it up to a '"', "," or "}".
 value() { printf '%s' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p"; }
 
-# drained acknowledges the drain of shard $1.
+# drained acknowledges the drain of shard $1, in the term of token $2 if
+# given.
 drained() {
   case $1 in '' | *[!0-9]*) usage ;; esac
-  code=$(curl -sS --max-time 2 --noproxy '*' -o /dev/null -w '%{http_code}' -X POST "$url/shards/$1/drained") ||
-    fail "no answer from $url/shards/$1/drained"
+  where="$url/shards/$1/drained"
+  if [ $# -gt 1 ]; then
+    case $2 in '' | *[!0-9]*) usage ;; esac
+    where="$where?token=$2"
+  fi
+  code=$(curl -sS --max-time 2 --noproxy '*' -o /dev/null -w '%{http_code}' -X POST "$where") ||
+    fail "no answer from $where"
   case $code in
     200) exit 0 ;;
-    409) echo "leader.sh: shard $1 does not drain here" >&2 && exit 1 ;;
-    *) fail "POST $url/shards/$1/drained: status $code" ;;
+    409) echo "leader.sh: shard $1 does not drain here${2:+ in the term of token $2}" >&2 && exit 1 ;;
+    *) fail "POST $where: status $code" ;;
   esac
 }
 
@@ -195,6 +202,8 @@ case $# in
     esac ;;
   2) [ "$1" = --drained ] || usage
     drained "$2" ;;
+  3) [ "$1" = --drained ] || usage
+    drained "$2" "$3" ;;
   *) usage ;;
 esac
 

@@ -191,7 +191,7 @@ func (p *RangeSampler) Check(t testing.TB) (terms, overlaps int) {
 				to.Sub(from).Round(time.Millisecond), a.who, a.shard, a.count, a.token, ta.rng.Start, ta.rng.End, b.who, b.shard, b.count, b.token, tb.rng.Start, tb.rng.End)
 		}
 	}
-	t.Logf("range sampler: %d terms, %d pairs held the same keys at once, %d drains acknowledged", len(keys), overlaps, p.acked)
+	t.Logf("range sampler: %d terms, %d pairs held the same keys at once, %d acknowledgements of a drain answered 200", len(keys), overlaps, p.acked)
 	return len(keys), overlaps
 }
 
