@@ -13,23 +13,16 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
 
-// RangeSampler asks every sampled sidecar's GET /shards as fast as it
-// answers, whatever its shard count, and keeps every term it sees claimed
-// (sidecar, count, shard, token) with the key range of the answer. It
-// acknowledges every draining shard it sees, as the app would.
-//
-// A term is one contiguous claim, so a sidecar certainly claimed it from
-// the answer of its first claim seen to the request of its last one.
-// Overlaps counts the pairs of terms of two sidecars whose key ranges
-// intersect and that were both certainly claimed at one instant: the keys
-// two replicas worked on at once.
-type RangeSampler struct {
-	mu     sync.Mutex
-	terms  map[rangeTermKey]*rangeTerm
-	latest map[*Sidecar]fence.ShardsJSON
-	acked  int
-	wg     sync.WaitGroup
-	stop   chan struct{}
+// RangeTerms are the terms of shards that replicas were seen to claim
+// (replica, count, shard, token), whatever their shard counts, each with
+// its key range. A term is one contiguous claim, so a replica certainly
+// claimed it from the answer of its first claim seen to the request of its
+// last one. Overlaps counts the pairs of terms of two replicas whose key
+// ranges intersect and that were both certainly claimed at one instant:
+// the keys two replicas worked on at once. Safe for concurrent use.
+type RangeTerms struct {
+	mu    sync.Mutex
+	terms map[rangeTermKey]*rangeTerm
 }
 
 type rangeTermKey struct {
@@ -45,9 +38,87 @@ type rangeTerm struct {
 	rng      fence.RangeJSON
 }
 
+// NewRangeTerms returns an empty record of terms.
+func NewRangeTerms() *RangeTerms { return &RangeTerms{terms: map[rangeTermKey]*rangeTerm{}} }
+
+// Add takes in the claims of the answer st of replica who to a GET
+// /shards sent at sent and answered at answered. A range that cannot be
+// read is an error.
+func (r *RangeTerms) Add(who string, st fence.ShardsJSON, sent, answered time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range st.Held {
+		k := rangeTermKey{who: who, count: st.Shards, shard: h.Shard, token: h.Token}
+		if t, ok := r.terms[k]; ok {
+			t.to = sent
+			continue
+		}
+		first, last, err := parseRange(h.Range)
+		if err != nil {
+			return fmt.Errorf("shard %d of %d: %w", h.Shard, st.Shards, err)
+		}
+		r.terms[k] = &rangeTerm{first: first, last: last, from: answered, to: sent, rng: h.Range}
+	}
+	return nil
+}
+
+// Counts are the shard counts of the terms seen, each with its number of
+// terms.
+func (r *RangeTerms) Counts() map[int]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[int]int{}
+	for k := range r.terms {
+		out[k.count]++
+	}
+	return out
+}
+
+// Overlaps fails t for every two terms of two replicas that claimed
+// intersecting key ranges at one instant, and returns the terms seen and
+// the overlaps.
+func (r *RangeTerms) Overlaps(t testing.TB) (terms, overlaps int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []rangeTermKey
+	for k := range r.terms {
+		keys = append(keys, k)
+	}
+	for i, a := range keys {
+		for _, b := range keys[i+1:] {
+			ta, tb := r.terms[a], r.terms[b]
+			if a.who == b.who || ta.first > tb.last || tb.first > ta.last {
+				continue
+			}
+			from, to := later(ta.from, tb.from), earlier(ta.to, tb.to)
+			if from.After(to) {
+				continue
+			}
+			overlaps++
+			t.Errorf("keys held twice for %v: replica %s held shard %d of %d (token %d, keys [%s, %s)) and replica %s shard %d of %d (token %d, keys [%s, %s))",
+				to.Sub(from).Round(time.Millisecond), a.who, a.shard, a.count, a.token, ta.rng.Start, ta.rng.End, b.who, b.shard, b.count, b.token, tb.rng.Start, tb.rng.End)
+		}
+	}
+	return len(keys), overlaps
+}
+
+// RangeSampler asks every sampled sidecar's GET /shards as fast as it
+// answers, whatever its shard count, and keeps every term it sees claimed
+// (RangeTerms). It acknowledges every draining shard it sees, as the app
+// would.
+type RangeSampler struct {
+	terms  *RangeTerms
+	mu     sync.Mutex
+	latest map[*Sidecar]fence.ShardsJSON
+	acked  int
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
 // NewRangeSampler returns a sampler that samples nothing yet.
 func NewRangeSampler() *RangeSampler {
-	return &RangeSampler{terms: map[rangeTermKey]*rangeTerm{}, latest: map[*Sidecar]fence.ShardsJSON{}, stop: make(chan struct{})}
+	return &RangeSampler{terms: NewRangeTerms(), latest: map[*Sidecar]fence.ShardsJSON{}, stop: make(chan struct{})}
 }
 
 // Sample follows s until it exits or Check stops the sampler.
@@ -71,19 +142,10 @@ func (p *RangeSampler) Sample(s *Sidecar) {
 				continue
 			}
 			answer := time.Now()
-			p.mu.Lock()
-			for _, h := range st.Held {
-				k := rangeTermKey{who: who, count: st.Shards, shard: h.Shard, token: h.Token}
-				if t, ok := p.terms[k]; ok {
-					t.to = sent
-					continue
-				}
-				first, last, err := parseRange(h.Range)
-				if err != nil {
-					panic(fmt.Sprintf("shard %d of %d: %v", h.Shard, st.Shards, err))
-				}
-				p.terms[k] = &rangeTerm{first: first, last: last, from: answer, to: sent, rng: h.Range}
+			if err := p.terms.Add(who, st, sent, answer); err != nil {
+				panic(err)
 			}
+			p.mu.Lock()
 			p.latest[s] = st
 			p.mu.Unlock()
 			for _, h := range st.Held {
@@ -164,35 +226,18 @@ func (p *RangeSampler) Held(s *Sidecar) int {
 }
 
 // Check stops the sampler and fails t for every two terms of two
-// sidecars that claimed intersecting key ranges at one instant. It logs
-// and returns the terms seen and the overlaps.
+// sidecars that claimed intersecting key ranges at one instant
+// (RangeTerms.Overlaps). It logs and returns the terms seen and the
+// overlaps.
 func (p *RangeSampler) Check(t testing.TB) (terms, overlaps int) {
 	t.Helper()
 	close(p.stop)
 	p.wg.Wait()
+	terms, overlaps = p.terms.Overlaps(t)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var keys []rangeTermKey
-	for k := range p.terms {
-		keys = append(keys, k)
-	}
-	for i, a := range keys {
-		for _, b := range keys[i+1:] {
-			ta, tb := p.terms[a], p.terms[b]
-			if a.who == b.who || ta.first > tb.last || tb.first > ta.last {
-				continue
-			}
-			from, to := later(ta.from, tb.from), earlier(ta.to, tb.to)
-			if from.After(to) {
-				continue
-			}
-			overlaps++
-			t.Errorf("keys held twice for %v: replica %s held shard %d of %d (token %d, keys [%s, %s)) and replica %s shard %d of %d (token %d, keys [%s, %s))",
-				to.Sub(from).Round(time.Millisecond), a.who, a.shard, a.count, a.token, ta.rng.Start, ta.rng.End, b.who, b.shard, b.count, b.token, tb.rng.Start, tb.rng.End)
-		}
-	}
-	t.Logf("range sampler: %d terms, %d pairs held the same keys at once, %d acknowledgements of a drain answered 200", len(keys), overlaps, p.acked)
-	return len(keys), overlaps
+	t.Logf("range sampler: %d terms, %d pairs held the same keys at once, %d acknowledgements of a drain answered 200", terms, overlaps, p.acked)
+	return terms, overlaps
 }
 
 func later(a, b time.Time) time.Time {
