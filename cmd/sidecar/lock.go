@@ -70,8 +70,9 @@ func runLock(ctx context.Context, p process, args []string) int {
 const lockUsage = `Usage: sidecar lock [flags] -- CMD [ARGS...]
 
 Joins the election with the same backend and election flags as the
-sidecar, waits until it leads, then runs CMD with these variables added to
-its environment:
+sidecar (on SQLite, --sqlite-path is required: the same file for every run
+of the job, wherever it starts), waits until it leads, then runs CMD with
+these variables added to its environment:
 
   LEADER_SIDECAR_TOKEN        the fencing token of this term; attach it to every write
   LEADER_SIDECAR_IDENTITY     this candidate's identity, as the record names it
@@ -194,6 +195,13 @@ func (c *lockConfig) check(environ []string) error {
 	c.command = c.set.Args()
 	if len(c.command) == 0 || c.command[0] == "" {
 		return errNoCommand
+	}
+	// The sidecar's default file, ./leader-sidecar.db, depends on the
+	// working directory: two locks started from two (cron's and a
+	// shell's) would not exclude each other, silently.
+	if c.election.backend == "sqlite" && !c.set.Changed("sqlite-path") {
+		return errors.New("--sqlite-path: required with the sqlite backend: the file every run of the job shares, best an absolute path " +
+			"(locks exclude each other only on the same file, and a default in the working directory would differ between cron and a shell)")
 	}
 	path, err := exec.LookPath(c.command[0])
 	if err != nil {

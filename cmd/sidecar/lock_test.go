@@ -65,6 +65,10 @@ func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"lease name not a DNS name", []string{"--lease-name", "Billing_Job", "--", "true"}, nil, "--lease-name"},
 		{"identity with a space", []string{"--identity", "my job", "--", "true"}, nil, "--identity: must not contain spaces"},
 		{"empty sqlite path", []string{"--sqlite-path", "", "--", "true"}, nil, "--sqlite-path: must not be empty"},
+		// ./leader-sidecar.db would be another file from another working
+		// directory: cron's and a shell's locks would not exclude each other.
+		{"no sqlite path", []string{"--", "true"}, nil, "--sqlite-path: required with the sqlite backend"},
+		{"no sqlite path, sqlite by env", []string{"--", "true"}, []string{"LEADER_SIDECAR_BACKEND=sqlite"}, "--sqlite-path: required"},
 		{"zero QPS", []string{"--kube-api-qps", "0", "--", "true"}, nil, "--kube-api-qps: must be greater than 0"},
 		{"namespace not a DNS label", []string{"--namespace", "Prod.Apps", "--", "true"}, nil, "--namespace: \"Prod.Apps\" is not a valid namespace name"},
 		{"unknown log format", []string{"--log-format", "xml", "--", "true"}, nil, "--log-format: must be one of text, json"},
@@ -153,7 +157,7 @@ func TestLockConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH")))
+			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH"), "LEADER_SIDECAR_SQLITE_PATH=/var/lib/jobs/election.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +230,7 @@ func TestLockWaitAndLogFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH")))
+			cfg, err := lockConfigOf(c.args, append(c.env, "PATH="+os.Getenv("PATH"), "LEADER_SIDECAR_SQLITE_PATH=/var/lib/jobs/election.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
