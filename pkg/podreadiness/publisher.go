@@ -36,14 +36,25 @@ func (m Mode) PublishesOnPod() bool {
 	return m == ModePodCondition || m == ModeLabel
 }
 
+// DefaultResyncPeriod is how often a Publisher reads its Pod again, to
+// repair what someone else changed there.
+const DefaultResyncPeriod = time.Minute
+
 // Config configures a Publisher.
 type Config struct {
 	Client *kubeclient.Client
 	// Namespace, Name and UID identify the Pod (Downward API). UID is
 	// required: it is the precondition of every patch.
 	Namespace, Name, UID string
-	// Mode is one that PublishesOnPod: ModePodCondition or ModeLabel.
+	// Mode is what the Publisher keeps on the Pod: ModePodCondition,
+	// ModeLabel, or another mode (nothing) when DeletionCost is set.
 	Mode Mode
+	// DeletionCost keeps DeletionCostAnnotation at LeaderDeletionCost on
+	// the Pod while this replica leads, and off it otherwise.
+	DeletionCost bool
+	// ResyncPeriod is how often the Pod is read again and repaired
+	// (0: DefaultResyncPeriod).
+	ResyncPeriod time.Duration
 	// ConditionType is the Pod condition of ModePodCondition, e.g.
 	// "leader-sidecar.io/leader".
 	ConditionType string
@@ -59,6 +70,7 @@ type Config struct {
 type Publisher struct {
 	cfg   Config
 	log   *slog.Logger
+	pods  podAPI
 	queue workqueue.TypedRateLimitingInterface[string]
 
 	mu      sync.Mutex
@@ -68,6 +80,10 @@ type Publisher struct {
 	// synced is closed and replaced whenever it changes.
 	published *state
 	synced    chan struct{}
+	// costOff is set once the API server refused the deletion cost;
+	// costForeignSeen once another writer's cost was reported; repaired
+	// once a repair was reported.
+	costOff, costForeignSeen, repaired bool
 }
 
 type state struct {
@@ -88,16 +104,22 @@ func New(cfg Config) (*Publisher, error) {
 		return nil, errors.New("podreadiness: a condition type is required in pod-condition mode")
 	case cfg.Mode == ModeLabel && cfg.LabelKey == "":
 		return nil, errors.New("podreadiness: a label key is required in label mode")
-	case !cfg.Mode.PublishesOnPod():
-		return nil, fmt.Errorf("podreadiness: mode %q publishes nothing on the Pod", cfg.Mode)
+	case !cfg.Mode.PublishesOnPod() && !cfg.DeletionCost:
+		return nil, fmt.Errorf("podreadiness: mode %q publishes nothing on the Pod, and the deletion cost is off", cfg.Mode)
+	case cfg.ResyncPeriod < 0:
+		return nil, fmt.Errorf("podreadiness: negative resync period %v", cfg.ResyncPeriod)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = DefaultResyncPeriod
 	}
 	return &Publisher{
 		synced: make(chan struct{}),
 		cfg:    cfg,
 		log:    cfg.Logger.With("pod", cfg.Namespace+"/"+cfg.Name, "mode", cfg.Mode),
+		pods:   cfg.Client.Pods(cfg.Namespace),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "podreadiness"}),
@@ -140,11 +162,21 @@ func (p *Publisher) Drain(ctx context.Context) error {
 	}
 }
 
-// Run publishes "follower" at once, then every change, until ctx ends.
+// Run publishes "follower" at once, then every change, and reads the Pod
+// again every ResyncPeriod to repair it, until ctx ends.
 func (p *Publisher) Run(ctx context.Context) {
 	go func() {
-		<-ctx.Done()
-		p.queue.ShutDown()
+		resync := time.NewTicker(p.cfg.ResyncPeriod)
+		defer resync.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				p.queue.ShutDown()
+				return
+			case <-resync.C:
+				p.queue.Add(podKey)
+			}
+		}
 	}()
 	p.queue.Add(podKey)
 	for {
@@ -155,11 +187,14 @@ func (p *Publisher) Run(ctx context.Context) {
 		p.mu.Lock()
 		leading, token := p.leading, p.token
 		p.mu.Unlock()
-		err := p.publish(ctx, leading, token)
+		changed, err := p.publish(ctx, leading, token)
 		switch {
 		case err == nil:
 			p.queue.Forget(key)
 			p.mu.Lock()
+			if changed && p.published != nil && *p.published == (state{leading, token}) {
+				p.repairedLocked(leading)
+			}
 			p.published = &state{leading, token}
 			close(p.synced)
 			p.synced = make(chan struct{})
@@ -172,11 +207,13 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-func (p *Publisher) publish(ctx context.Context, leading bool, token int64) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if p.cfg.Mode == ModeLabel {
-		return p.publishLabel(ctx, leading)
+// repairedLocked says, once, that the Pod had to be written although it
+// already showed this state: someone else changed it (a hand edit, a
+// controller, a Pod template's label).
+func (p *Publisher) repairedLocked(leading bool) {
+	if p.repaired {
+		return
 	}
-	return p.publishCondition(ctx, leading, token)
+	p.repaired = true
+	p.log.Warn("someone else changed what this sidecar keeps on its Pod; repaired (said once)", "leading", leading)
 }
