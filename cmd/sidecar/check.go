@@ -87,6 +87,7 @@ func (c *sidecarConfig) settings() []setting {
 		{"readiness-mode", string(c.readiness)},
 		{"readiness-condition-type", c.conditionType},
 		{"role-label", c.roleLabel},
+		{"pod-deletion-cost", strconv.FormatBool(c.podDeletionCost)},
 		{"app-health-url", orOff(redactURL(c.appHealth.url))},
 		{"app-health-period", c.appHealth.period.String()},
 		{"app-health-failures", strconv.Itoa(c.appHealth.failures)},

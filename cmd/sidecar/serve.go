@@ -80,7 +80,9 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 		observers = append(observers, publisher)
 	}
 	ec := el.electorConfig(m.InstrumentBackend(withTestHooks(st.backend)), log)
-	ec.ReleaseOnCancel = cfg.releaseOnShutdown && publisher == nil
+	// A mark that shows leadership (a label, a condition) comes off the
+	// Pod before the release; a deletion cost alone need not delay it.
+	ec.ReleaseOnCancel = cfg.releaseOnShutdown && !cfg.readiness.PublishesOnPod()
 	ec.ReleaseHoldOff = cfg.releaseHoldOff
 	ec.Observer = election.Observers(observers...)
 	elector, err := election.New(ec)
@@ -169,8 +171,8 @@ func (p *sidecarParts) run(ctx context.Context) error {
 // stop.
 func (p *sidecarParts) unmarkThenRelease(waitPublisher func()) {
 	waitPublisher()
-	if !p.cfg.releaseOnShutdown {
-		return
+	if !p.cfg.releaseOnShutdown || !p.cfg.readiness.PublishesOnPod() {
+		return // nothing to release, or the elector released already
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.election.renewDeadline)
 	defer cancel()
@@ -180,15 +182,21 @@ func (p *sidecarParts) unmarkThenRelease(waitPublisher func()) {
 }
 
 // podPublisher returns the publisher of a --readiness-mode that
-// PublishesOnPod (pod-condition, label), or nil in the other modes.
+// PublishesOnPod (pod-condition, label) and of the deletion cost
+// (deletionCostOn), or nil when there is neither.
 func podPublisher(cfg sidecarConfig, kube *kubeclient.Clients, log *slog.Logger) (*podreadiness.Publisher, error) {
 	mode := cfg.readiness
-	if !mode.PublishesOnPod() {
+	cost := deletionCostOn(cfg, log)
+	if !mode.PublishesOnPod() && !cost {
 		return nil, nil
 	}
 	client, err := kube.Others()
-	if err != nil {
+	switch {
+	case err != nil && mode.PublishesOnPod():
 		return nil, fmt.Errorf("--readiness-mode %s needs the Kubernetes API: %w", mode, err)
+	case err != nil:
+		log.Warn("the leader's Pod gets no deletion cost", "reason", "no Kubernetes client", "err", err)
+		return nil, nil
 	}
 	pod := cfg.election.pod
 	p, err := podreadiness.New(podreadiness.Config{
@@ -199,6 +207,7 @@ func podPublisher(cfg sidecarConfig, kube *kubeclient.Clients, log *slog.Logger)
 		Mode:          mode,
 		ConditionType: cfg.conditionType,
 		LabelKey:      cfg.roleLabel,
+		DeletionCost:  cost,
 		Identity:      cfg.election.identity,
 		Logger:        log,
 	})
@@ -206,6 +215,27 @@ func podPublisher(cfg sidecarConfig, kube *kubeclient.Clients, log *slog.Logger)
 		return nil, fmt.Errorf("--readiness-mode %s: %w", mode, err)
 	}
 	return p, nil
+}
+
+// deletionCostOn reports whether the leader's Pod carries the deletion
+// cost: --pod-deletion-cost, on the lease backend (the store that runs in
+// a cluster), in a Pod whose name and UID are known; why not is logged
+// when the flag is on.
+func deletionCostOn(cfg sidecarConfig, log *slog.Logger) bool {
+	pod := cfg.election.pod
+	reason := ""
+	switch {
+	case !cfg.podDeletionCost:
+		return false
+	case cfg.election.backend != "lease":
+		reason = "the backend is " + cfg.election.backend + ", not lease"
+	case pod.name == "" || pod.uid == "" || pod.namespace == "":
+		reason = "POD_NAME, POD_NAMESPACE and POD_UID are not all set"
+	default:
+		return true
+	}
+	log.Info("the leader's Pod gets no deletion cost", "reason", reason)
+	return false
 }
 
 // runPublisher runs p until the election is over, then lets it publish

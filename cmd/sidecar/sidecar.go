@@ -119,6 +119,10 @@ type sidecarConfig struct {
 	// modes keep on the Pod.
 	conditionType string
 	roleLabel     string
+	// podDeletionCost keeps the leader's Pod for last in a ReplicaSet's
+	// scale-down (podreadiness, DeletionCost): lease backend, one
+	// election, a known Pod.
+	podDeletionCost bool
 	// appHealth gates candidacy on the app's health; url "" for none.
 	appHealth appHealthConfig
 	shards    shardsConfig
@@ -154,6 +158,8 @@ func newSidecarConfig() *sidecarConfig {
 	docMeaning(fs, "readiness-condition-type", "the Pod condition of `pod-condition` mode")
 	fs.StringVar(&c.roleLabel, "role-label", "leader-sidecar.io/role", "Pod label kept in label mode, set to leader or follower")
 	docMeaning(fs, "role-label", "the Pod label of `label` mode (`leader` or `follower`)")
+	fs.BoolVar(&c.podDeletionCost, "pod-deletion-cost", true, "while this replica leads, annotate its Pod with controller.kubernetes.io/pod-deletion-cost so a ReplicaSet removes it last and a rollout moves leadership once (lease backend; needs get and patch on pods, else it stays off)")
+	docMeaning(fs, "pod-deletion-cost", "while this replica leads, its Pod carries `controller.kubernetes.io/pod-deletion-cost`, so a ReplicaSet removes it last and a rollout moves leadership once (`lease` backend, not in shard mode; needs `get` and `patch` on `pods`, else it logs once and stays off; see [Rollouts](kubernetes.md#rollouts))")
 	c.appHealth.add(fs)
 	c.shards.add(fs)
 	c.log.add(fs, sidecarLogLevel)

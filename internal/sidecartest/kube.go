@@ -134,7 +134,8 @@ func (k *KubeEnv) CreatePod(t testing.TB, ns, name string) string {
 }
 
 // MarkedPods lists the Pods of ns that show leadership in the readiness
-// mode (pod-condition or label).
+// mode (pod-condition or label), or that carry the leader's deletion cost
+// (mode "deletion-cost").
 func (k *KubeEnv) MarkedPods(t testing.TB, ns, mode string) []string {
 	t.Helper()
 	pods, err := k.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -144,6 +145,9 @@ func (k *KubeEnv) MarkedPods(t testing.TB, ns, mode string) []string {
 	var marked []string
 	for _, p := range pods.Items {
 		if mode == "label" && p.Labels["leader-sidecar.io/role"] == "leader" {
+			marked = append(marked, p.Name)
+		}
+		if mode == "deletion-cost" && p.Annotations["controller.kubernetes.io/pod-deletion-cost"] == "2147483647" {
 			marked = append(marked, p.Name)
 		}
 		for _, c := range p.Status.Conditions {
