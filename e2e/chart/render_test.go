@@ -76,15 +76,24 @@ func wantRules(c sidecartest.ChartCase, lease string, leaseCreated, events bool)
 			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}})
 		}
 	}
-	switch c.Mode {
-	case "pod-condition":
-		rules = append(rules,
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}})
-	case "label":
+	// The Pod's label and its deletion cost need get and patch on pods;
+	// its condition needs get on pods and patch on pods/status.
+	switch {
+	case c.Mode == "label" || deletionCost(c):
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}})
+	case c.Mode == "pod-condition":
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}})
+	}
+	if c.Mode == "pod-condition" {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}})
 	}
 	return rules
+}
+
+// deletionCost reports whether the case's leader Pod carries the deletion
+// cost: the lease backend, unless podDeletionCost: false.
+func deletionCost(c sidecartest.ChartCase) bool {
+	return c.Backend == "lease" && !strings.Contains(c.Extra, "podDeletionCost: false")
 }
 
 func TestChartTemplateMatrix(t *testing.T) {
@@ -326,6 +335,7 @@ func checkRendered(t *testing.T, r *sidecartest.Rendered, c sidecartest.ChartCas
 	set("LEADER_SIDECAR_ROLE_LABEL", "leader-sidecar.io/role", c.Mode == "label")
 	set("LEADER_SIDECAR_SQLITE_PATH", "/var/lib/leader-sidecar/leader-sidecar.db", c.Backend == "sqlite")
 	set("LEADER_SIDECAR_EVENTS", fmt.Sprint(!strings.Contains(c.Extra, "events: false")), c.Backend == "lease")
+	set("LEADER_SIDECAR_POD_DELETION_COST", fmt.Sprint(deletionCost(c)), c.Backend == "lease")
 	for name, value := range want {
 		if e, ok := env[name]; !ok || e.Value != value {
 			t.Fatalf("%s = %q, want %q", name, e.Value, value)

@@ -20,7 +20,8 @@ var lintValues = []string{
 	"namespaces:\n  - {namespace: shop, serviceAccount: orders, lease: orders}\n" +
 		"  - {namespace: jobs, serviceAccount: batch, lease: nightly, readinessMode: pod-condition, events: false,\n" +
 		"     settings: {logLevel: debug, waitForLeadership: true}}\n" +
-		"  - {namespace: web, serviceAccount: web, lease: web, readinessMode: label}\n",
+		"  - {namespace: web, serviceAccount: web, lease: web, readinessMode: label}\n" +
+		"  - {namespace: cron, serviceAccount: cron, lease: cron, podDeletionCost: false}\n",
 	"image:\n  digest: sha256:" + strings.Repeat("0", 64) + "\nresources:\n  limits:\n    cpu: 100m\n    memory: 64Mi\n" +
 		"excludedNamespaces: [kube-system, kube-public]\n",
 }
@@ -87,8 +88,8 @@ func TestInjectorChartNamespacePart(t *testing.T) {
 		}
 	}
 	for ns, want := range map[string][]string{
-		"shop": {"resourceNames:[orders]", "events"},
-		"jobs": {"resourceNames:[nightly]", "pods/status"},
+		"shop": {"resourceNames:[orders]", "events", "resources:[pods] verbs:[get patch]"},
+		"jobs": {"resourceNames:[nightly]", "pods/status", "resources:[pods] verbs:[get patch]"},
 		"web":  {"resourceNames:[web]", "verbs:[get patch]"},
 	} {
 		for _, w := range want {
@@ -96,6 +97,9 @@ func TestInjectorChartNamespacePart(t *testing.T) {
 				t.Errorf("the Role of %s has rules %s, want %s", ns, rules[ns], w)
 			}
 		}
+	}
+	if strings.Contains(rules["cron"], "pods") {
+		t.Errorf("the Role of cron grants pods with podDeletionCost: false and readiness none: %s", rules["cron"])
 	}
 	if strings.Contains(rules["jobs"], "events") {
 		t.Errorf("the Role of jobs grants events with events: false: %s", rules["jobs"])

@@ -154,6 +154,9 @@ var settingCases = []settingCase{
 	{name: "events yes", annotations: annotations("events", "yes"),
 		refuse:  []string{"the annotation leader-sidecar.io/events is yes, not one of true, false"},
 		sidecar: []string{"LEADER_SIDECAR_EVENTS=yes"}},
+	{name: "pod deletion cost yes", annotations: annotations("pod-deletion-cost", "yes"),
+		refuse:  []string{"the annotation leader-sidecar.io/pod-deletion-cost is yes, not one of true, false"},
+		sidecar: []string{"LEADER_SIDECAR_POD_DELETION_COST=yes"}},
 
 	// The app health URL: http(s) on loopback, not on the sidecar's own
 	// ports (the app API on 4040, ops on 8081).

@@ -43,6 +43,7 @@ must not be empty for the setting to reach the sidecar.
 - {var: appHealthFailures, annotation: app-health-failures, key: appHealthFailures, when: appHealthURL}
 - {var: appHealthTimeout, annotation: app-health-timeout, key: appHealthTimeout, when: appHealthURL}
 - {var: events, annotation: events, key: events}
+- {var: podDeletionCost, annotation: pod-deletion-cost, key: podDeletionCost}
 - {var: logFormat, annotation: log-format, key: logFormat}
 - {var: logLevel, annotation: log-level, key: logLevel}
 {{- end }}

@@ -103,6 +103,9 @@ Regenerate: go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -update
       "events": {
         "type": "boolean"
       },
+      "podDeletionCost": {
+        "type": "boolean"
+      },
       "logFormat": {
         "type": "string",
         "enum": [

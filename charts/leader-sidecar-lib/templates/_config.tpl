@@ -79,6 +79,11 @@ releaseOnShutdown: null
 # Record Kubernetes Events on leadership changes (lease backend); false also
 # drops events from the Role.
 events: true
+# While this replica leads, its Pod carries controller.kubernetes.io/pod-deletion-cost,
+# so its ReplicaSet removes it last and a rollout moves leadership once
+# (lease backend, not in shard mode); true also grants get and patch on pods
+# in the Role.
+podDeletionCost: true
 # Shard mode (docs/shards.md): instead of one leader, the replicas split
 # `shards` shards among them, each an election of its own with its own
 # token; the app reads its shards from GET /shards. It takes readiness.mode

@@ -16,7 +16,8 @@ rules (list items); empty when it does not talk to the Kubernetes API
   events.k8s.io events when Events are on, as above (one per shard's term).
 - pod-condition mode: get pods and patch pods/status (its own Pod's
   condition).
-- label mode: get and patch pods (its own Pod's label).
+- label mode, or podDeletionCost with the lease backend outside shard
+  mode: get and patch pods (its own Pod's label, its deletion cost).
 */}}
 {{- define "leader-sidecar-lib.rules" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
@@ -33,12 +34,14 @@ rules (list items); empty when it does not talk to the Kubernetes API
 {{- if and (eq $c.backend "lease") $c.events }}
 {{- $rules = append $rules (dict "apiGroups" (list "events.k8s.io") "resources" (list "events") "verbs" (list "create")) }}
 {{- end }}
-{{- if eq $mode "pod-condition" }}
-{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get")) }}
-{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods/status") "verbs" (list "patch")) }}
-{{- end }}
-{{- if eq $mode "label" }}
+{{- $cost := and (eq $c.backend "lease") $c.podDeletionCost (not $c.sharding.enabled) }}
+{{- if or (eq $mode "label") $cost }}
 {{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get" "patch")) }}
+{{- else if eq $mode "pod-condition" }}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (list "get")) }}
+{{- end }}
+{{- if eq $mode "pod-condition" }}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods/status") "verbs" (list "patch")) }}
 {{- end }}
 {{- with $rules }}
 {{- toYaml . }}

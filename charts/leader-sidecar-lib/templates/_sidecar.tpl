@@ -192,6 +192,8 @@ env:
   {{- if eq $c.backend "lease" }}
   - name: LEADER_SIDECAR_EVENTS
     value: {{ $c.events | toString | quote }}
+  - name: LEADER_SIDECAR_POD_DELETION_COST
+    value: {{ and $c.podDeletionCost (not $c.sharding.enabled) | toString | quote }}
   {{- end }}
   {{- if $c.sharding.enabled }}
   - name: LEADER_SIDECAR_SHARDS
