@@ -36,6 +36,10 @@ type Handoff struct {
 	// Token is the leader's token in an offer or an accept, and the new
 	// holder's token in a transfer.
 	Token int64
+	// Revision, in an offer, is the offering leader's revision (its Pod's
+	// pod-template-hash or controller-revision-hash; "" if unknown): an
+	// offer to anyone is taken first by a candidate of another revision.
+	Revision string
 }
 
 // IsZero reports whether h is no marker at all.
@@ -69,10 +73,13 @@ type handoffJSON struct {
 	From  string       `json:"from"`
 	To    string       `json:"to"`
 	Token int64        `json:"token"`
+	// Revision is left out when empty: a marker without one reads as
+	// before, by sidecars of every release.
+	Revision string `json:"revision,omitempty"`
 }
 
 // EncodeHandoff is the text a backend stores for h: "" for no marker, else
-// compact JSON such as {"phase":"offer","from":"a_1","to":"b","token":7}.
+// compact JSON such as {"phase":"offer","from":"a_1","to":"","token":7,"revision":"7d9f5c"}.
 func EncodeHandoff(h Handoff) string {
 	if h.IsZero() {
 		return ""

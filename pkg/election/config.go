@@ -55,6 +55,20 @@ type Config struct {
 	// while it holds the record. Safe only once the application has stopped
 	// acting as leader.
 	ReleaseOnCancel bool
+	// HandoffOnStop, with ReleaseOnCancel, makes a leader whose Run ends
+	// first offer leadership to any candidate (Handoff with no target),
+	// preferring one of another Revision, and release only if none
+	// accepted within HandoffTimeout: a rollout's stopping leader hands
+	// over to a Pod of the new revision rather than to whichever standby
+	// answers a release first (see the package doc, "Planned hand-off").
+	HandoffOnStop bool
+	// Revision is this candidate's revision, e.g. its Pod's
+	// pod-template-hash (a Deployment) or controller-revision-hash (a
+	// StatefulSet); "" if unknown. A leader's offers carry it, and an
+	// offer to anyone from a leader of the same revision is accepted only
+	// after SameRevisionWait, which lets a candidate of another revision
+	// take it first.
+	Revision string
 	// ReleaseHoldOff is how long Release keeps this candidate out of the
 	// election. Default: LeaseDuration.
 	ReleaseHoldOff time.Duration

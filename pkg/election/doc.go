@@ -203,6 +203,21 @@
 // marker carried along by client-go's writes is inert: its token no longer
 // matches the record's, or no candidate remembers accepting it.
 //
+// # Succession in a rollout
+//
+// Candidates are not listed anywhere, so the revision a successor should
+// have travels in the offer: a leader's offer carries its Config.Revision
+// (its Pod's pod-template-hash or controller-revision-hash, from the
+// Downward API), and a candidate compares it with its own. An offer to
+// anyone from a leader of the candidate's own revision is accepted only
+// once it has stood SameRevisionWait (a quarter of HandoffTimeout); a
+// candidate of another revision, or one that knows none, accepts at once.
+// So with HandoffOnStop a stopping leader hands over to a Pod of the new
+// revision when one is there, else to one of its own, else (no accept
+// within HandoffTimeout) it releases. A candidate that is stopping never
+// accepts (mayAcceptHandoff), nor takes a release. The wait only orders
+// accepts; every safety argument above is unchanged.
+//
 // # Liveness
 //
 // Losing leadership never ends the loop: the candidate steps down and

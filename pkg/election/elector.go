@@ -418,6 +418,10 @@ func (e *Elector) observationLocked(now time.Time) observation {
 		deferred:       e.deferredVersion,
 		written:        e.writtenVersion,
 		accepted:       e.accepted,
+		revision:       e.cfg.Revision,
+		// The leader's HandoffTimeout, if its timings are this
+		// candidate's: a quarter leaves room for the accept to land.
+		sameRevisionWait: e.SameRevisionWait(),
 	}
 }
 

@@ -34,6 +34,13 @@ func (e *Elector) HandoffTimeout() time.Duration {
 	return min(maxHandoffTimeout, e.cfg.RenewDeadline/2)
 }
 
+// SameRevisionWait is how long this candidate lets an offer to anyone from
+// a leader of its own revision stand before it accepts (Config.Revision):
+// a quarter of HandoffTimeout, 250ms at the default timings.
+func (e *Elector) SameRevisionWait() time.Duration {
+	return e.HandoffTimeout() / 4
+}
+
 // Handoff moves leadership from this candidate, the leader, to the
 // candidate to names (its identity, or its Pod name: see targets), or with
 // to empty to whichever candidate answers first, with the next token. It
@@ -112,7 +119,7 @@ func (h *handoff) offer(ctx context.Context) error {
 		rec := v.rec
 		rec.RenewTime = start
 		rec.LeaseDurationSeconds = e.leaseSeconds()
-		rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: e.cfg.Identity, To: h.to, Token: token}
+		rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: e.cfg.Identity, To: h.to, Token: token, Revision: e.cfg.Revision}
 		written, err := e.cfg.Backend.Update(ctx, v.version, rec)
 		e.rememberUnanswered(rec, err)
 		switch {

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -402,6 +403,112 @@ func TestLoopHandoff(t *testing.T) {
 			if s := soleLeader(t, all...); s != target || s.Status().Token != token+1 {
 				t.Fatalf("leadership moved on after the hand-off: %+v", s.Status())
 			}
+		}
+	})
+}
+
+// startRevision starts a candidate of revision rev that, stopping as
+// leader, hands off before it releases (a rollout's Pod).
+func startRevision(t *testing.T, b backend.Backend, id, rev string) *running {
+	t.Helper()
+	e, err := New(Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{Elector: e, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := e.Run(ctx); err != nil {
+			t.Errorf("%s: Run: %v", id, err)
+		}
+	}()
+	r.stop = func() { cancel(); <-r.done }
+	t.Cleanup(r.stop)
+	return r
+}
+
+// A stopping leader hands off to the candidate of another revision, with
+// the next token, however the candidates started, and whether the old
+// standby or the new one was started first; at no instant do two lead.
+func TestStoppingLeaderHandsToAnotherRevision(t *testing.T) {
+	for _, order := range [][]string{{"old-b", "new-c"}, {"new-c", "old-b"}} {
+		t.Run(strings.Join(order, ","), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				old := startRevision(t, store.Open("roll"), "old-a", "old")
+				time.Sleep(time.Second)
+				all := []*running{old}
+				for _, id := range order {
+					all = append(all, startRevision(t, store.Open("roll"), id, strings.Split(id, "-")[0]))
+				}
+				time.Sleep(time.Minute + DefaultRetryPeriod/2) // off the renewal schedule (TestLoopHandoff)
+				if soleLeader(t, all...) != old {
+					t.Fatal("old-a does not lead")
+				}
+				token := old.Status().Token
+				stopped := make(chan struct{})
+				go func() { old.stop(); close(stopped) }()
+				for done := false; !done; {
+					select {
+					case <-stopped:
+						done = true
+					default:
+						if ls := leaders(all...); len(ls) > 1 {
+							t.Fatalf("%d lead at once", len(ls))
+						}
+						time.Sleep(handoffPoll / 2)
+					}
+				}
+				synctest.Wait()
+				next := soleLeader(t, all[1:]...)
+				if id := next.Status().Identity; id != "new-c" || next.Status().Token != token+1 {
+					t.Fatalf("%s leads with token %d, want new-c with %d", id, next.Status().Token, token+1)
+				}
+			})
+		})
+	}
+}
+
+// With no candidate of another revision, the stopping leader's offer goes,
+// once it has stood SameRevisionWait, to one of its own: still a hand-off,
+// never a release.
+func TestStoppingLeaderHandsToItsOwnRevisionWhenNoOtherIsThere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		old := startRevision(t, store.Open("roll"), "old-a", "old")
+		time.Sleep(time.Second)
+		b := startRevision(t, store.Open("roll"), "old-b", "old")
+		time.Sleep(time.Minute + DefaultRetryPeriod/2)
+		token := old.Status().Token
+		began := time.Now()
+		old.stop()
+		synctest.Wait()
+		if took := time.Since(began); took < old.SameRevisionWait() || took >= old.HandoffTimeout() {
+			t.Fatalf("the hand-off took %v, want from %v to %v", took, old.SameRevisionWait(), old.HandoffTimeout())
+		}
+		if s := b.Status(); !s.Leader || s.Token != token+1 {
+			t.Fatalf("old-b: %+v, want leader with token %d", s, token+1)
+		}
+	})
+}
+
+// Alone, the stopping leader's offer finds no taker: it releases after
+// HandoffTimeout, as without HandoffOnStop.
+func TestStoppingLeaderAloneReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		old := startRevision(t, store.Open("roll"), "old-a", "old")
+		time.Sleep(time.Minute + DefaultRetryPeriod/2)
+		token := old.Status().Token
+		began := time.Now()
+		old.stop()
+		if took := time.Since(began); took < old.HandoffTimeout() {
+			t.Fatalf("stopped after %v, before the offer's %v were up", took, old.HandoffTimeout())
+		}
+		rec, _, err := store.Open("roll").Get(t.Context())
+		if err != nil || !isRelease(rec) || rec.Transitions != token || !rec.Handoff.IsZero() {
+			t.Fatalf("stored %+v (%v), want the release shape at token %d", rec, err, token)
 		}
 	})
 }

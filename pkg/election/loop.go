@@ -259,6 +259,9 @@ func (e *Elector) absorbSnapshot() bool {
 // shutdown ends Run: no claim from now on, and a release if configured
 // (not after the store was lost: the record there is no one's concern).
 func (e *Elector) shutdown() error {
+	if e.cfg.ReleaseOnCancel && e.cfg.HandoffOnStop {
+		e.handOffOnStop()
+	}
 	e.mu.Lock()
 	e.stopped = true
 	why := TermStopped
@@ -283,6 +286,23 @@ func (e *Elector) shutdown() error {
 		e.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
 	}
 	return nil
+}
+
+// handOffOnStop offers leadership to anyone, a candidate of another
+// revision first (Config.HandoffOnStop), if this candidate still leads:
+// the release that follows then finds the record no longer its own.
+// Without a taker it leads on until the release.
+func (e *Elector) handOffOnStop() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
+	defer cancel()
+	status, err := e.Handoff(ctx, "")
+	switch {
+	case err == nil:
+		e.log.Info("handed leadership off on shutdown", "to", status.Holder, "revision", e.cfg.Revision)
+	case errors.Is(err, ErrNotLeader):
+	default:
+		e.log.Info("no candidate took leadership on shutdown; releasing it", "reason", err)
+	}
 }
 
 // lostError is what Run returns after the store was lost.

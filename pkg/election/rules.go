@@ -43,6 +43,11 @@ type observation struct {
 	written backend.Version
 	// accepted is the last hand-off offer this candidate accepted.
 	accepted acceptedOffer
+	// revision is the candidate's revision (Config.Revision), and
+	// sameRevisionWait how long it lets an offer to anyone from a leader
+	// of that revision stand before it accepts (SameRevisionWait).
+	revision         string
+	sameRevisionWait time.Duration
 }
 
 // view is what a candidate last learnt about the record: from a read, a
@@ -278,11 +283,23 @@ func (o observation) handoffStep(now time.Time) (action, bool) {
 	case backend.HandoffOffer:
 		offered := h.From == v.rec.HolderIdentity && h.From != o.identity && targets(h.To, o.identity) &&
 			h.Token >= 1 && h.Token < backend.MaxTransitions && now.Before(o.expiry())
+		if offered && o.sameRevision(h) && now.Before(v.since.Add(o.sameRevisionWait)) {
+			// A candidate of another revision may take it first.
+			return action{kind: wait, until: v.since.Add(o.sameRevisionWait)}, true
+		}
 		return action{kind: accept, token: h.Token}, offered
 	case backend.HandoffTransfer:
 		return action{kind: renew, token: h.Token}, o.transferredToUs(now)
 	}
 	return action{}, false
+}
+
+// sameRevision reports whether the offer h is to anyone from a leader of
+// this candidate's own revision (both known): the rollout that stops the
+// leader is likely to stop this candidate too, so it lets a candidate of
+// another revision accept first.
+func (o observation) sameRevision(h backend.Handoff) bool {
+	return h.To == "" && h.Revision != "" && h.Revision == o.revision
 }
 
 // mayAcceptHandoff is the one place that decides whether this candidate
@@ -316,7 +333,7 @@ func (o observation) transferredToUs(now time.Time) bool {
 // rec: the same record, with the marker turned into an accept naming the
 // candidate by its full identity.
 func acceptRecord(rec backend.Record, identity string) backend.Record {
-	rec.Handoff = backend.Handoff{
+	rec.Handoff = backend.Handoff{ // no Revision: it was the offer's
 		Phase: backend.HandoffAccept,
 		From:  rec.Handoff.From,
 		To:    identity,

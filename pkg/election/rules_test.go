@@ -162,6 +162,21 @@ func TestHandoffStepRules(t *testing.T) {
 			return o
 		}, 0, wait},
 		{"while it still counts itself leader", func() observation { o := base(offer("a", "", 3)); o.leading = true; return o }, 0, wait},
+
+		// A rollout: an offer to anyone from a leader of its own revision
+		// stands for sameRevisionWait, so one of another revision takes it.
+		{"an offer to anyone from its own revision", func() observation { return ofRevision(base(offer("a", "", 3)), "old", "old") }, 0, wait},
+		{"the same, just before the wait ends", func() observation { return ofRevision(base(offer("a", "", 3)), "old", "old") }, 249 * time.Millisecond, wait},
+		{"the same, once the wait is over", func() observation { return ofRevision(base(offer("a", "", 3)), "old", "old") }, 250 * time.Millisecond, accept},
+		{"an offer to anyone from another revision", func() observation { return ofRevision(base(offer("a", "", 3)), "old", "new") }, 0, accept},
+		{"an offer to its Pod name from its own revision", func() observation { return ofRevision(base(offer("a", "web-2", 3)), "old", "old") }, 0, accept},
+		{"an offer of no revision", func() observation { return ofRevision(base(offer("a", "", 3)), "", "old") }, 0, accept},
+		{"an offer while it knows no revision of its own", func() observation { return ofRevision(base(offer("a", "", 3)), "old", "") }, 0, accept},
+		{"an offer from another revision while stopping", func() observation {
+			o := ofRevision(base(offer("a", "", 3)), "old", "new")
+			o.stopped = true
+			return o
+		}, 0, wait},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,6 +186,14 @@ func TestHandoffStepRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ofRevision makes o's offer come from a leader of revision from, to a
+// candidate of revision own that lets such an offer stand 250ms.
+func ofRevision(o observation, from, own string) observation {
+	o.view.rec.Handoff.Revision = from
+	o.revision, o.sameRevisionWait = own, 250*time.Millisecond
+	return o
 }
 
 // The defaults: lease 15s, renew deadline 10s, retry 2s.

@@ -24,7 +24,7 @@ func testHandoffMarker(t *testing.T, open Opener) {
 	transfer := SampleRecord(target, 42)
 	transfer.Handoff = backend.Handoff{Phase: backend.HandoffTransfer, From: leader, To: target, Token: 42}
 	anyone := SampleRecord(leader, math.MaxInt32)
-	anyone.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: leader, Token: math.MaxInt32}
+	anyone.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: leader, Token: math.MaxInt32, Revision: "7d9f5c8b4"}
 	for _, next := range []backend.Record{accept, transfer, SampleRecord(target, 42), anyone, SampleRecord(leader, 43)} {
 		var err error
 		if v, err = writer.Update(ctxFor(t), v, next); err != nil {
