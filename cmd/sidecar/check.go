@@ -96,7 +96,7 @@ func (c *sidecarConfig) settings() []setting {
 	s = append(s, c.shards.settings(&c.election)...)
 	s = append(s, setting{"log-format", c.log.format}, setting{"log-level", c.log.level})
 	pod := el.pod
-	return append(s, setting{"pod", fmt.Sprintf("POD_NAME=%q POD_NAMESPACE=%q POD_UID=%q", pod.name, pod.namespace, pod.uid)})
+	return append(s, setting{"pod", fmt.Sprintf("POD_NAME=%q POD_NAMESPACE=%q POD_UID=%q revision=%q", pod.name, pod.namespace, pod.uid, pod.revision)})
 }
 
 // leaseNamespace says which namespace the Lease will be in, as openLease

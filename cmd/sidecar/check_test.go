@@ -17,7 +17,7 @@ import (
 // resolved (--backend auto, the identity, the derived timings, the Pod),
 // one setting a line in the order of the flags, each flag once.
 func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
-	env := []string{"POD_NAME=p", "POD_NAMESPACE=ns", "POD_UID=u-1",
+	env := []string{"POD_NAME=p", "POD_NAMESPACE=ns", "POD_UID=u-1", "POD_TEMPLATE_HASH=", "POD_CONTROLLER_REVISION_HASH=7d9f5c",
 		"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443",
 		"LEADER_SIDECAR_LEASE_NAME=demo", "LEADER_SIDECAR_APP_HEALTH_URL=http://app:secret@127.0.0.1:8080/healthz"}
 	code, stdout, stderr := runArgs(t, []string{"check", "--ops-address=:8081", "--log-format=json"}, env...)
@@ -52,7 +52,8 @@ func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
 		"app-health-url":            "http://app:xxxxx@127.0.0.1:8080/healthz",
 		"log-format":                "json",
 		"log-level":                 "info",
-		"pod":                       `POD_NAME="p" POD_NAMESPACE="ns" POD_UID="u-1"`,
+		"pod-deletion-cost":         "true",
+		"pod":                       `POD_NAME="p" POD_NAMESPACE="ns" POD_UID="u-1" revision="7d9f5c"`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s: %q, want %q", name, got[name], want)

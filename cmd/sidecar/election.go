@@ -272,14 +272,30 @@ func (c *electionConfig) kubeClients() *kubeclient.Clients {
 }
 
 // podInfo is what the Downward API tells a container about its Pod
-// (POD_NAME, POD_NAMESPACE, POD_UID); empty outside a Pod.
+// (POD_NAME, POD_NAMESPACE, POD_UID, and its revision); empty outside a
+// Pod.
 type podInfo struct {
 	name, namespace, uid string
+	// revision is the Pod's pod-template-hash label (a Deployment's
+	// ReplicaSet), else its controller-revision-hash label (a
+	// StatefulSet's, a DaemonSet's); "" if neither.
+	revision string
 }
+
+// The variables the charts and the injector fill from the Pod's revision
+// labels (a label the Pod lacks gives "").
+const (
+	podTemplateHashEnv    = "POD_TEMPLATE_HASH"
+	podControllerRevision = "POD_CONTROLLER_REVISION_HASH"
+)
 
 func podFromEnv(environ []string) podInfo {
 	get := func(k string) string { v, _ := lookup(environ, k); return v }
-	return podInfo{name: get("POD_NAME"), namespace: get("POD_NAMESPACE"), uid: get("POD_UID")}
+	revision := get(podTemplateHashEnv)
+	if revision == "" {
+		revision = get(podControllerRevision)
+	}
+	return podInfo{name: get("POD_NAME"), namespace: get("POD_NAMESPACE"), uid: get("POD_UID"), revision: revision}
 }
 
 // ownerIn is the owner reference to this Pod from an object in namespace,

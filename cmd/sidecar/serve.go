@@ -83,6 +83,10 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 	// A mark that shows leadership (a label, a condition) comes off the
 	// Pod before the release; a deletion cost alone need not delay it.
 	ec.ReleaseOnCancel = cfg.releaseOnShutdown && !cfg.readiness.PublishesOnPod()
+	// Stopping, the leader hands off, to a Pod of another revision first
+	// (a rollout's new one), and releases only without a taker.
+	ec.HandoffOnStop = ec.ReleaseOnCancel
+	ec.Revision = el.pod.revision
 	ec.ReleaseHoldOff = cfg.releaseHoldOff
 	ec.Observer = election.Observers(observers...)
 	elector, err := election.New(ec)

@@ -355,7 +355,8 @@ func sidecarContainers(t *testing.T, r *sidecartest.Rendered) []corev1.Container
 
 // downward is what the kubelet would give the Downward API fields the
 // charts use, for a Pod p in namespace ns.
-var downward = map[string]string{"metadata.name": "p", "metadata.namespace": "ns", "metadata.uid": "6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f"}
+var downward = map[string]string{"metadata.name": "p", "metadata.namespace": "ns", "metadata.uid": "6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f",
+	"metadata.labels['pod-template-hash']": "7d9f5c8b4", "metadata.labels['controller-revision-hash']": ""}
 
 // containerCommand is the sidecar's arguments in container c (the image's
 // entrypoint is the sidecar) and its environment as the kubelet would give

@@ -301,7 +301,8 @@ func checkRendered(t *testing.T, r *sidecartest.Rendered, c sidecartest.ChartCas
 
 	// Environment: the Downward API, and the settings as LEADER_SIDECAR_*.
 	env := sidecartest.EnvOf(sc)
-	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"} {
+	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid",
+		"POD_TEMPLATE_HASH": "metadata.labels['pod-template-hash']", "POD_CONTROLLER_REVISION_HASH": "metadata.labels['controller-revision-hash']"} {
 		e, ok := env[name]
 		if !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != path {
 			t.Fatalf("%s is not the Downward API's %s: %+v", name, path, e)

@@ -294,8 +294,10 @@ func envOver(c *corev1.Container) []string {
 }
 
 // downward is what the kubelet would give the Downward API fields the
-// injector uses.
-var downward = map[string]string{"metadata.name": "orders-0", "metadata.namespace": "shop", "metadata.uid": "6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f"}
+// injector uses (a Pod of a Deployment carries only the first revision
+// label; both are given, as any value does here).
+var downward = map[string]string{"metadata.name": "orders-0", "metadata.namespace": "shop", "metadata.uid": "6f0c3a52-0d4e-4c52-9d5e-2b1f3c4d5e6f",
+	"metadata.labels['pod-template-hash']": "7d9f5c8b4", "metadata.labels['controller-revision-hash']": "orders-6b7c9d"}
 
 // sidecarCheck runs bin check with the arguments of container c and its
 // environment as the kubelet would give it (with each NAME=value of over

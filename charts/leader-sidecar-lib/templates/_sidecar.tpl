@@ -144,6 +144,16 @@ env:
     valueFrom:
       fieldRef:
         fieldPath: metadata.uid
+  # The Pod's revision (a label it lacks gives ""): a stopping leader hands
+  # off to a Pod of another revision first, so a rollout moves it once.
+  - name: POD_TEMPLATE_HASH
+    valueFrom:
+      fieldRef:
+        fieldPath: metadata.labels['pod-template-hash']
+  - name: POD_CONTROLLER_REVISION_HASH
+    valueFrom:
+      fieldRef:
+        fieldPath: metadata.labels['controller-revision-hash']
   - name: LEADER_SIDECAR_BACKEND
     value: {{ $c.backend | quote }}
   - name: LEADER_SIDECAR_LEASE_NAME
