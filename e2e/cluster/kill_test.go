@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestExampleChartTakeoverAfterForceDelete(t *testing.T) {
 		t.Errorf("token %d after %d, want %d", *next.Token, *leader.Token, *leader.Token+1)
 	}
 
-	appStopped, released := lastLogged(t, appLog, `"event":"stopped"`), lastLogged(t, sidecarLog, "released the lease")
+	appStopped, released := lastLogged(t, appLog, `"event":"stopped"`), lastLogged(t, sidecarLog, "released the lease", "handed leadership off")
 	switch {
 	case released.IsZero():
 		t.Logf("the sidecar did not release the Lease")
@@ -159,12 +160,12 @@ func follow(ctx context.Context, ns, pod, container string) <-chan string {
 }
 
 // lastLogged waits up to 30 s for a followed log and returns the instant
-// written into its last line that contains text by the process itself
+// written into its last line that contains one of texts by the process itself
 // (slog's time, text or JSON), or the zero time. The node's timestamp
 // before each line is when the runtime read it from the container's pipe,
 // which can fall behind for one container and not another; both processes
 // read one clock, the node's.
-func lastLogged(t *testing.T, log <-chan string, text string) time.Time {
+func lastLogged(t *testing.T, log <-chan string, texts ...string) time.Time {
 	t.Helper()
 	var all string
 	select {
@@ -175,7 +176,7 @@ func lastLogged(t *testing.T, log <-chan string, text string) time.Time {
 	}
 	var at time.Time
 	for _, line := range strings.Split(all, "\n") {
-		if !strings.Contains(line, text) {
+		if !slices.ContainsFunc(texts, func(text string) bool { return strings.Contains(line, text) }) {
 			continue
 		}
 		m := loggedTime.FindStringSubmatch(line)

@@ -17,12 +17,14 @@ import (
 )
 
 // chartRules is the least privilege the README's "RBAC" section lists for
-// the lease backend with Events, for the example chart's Lease.
+// the lease backend with Events and the leader's deletion cost, for the
+// example chart's Lease.
 var chartRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 		ResourceNames: []string{fullName}, Verbs: []string{"get", "update", "watch"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
 }
 
 // TestSidecarRBACInCluster runs the sidecar as the chart runs it: with the
@@ -94,7 +96,9 @@ func TestSidecarRBACInCluster(t *testing.T) {
 		{"watch", dropLeaseVerb("watch"), `cannot list resource \"leases\"`},
 		{"update", dropLeaseVerb("update"), `cannot update resource \"leases\"`},
 		{"create", dropLeaseVerb("create"), `cannot create resource \"leases\"`},
-		{"events", func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r[:2] }, `cannot create resource \"events\"`},
+		{"events", func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return append(r[:2:2], r[3:]...) }, `cannot create resource \"events\"`},
+		// The deletion cost is optional: said once, and the Pod leads.
+		{"pods", func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r[:3] }, "the Pod's RBAC does not let this sidecar mark its Pod"},
 	}
 	for _, c := range cases {
 		t.Run("without-"+c.name, func(t *testing.T) {

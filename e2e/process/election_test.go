@@ -77,13 +77,13 @@ func TestTerminatedLeaderHandsOffWithinASecond(t *testing.T) {
 	if next == old || nextToken != token+1 {
 		t.Fatalf("new leader token %d, want %d", nextToken, token+1)
 	}
-	// Without the release, a standby would wait out the lease: at least
+	// Without the hand-off, a standby would wait out the lease: at least
 	// sidecartest.LeaseDuration-sidecartest.RetryPeriod (2.5s) after the signal.
 	if took > time.Second {
-		t.Fatalf("hand-off took %v, want about a second at most (release + change signal)", took)
+		t.Fatalf("hand-off took %v, want about a second at most (offer, accept, transfer)", took)
 	}
-	if !strings.Contains(old.Logs(), "released the lease") {
-		t.Fatal("the old leader did not log its release")
+	if !strings.Contains(old.Logs(), "handed leadership off on shutdown") {
+		t.Fatal("the old leader did not log its hand-off")
 	}
 	t.Logf("hand-off after SIGTERM: %v", took.Round(time.Millisecond))
 }
