@@ -25,7 +25,7 @@ import (
 type fakePods struct {
 	mu                sync.Mutex
 	pod               *corev1.Pod
-	patches           int
+	gets, patches     int
 	forbid, forbidGet bool
 }
 
@@ -44,6 +44,7 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 func (f *fakePods) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gets++
 	if f.forbidGet {
 		return nil, apierrors.NewForbidden(podsResource, name, nil)
 	}
@@ -188,6 +189,21 @@ func TestDeletionCostFollowsTheTermsOnePatchEach(t *testing.T) {
 		synctest.Wait()
 		if v, ok := f.cost(); ok || f.patchCount() != 2 {
 			t.Fatalf("after the term ended: cost %q (present %v) after %d patches, want none after 2", v, ok, f.patchCount())
+		}
+	})
+}
+
+// A standby's Pod is read at start and at every change, never on the
+// resync: idle standbys cost the API server nothing.
+func TestStandbysPodIsNotReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakePods(nil, "")
+		startFake(t, f, ModeLabel)
+		settle(10 * resync)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.gets != 1 {
+			t.Fatalf("a standby's Pod was read %d times in ten resync periods, want once (at start)", f.gets)
 		}
 	})
 }

@@ -17,8 +17,9 @@
 // and cost together) and one of the status per transition; a condition's
 // lastTransitionTime moves only when its status flips; every patch carries
 // the Pod's UID as a precondition, so a Pod recreated under the same name
-// is never touched. It is level-triggered: it reads its Pod again every
-// ResyncPeriod and repairs what someone else changed (saying so once).
+// is never touched. It is level-triggered: while the replica leads it
+// reads its Pod again every ResyncPeriod and repairs what someone else
+// changed (saying so once); a standby's Pod is read at every change only.
 // Failed patches are retried with backoff until they succeed or a newer
 // state replaces them.
 //

@@ -36,8 +36,8 @@ func (m Mode) PublishesOnPod() bool {
 	return m == ModePodCondition || m == ModeLabel
 }
 
-// DefaultResyncPeriod is how often a Publisher reads its Pod again, to
-// repair what someone else changed there.
+// DefaultResyncPeriod is how often a leader's Publisher reads its Pod
+// again, to repair what someone else changed there.
 const DefaultResyncPeriod = time.Minute
 
 // Config configures a Publisher.
@@ -52,8 +52,8 @@ type Config struct {
 	// DeletionCost keeps DeletionCostAnnotation at LeaderDeletionCost on
 	// the Pod while this replica leads, and off it otherwise.
 	DeletionCost bool
-	// ResyncPeriod is how often the Pod is read again and repaired
-	// (0: DefaultResyncPeriod).
+	// ResyncPeriod is how often the leader's Pod is read again and
+	// repaired (0: DefaultResyncPeriod).
 	ResyncPeriod time.Duration
 	// ConditionType is the Pod condition of ModePodCondition, e.g.
 	// "leader-sidecar.io/leader".
@@ -162,8 +162,9 @@ func (p *Publisher) Drain(ctx context.Context) error {
 	}
 }
 
-// Run publishes "follower" at once, then every change, and reads the Pod
-// again every ResyncPeriod to repair it, until ctx ends.
+// Run publishes "follower" at once, then every change, and while this
+// replica leads reads the Pod again every ResyncPeriod to repair it, until
+// ctx ends.
 func (p *Publisher) Run(ctx context.Context) {
 	go func() {
 		resync := time.NewTicker(p.cfg.ResyncPeriod)
@@ -174,7 +175,15 @@ func (p *Publisher) Run(ctx context.Context) {
 				p.queue.ShutDown()
 				return
 			case <-resync.C:
-				p.queue.Add(podKey)
+				// Only the leader's Pod is read again: a standby's
+				// marks are checked at every change, and a hundred
+				// idle standbys then cost the API server nothing.
+				p.mu.Lock()
+				leading := p.leading
+				p.mu.Unlock()
+				if leading {
+					p.queue.Add(podKey)
+				}
 			}
 		}
 	}()
