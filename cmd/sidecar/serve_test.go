@@ -36,3 +36,43 @@ func TestReadinessModesAreThePublishersModes(t *testing.T) {
 		}
 	}
 }
+
+// The leader's deletion cost is kept with the lease backend in a Pod
+// whose name, namespace and UID are known, unless --pod-deletion-cost=false.
+func TestDeletionCostOnlyOnLeasesInAPod(t *testing.T) {
+	pod := []string{"POD_NAME=app-0", "POD_NAMESPACE=default", "POD_UID=u-1"}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  []string
+		want bool
+	}{
+		{"lease, in a Pod", []string{"--backend", "lease"}, pod, true},
+		{"turned off", []string{"--backend", "lease", "--pod-deletion-cost=false"}, pod, false},
+		{"sqlite", []string{"--backend", "sqlite"}, pod, false},
+		{"no POD_UID", []string{"--backend", "lease"}, pod[:2], false},
+	} {
+		cfg := sidecarConfigOf(t, c.args, c.env)
+		if got := deletionCostOn(cfg, slog.New(slog.DiscardHandler)); got != c.want {
+			t.Errorf("%s: deletion cost %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The Pod's revision is its pod-template-hash (a Deployment's Pod), else
+// its controller-revision-hash (a StatefulSet's), else none; the elector
+// gets it and hands off on stop exactly when it releases on stop.
+func TestRevisionFromTheDownwardAPI(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"POD_TEMPLATE_HASH=7d9f5c8b4", "POD_CONTROLLER_REVISION_HASH=web-6b7c9d"}, "7d9f5c8b4"},
+		{[]string{"POD_TEMPLATE_HASH=", "POD_CONTROLLER_REVISION_HASH=web-6b7c9d"}, "web-6b7c9d"},
+		{nil, ""},
+	} {
+		if got := podFromEnv(c.env).revision; got != c.want {
+			t.Errorf("%q: revision %q, want %q", c.env, got, c.want)
+		}
+	}
+}
