@@ -122,3 +122,64 @@ func TestDeletionCostWithTheChartsRule(t *testing.T) {
 	sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 15*time.Second)
 	awaitCostOn(t, k, ns, "app-0")
 }
+
+// On a Lease, as on SQLite (e2e/process/rollout_test.go): a SIGTERMed
+// leader hands off to the standby of the other revision, with the next
+// token, and the leader's deletion cost moves with it; the replicas are
+// swept every 10ms and never two lead.
+func TestStoppingLeaderHandsToTheOtherRevisionOnALease(t *testing.T) {
+	t.Parallel()
+	k := sidecartest.Kube(t)
+	ns, name := k.Namespace(t), "rollout"
+	kc := k.Kubeconfig(t, "")
+	var set sidecartest.Members
+	revision := map[*sidecartest.Sidecar]string{}
+	pods := map[*sidecartest.Sidecar]string{}
+	launch := func(pod, rev string) *sidecartest.Sidecar {
+		uid := k.CreatePod(t, ns, pod)
+		s := sidecartest.Spawn(t, []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns, "POD_UID=" + uid, "POD_TEMPLATE_HASH=" + rev},
+			"--backend", "lease", "--kubeconfig", kc, "--lease-name", name)
+		s.WaitServing()
+		set.Add(pod, s, 0)
+		revision[s], pods[s] = rev, pod
+		return s
+	}
+	leader := launch("old-0", "old")
+	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{leader}, 15*time.Second)
+	live := []*sidecartest.Sidecar{leader, launch("old-1", "old"), launch("new-2", "new")}
+	sidecartest.AwaitSettled(t, live, leader)
+	log := &sidecartest.ClaimLog{}
+	halt := log.SweepUntilHalted(sidecartest.SweepEvery, set.All)
+	defer halt()
+	time.Sleep(200 * time.Millisecond) // the sweeps see the first term
+
+	for round, replacement := range []string{"new-3", "old-4"} {
+		standbys := sidecartest.Without(live, leader)
+		leader.Signal(syscall.SIGTERM)
+		next, nextToken := sidecartest.AwaitLeader(t, standbys, sidecartest.LeaseDuration)
+		if revision[next] == revision[leader] || nextToken != token+1 {
+			t.Fatalf("round %d: the leader of revision %s stopped and %s leads with token %d; want the standby of the other revision with token %d",
+				round, revision[leader], pods[next], nextToken, token+1)
+		}
+		if code := leader.WaitExit(10 * time.Second); code != 0 {
+			t.Fatalf("round %d: the stopped leader exited %d", round, code)
+		}
+		awaitCostOn(t, k, ns, pods[next])
+		leader, token = next, nextToken
+		live = append(standbys, launch(replacement, revision[next]))
+		sidecartest.AwaitSettled(t, live, leader)
+	}
+	halt()
+	var names []string
+	for _, m := range set.All() {
+		if slices.Contains(live, m.Sidecar) {
+			names = append(names, m.Name)
+		}
+	}
+	if errs := log.Failed(names...); len(errs) > 0 {
+		t.Fatalf("live sidecars did not answer: %v", errs)
+	}
+	if terms := log.Check(t); len(terms) != 3 {
+		t.Fatalf("the sweeps saw terms %v, want 3", terms)
+	}
+}
