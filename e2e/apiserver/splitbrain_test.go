@@ -108,10 +108,17 @@ func splitBrain(t *testing.T, newSidecar func(pod string) *sidecartest.Sidecar, 
 	if got := readResult(t, results); got != bRow {
 		t.Fatalf("after B's write the results row is %+v, want %+v", got, bRow)
 	}
-	// From here on only A's late write can change the row.
+	// From here on only A's late write can change the row. B's worker may
+	// write again (its next job) before the signal reaches it: the row is
+	// then B's later write, with the same token.
 	b.worker.Signal(t, syscall.SIGTERM)
 	if code := b.worker.WaitExit(t, 10*time.Second); code != 0 {
 		t.Fatalf("B's worker: exit status %d after SIGTERM, want 0", code)
+	}
+	if last := readResult(t, results); last.Writer != "b" || last.Token != next {
+		t.Fatalf("after B's worker stopped the results row is %+v, want one of B's writes with token %d", last, next)
+	} else {
+		bRow = last
 	}
 
 	// A wakes: first its worker, while its sidecar is still frozen (nothing

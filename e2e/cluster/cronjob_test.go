@@ -66,7 +66,8 @@ func TestLibraryCronJobRunsOneAtATime(t *testing.T) {
 // oneRunAfterAnother checks two completed Pods whose container "job" ran
 // only while their sidecar (waitForLeadership) led: the second's sidecar
 // led only after the first's stopped leading, each job started after its
-// sidecar led, the first released only after its job ended, and the two
+// sidecar led, the first let go (released, or handed off to the second as
+// it stopped) only after its job ended, and the two
 // printed different tokens (the job asks the sidecar for /leader).
 func oneRunAfterAnother(t *testing.T, ctx context.Context, ns string, pods []corev1.Pod) {
 	t.Helper()
@@ -87,8 +88,11 @@ func oneRunAfterAnother(t *testing.T, ctx context.Context, ns string, pods []cor
 	for _, pod := range pods {
 		p := pod.Name
 		r := run{pod: p,
-			leads:      firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"became leader"`),
-			released:   firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"released the lease"`),
+			leads: firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"became leader"`),
+			// A release, or a hand-off to the other run's sidecar
+			// as this one stopped.
+			released: firstLoggedOneOf(t, ctx, ns, p, sidecarContainer, `"msg":"released the lease"`,
+				`"msg":"handed leadership off on shutdown"`),
 			stopped:    firstLogged(t, ctx, ns, p, sidecarContainer, `"msg":"stopped leading"`),
 			jobStarted: firstLogged(t, ctx, ns, p, "job"),
 		}

@@ -490,7 +490,7 @@ func TestInjectorPlainDeployment(t *testing.T) {
 	}
 	// The injected sidecar released the Lease as its Pod stopped: the next
 	// leader took it over from no holder, not after the lease expired.
-	history.checkReleasedThenAcquired(t, ctx, leader, next.Identity)
+	history.checkLetGoThenAcquired(t, ctx, leader, next.Identity)
 }
 
 // TestInjectorReadmeCommands follows docs/injection.md's "Add leadership

@@ -147,3 +147,23 @@ lines:
 	t.Fatalf("%s/%s logged no line with %q:\n%s", pod, container, texts, out)
 	return time.Time{}
 }
+
+// firstLoggedOneOf is the time of the first line of the container's log
+// that contains any of texts; it fails t if there is none.
+func firstLoggedOneOf(t *testing.T, ctx context.Context, ns, pod, container string, texts ...string) time.Time {
+	t.Helper()
+	out := cl.run(t, ctx, cl.kubectl, "logs", "--namespace", ns, pod, "--container", container, "--timestamps")
+	for _, line := range strings.Split(out, "\n") {
+		stamp, rest, _ := strings.Cut(line, " ")
+		for _, text := range texts {
+			if !strings.Contains(rest, text) {
+				continue
+			}
+			if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+				return at
+			}
+		}
+	}
+	t.Fatalf("%s/%s logged no line with any of %q:\n%s", pod, container, texts, out)
+	return time.Time{}
+}
