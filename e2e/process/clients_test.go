@@ -175,8 +175,9 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 	}
 }
 
-// leader.py --wait and leader.mjs --wait block on a standby until it
-// leads, then print its new term; imported, their current term has a
+// leader.sh --wait (with jq and with sed), leader.py --wait and
+// leader.mjs --wait block on a standby until it leads, then print its new
+// term; imported, the Python and Node.js clients' current term has a
 // deadline that is running.
 func TestWaitingClientsWaitForLeadership(t *testing.T) {
 	t.Parallel()
@@ -186,11 +187,14 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 	cases := []struct {
 		name string
 		wait []string
-		// imported prints "<token> <identity> <valid> <0 < ms left <= max>"
+		env  []string
+		// imported (nil for the shell client, which is not a library) prints "<token> <identity> <valid> <0 < ms left <= max>"
 		// from the client used as a library, against the sidecar at url.
 		imported func(url string) *exec.Cmd
 	}{
-		{"python", []string{python3(t), filepath.Join(dir, "leader.py"), "--wait"}, func(url string) *exec.Cmd {
+		{"sh with jq", []string{"sh", filepath.Join(dir, "leader.sh"), "--wait"}, nil, nil},
+		{"sh with sed", []string{"sh", filepath.Join(dir, "leader.sh"), "--wait"}, []string{"JQ=/nonexistent/jq"}, nil},
+		{"python", []string{python3(t), filepath.Join(dir, "leader.py"), "--wait"}, nil, func(url string) *exec.Cmd {
 			script := "import sys; sys.path.insert(0, sys.argv[1]); import leader\n" +
 				"t = leader.current_term(sys.argv[2])\n" +
 				"print(t.token, t.identity, t.valid(), 0 < t.valid_for_ms() <= int(sys.argv[3]))\n"
@@ -198,7 +202,7 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PYTHONDONTWRITEBYTECODE=1"} // no __pycache__ in the tree
 			return cmd
 		}},
-		{"node", []string{"node", filepath.Join(dir, "leader.mjs"), "--wait"}, func(url string) *exec.Cmd {
+		{"node", []string{"node", filepath.Join(dir, "leader.mjs"), "--wait"}, nil, func(url string) *exec.Cmd {
 			script := "const [, module, url, max] = process.argv;\n" +
 				"const { currentTerm } = await import(module);\n" +
 				"const t = await currentTerm(url);\n" +
@@ -217,7 +221,7 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 			standby := sidecartest.Without(all, leader)[0]
 
 			wait := exec.Command(c.wait[0], c.wait[1:]...)
-			wait.Env = []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}
+			wait.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_URL=http://" + standby.Addr()}, c.env...)
 			var stdout, stderr bytes.Buffer
 			wait.Stdout, wait.Stderr = &stdout, &stderr
 			if err := wait.Start(); err != nil {
@@ -245,6 +249,9 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 				t.Fatalf("%s still waiting 5s after the leader released; stderr %q", c.wait, stderr.String())
 			}
 			checkTerm(t, c.name+" --wait", stdout.String(), token+1, sidecartest.IdentityOf(t, standby))
+			if c.imported == nil {
+				return
+			}
 
 			out, err := c.imported("http://" + standby.Addr()).CombinedOutput()
 			if want := fmt.Sprintf("%d %s True True\n", token+1, sidecartest.IdentityOf(t, standby)); err != nil || string(out) != want {

@@ -12,6 +12,11 @@
 # message on stderr) when the sidecar does not answer usably, which must be
 # taken as "not leader" too.
 #
+#   leader.sh --wait            blocks until this replica leads (following
+#                               GET /leader/watch), then prints and exits as
+#                               above; exits 2 when the stream ends, breaks or
+#                               stays silent for 45s
+#
 # In shard mode (the sidecar's --shards N), each shard has its own term:
 #
 #   leader.sh --watch-shards | while read -r event shard token identity; do
@@ -59,7 +64,7 @@ fail() {
 }
 
 usage() {
-  echo "usage: leader.sh [--shards | --shard-selector | --watch-shards | --drained SHARD [TOKEN]]" >&2
+  echo "usage: leader.sh [--wait | --shards | --shard-selector | --watch-shards | --drained SHARD [TOKEN]]" >&2
   exit 2
 }
 
@@ -190,9 +195,45 @@ watch_shards() {
   exit 2
 }
 
+# wait_for_term follows GET /leader/watch (--wait) until a state says this
+# replica leads, then returns, for the term to be read afresh from GET
+# /leader (whose answer the deadline counts from).
+wait_for_term() {
+  cr=$(printf '\r')
+  # The pid of curl comes first, to stop it when this side ends.
+  sh -c 'echo "$$" && exec curl -fsSN --connect-timeout 2 --speed-limit 1 --speed-time 45 --noproxy "*" "$0"' \
+    "$url/leader/watch" | {
+    read -r curl
+    trap 'kill -s INT "$curl" 2>/dev/null' EXIT
+    data=
+    while IFS= read -r line; do
+      line=${line%"$cr"}
+      case $line in
+        data:*) line=${line#data:}; data=${data:+$data
+}${line# } ;;
+        '') if [ -n "$data" ]; then
+            if [ -n "$jq" ]; then
+              leads=$(printf '%s' "$data" | "$jq" -r '.leader' 2>/dev/null)
+            else
+              leads=$(printf '%s' "$data" | sed -n 's/.*"leader":\([^,}]*\).*/\1/p')
+            fi
+            case $leads in
+              true) exit 0 ;;
+              false) ;;
+              *) fail "not the sidecar's JSON on $url/leader/watch: $data" ;;
+            esac
+          fi
+          data= ;;
+      esac # else an event name, a keep-alive comment or another field
+    done
+    fail "the stream from $url/leader/watch ended"
+  } || exit 2
+}
+
 case $# in
   0) ;;
   1) case $1 in
+      --wait) wait_for_term ;;
       --shards) read_shards || exit 1
         printf '%s\n' "$held" && exit 0 ;;
       --shard-selector) read_shards || exit 1
@@ -224,7 +265,11 @@ else
   esac
 fi
 
-[ -n "$line" ] || exit 1
+if [ -z "$line" ]; then
+  # --wait: the claim lapsed between the event and the answer; wait again.
+  [ "${1:-}" = --wait ] && exec sh "$0" --wait
+  exit 1
+fi
 # A leader's answer has a token >= 1, an identity and validForMs >= 0.
 set -- $line
 [ $# -eq 3 ] || fail "a leader answer without token, identity or validForMs: $body"
