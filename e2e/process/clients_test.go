@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,5 +259,70 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 				t.Fatalf("imported: %q, %v; want %q", out, err, want)
 			}
 		})
+	}
+}
+
+// TestClientsReadme checks that examples/clients/README.md names every
+// client of the folder, every flag of each client's usage line, and
+// every test of the clients in this package, and that the README's
+// section for applications points to it.
+func TestClientsReadme(t *testing.T) {
+	t.Parallel()
+	dir := sidecartest.RepoPath(t, "examples", "clients")
+	page, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatalf("examples/clients has no README: %v", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := regexp.MustCompile(`usage: leader\.\w+ \[(.*)\]`)
+	clients := 0
+	for _, e := range entries {
+		if e.Name() == "README.md" {
+			continue
+		}
+		clients++
+		if !strings.Contains(string(page), "("+e.Name()+")") {
+			t.Errorf("examples/clients/README.md does not link %s", e.Name())
+		}
+		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := usage.FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("%s has no usage line", e.Name())
+		}
+		for _, flag := range regexp.MustCompile(`--[a-z-]+`).FindAllString(string(m[1]), -1) {
+			if !strings.Contains(string(page), "`"+flag) {
+				t.Errorf("examples/clients/README.md does not give %s's flag %s", e.Name(), flag)
+			}
+		}
+	}
+	if clients != 3 {
+		t.Errorf("examples/clients holds %d clients, want the 3 the README names", clients)
+	}
+	tests := regexp.MustCompile(`(?m)^func (Test\w*Clients\w*)\(`)
+	for _, file := range []string{"clients_test.go", "clientshards_test.go"} {
+		src, err := os.ReadFile(sidecartest.RepoPath(t, "e2e", "process", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range tests.FindAllStringSubmatch(string(src), -1) {
+			if !strings.Contains(string(page), "`"+m[1]+"`") {
+				t.Errorf("examples/clients/README.md does not name the test %s", m[1])
+			}
+		}
+	}
+	readme, err := os.ReadFile(sidecartest.RepoPath(t, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "### From the application: the HTTP API")
+	section, _, _ = strings.Cut(section, "\n### ")
+	if !strings.Contains(section, "(examples/clients/README.md)") {
+		t.Errorf("the README's section From the application does not link examples/clients/README.md")
 	}
 }

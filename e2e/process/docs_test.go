@@ -509,3 +509,39 @@ func TestHandoffPageCommands(t *testing.T) {
 		}
 	}
 }
+
+// The README's set-up is two commands, one to try the sidecar and one to
+// run the unit tests, each a command that exists (make unit is a target
+// of the Makefile, checked with make -n), and the paragraph under them is
+// short: the whole suite and what it installs are in docs/development.md.
+func TestReadmeSetUp(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(sidecartest.RepoPath(t, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, start, ok := strings.Cut(string(raw), "## Quick start\n")
+	if !ok {
+		t.Fatal("the README has no Quick start")
+	}
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```\n\n(.*?)\n\n").FindStringSubmatch(start)
+	if m == nil {
+		t.Fatal("the README's Quick start has no sh block followed by a paragraph")
+	}
+	var commands []string
+	for line := range strings.SplitSeq(strings.TrimSpace(m[1]), "\n") {
+		command, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(command))
+	}
+	if want := []string{"go run ./cmd/sidecar", "make unit"}; !slices.Equal(commands, want) {
+		t.Fatalf("the README's set-up is %q, want the two commands %q", commands, want)
+	}
+	cmd := exec.Command("make", "-n", "unit")
+	cmd.Dir = sidecartest.RepoPath(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make -n unit: %v\n%s", err, out)
+	}
+	if lines := strings.Count(m[2], "\n") + 1; lines > 6 {
+		t.Errorf("the paragraph under the set-up is %d lines, want at most 6:\n%s", lines, m[2])
+	}
+}

@@ -3,6 +3,7 @@ package process
 import (
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -195,12 +196,24 @@ func TestShardsPageCommand(t *testing.T) {
 // TestReadmeShardMode runs the README's shard-mode session as written, on
 // a file of the test's own and the sidecar's own address: a sidecar alone
 // in group billing holds its 4 shards, and each curl prints what the
-// README shows.
+// README shows. The session runs the binary that the README's first run
+// builds (./sidecar), on the file its sidecars elect on (the default,
+// leader-sidecar.db), so that it can be pasted after it.
 func TestReadmeShardMode(t *testing.T) {
 	t.Parallel()
-	const first = "$ sidecar --sqlite-path leader.db --lease-name billing --shards 4 &"
-	commands, shown := transcript(blockStarting(t, shellBlocks(t, "README.md"), first))
-	args := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(commands[0], "sidecar "), " &"))
+	const first = "$ ./sidecar --sqlite-path leader-sidecar.db --lease-name billing --shards 4 &"
+	blocks := shellBlocks(t, "README.md")
+	blockStarting(t, blocks, "go build -o sidecar ./cmd/sidecar")
+	commands, shown := transcript(blockStarting(t, blocks, first))
+	args := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(commands[0], "./sidecar "), " &"))
+	help, _ := exec.Command(sidecartest.Binary(t), "--help").CombinedOutput()
+	def := regexp.MustCompile(`--sqlite-path string .*\(default "([^"]+)"\)`).FindSubmatch(help)
+	if def == nil {
+		t.Fatalf("sidecar --help gives no default of --sqlite-path:\n%s", help)
+	}
+	if !slices.Contains(args, string(def[1])) {
+		t.Fatalf("the README's shard session %q is not on the first run's file %s, the default", commands[0], def[1])
+	}
 	for i, a := range args {
 		if a == "--sqlite-path" && i+1 < len(args) {
 			args[i+1] = sidecartest.DBPath(t)
