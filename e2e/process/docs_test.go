@@ -545,3 +545,69 @@ func TestReadmeSetUp(t *testing.T) {
 		t.Errorf("the paragraph under the set-up is %d lines, want at most 6:\n%s", lines, m[2])
 	}
 }
+
+// The README's Documentation table and docs/README.md index the same
+// pages, every page of docs/, and say the same of each (what is in the
+// charts, say); docs/README.md links the README of every chart: the
+// README says docs/README.md is the same index.
+func TestDocIndexesAgree(t *testing.T) {
+	t.Parallel()
+	read := func(path ...string) string {
+		raw, err := os.ReadFile(sidecartest.RepoPath(t, path...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	rows := func(text, prefix string) []string { // the pages of a table's first column
+		var pages []string
+		for _, m := range regexp.MustCompile(`(?m)^\| \[[^]]+\]\(`+regexp.QuoteMeta(prefix)+`([\w-]+\.md)\)`).FindAllStringSubmatch(text, -1) {
+			pages = append(pages, m[1])
+		}
+		slices.Sort(pages)
+		return pages
+	}
+	_, readmeIndex, _ := strings.Cut(read("README.md"), "\n## Documentation\n")
+	readmeIndex, _, _ = strings.Cut(readmeIndex, "\n## ")
+	index := read("docs", "README.md")
+	fromReadme, fromDocs := rows(readmeIndex, "docs/"), rows(index, "")
+	var all []string
+	entries, err := os.ReadDir(sidecartest.RepoPath(t, "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".md") && e.Name() != "README.md" {
+			all = append(all, e.Name())
+		}
+	}
+	if !slices.Equal(fromReadme, all) {
+		t.Errorf("the README indexes %q, docs/ has %q", fromReadme, all)
+	}
+	if !slices.Equal(fromDocs, all) {
+		t.Errorf("docs/README.md indexes %q, docs/ has %q", fromDocs, all)
+	}
+	covers := func(text string) map[string]string { // page -> what it covers
+		m := map[string]string{}
+		for _, r := range regexp.MustCompile(`(?m)^\| \[[^]]+\]\(([\w-]+\.md)\) \| (.*) \|$`).FindAllStringSubmatch(text, -1) {
+			m[r[1]] = r[2]
+		}
+		return m
+	}
+	fromDocsCovers := covers(index)
+	for page, what := range covers(strings.ReplaceAll(readmeIndex, "(docs/", "(")) {
+		if fromDocsCovers[page] != what {
+			t.Errorf("%s: the README says it covers\n\t%s\ndocs/README.md\n\t%s", page, what, fromDocsCovers[page])
+		}
+	}
+	charts, err := filepath.Glob(sidecartest.RepoPath(t, "charts", "*", "README.md"))
+	if err != nil || len(charts) == 0 {
+		t.Fatalf("no chart READMEs: %v", err)
+	}
+	for _, c := range charts {
+		link := "(../charts/" + filepath.Base(filepath.Dir(c)) + "/README.md)"
+		if !strings.Contains(index, link) {
+			t.Errorf("docs/README.md does not link %s", link)
+		}
+	}
+}
