@@ -48,6 +48,9 @@ func (c *appHealthConfig) check(sidecarAddresses ...string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--app-health-url: must be an http:// or https:// URL such as http://127.0.0.1:8080/healthz, got %q", c.url)
 	}
+	if err := checkFullIPv4("--app-health-url", u.Hostname()); err != nil {
+		return err
+	}
 	if !httpapi.IsLoopbackHost(u.Hostname()) {
 		return fmt.Errorf("--app-health-url: must name a loopback host (127.0.0.0/8, [::1] or localhost): the app next to this sidecar, got %q", u.Hostname())
 	}

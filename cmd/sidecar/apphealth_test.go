@@ -14,6 +14,7 @@ func TestAppHealthFlags(t *testing.T) {
 		{[]string{"--app-health-url", "127.0.0.1:8080/healthz"}, nil, "--app-health-url: must be an http:// or https:// URL"},
 		{[]string{"--app-health-url", "ftp://127.0.0.1/x"}, nil, "--app-health-url: must be an http:// or https:// URL"},
 		{[]string{"--app-health-url", "http://10.0.0.7:8080/healthz"}, nil, "--app-health-url: must name a loopback host"},
+		{[]string{"--app-health-url", "http://127.1/healthz"}, nil, `--app-health-url: "127.1" is the short form of 127.0.0.1, which the sidecar does not resolve: write 127.0.0.1`},
 		{nil, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://example.com/healthz"}, "--app-health-url: must name a loopback host"},
 		{[]string{"--app-health-url", "http://127.0.0.1:4040/leader/ready"}, nil, "--app-health-url: port 4040 is this sidecar's own listener"},
 		{[]string{"--ops-address", ":8081", "--app-health-url", "http://localhost:8081/readyz"}, nil, "--app-health-url: port 8081 is this sidecar's own listener"},

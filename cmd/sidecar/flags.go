@@ -123,14 +123,25 @@ func oneOf[S ~string](flag string, got S, allowed []S) error {
 	return fmt.Errorf("%s: must be one of %s, got %q", flag, strings.Join(names, ", "), got)
 }
 
-// checkAddress checks that addr is host:port with a port number.
+// checkAddress checks that addr is host:port with a port number, the host
+// not a short form of an IPv4 address.
 func checkAddress(flag, addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%s: must be host:port, got %q", flag, addr)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("%s: port must be a number from 0 to 65535, got %q", flag, port)
+	}
+	return checkFullIPv4(flag, host)
+}
+
+// checkFullIPv4 refuses a host that is a short form of an IPv4 address
+// ("127.1"), which curl and Python take for 127.0.0.1 but the sidecar's
+// resolver (Go's, without cgo) looks up as a name and does not find.
+func checkFullIPv4(flag, host string) error {
+	if full, ok := httpapi.ShortIPv4(host); ok {
+		return fmt.Errorf("%s: %q is the short form of %s, which the sidecar does not resolve: write %s", flag, host, full, full)
 	}
 	return nil
 }

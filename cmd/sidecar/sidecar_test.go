@@ -47,6 +47,8 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"address without port", []string{"--http-address", "localhost"}, nil, "--http-address: must be host:port"},
 		{"port out of range", []string{"--http-address", "127.0.0.1:65536"}, nil, "--http-address: port must be a number"},
 		{"app API on every interface", []string{"--http-address", ":4040"}, nil, "--http-address: must be a loopback address"},
+		{"app API on a short IPv4 form", []string{"--http-address", "127.1:4040"}, nil, `--http-address: "127.1" is the short form of 127.0.0.1, which the sidecar does not resolve: write 127.0.0.1`},
+		{"ops API on a short IPv4 form", []string{"--ops-address", "10.1:8081"}, nil, `--ops-address: "10.1" is the short form of 10.0.0.1, which the sidecar does not resolve: write 10.0.0.1`},
 		{"app API on the pod IP", []string{"--http-address", "10.0.0.7:4040"}, nil, "--http-address: must be a loopback address"},
 		{"env: app API on every interface", nil, []string{"LEADER_SIDECAR_HTTP_ADDRESS=0.0.0.0:4040"}, "--http-address: must be a loopback address"},
 		{"env: remote allowed by env, refused by flag", []string{"--http-allow-remote=false"}, []string{"LEADER_SIDECAR_HTTP_ADDRESS=[::]:4040", "LEADER_SIDECAR_HTTP_ALLOW_REMOTE=true"}, "--http-address: must be a loopback address"},

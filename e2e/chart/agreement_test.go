@@ -42,6 +42,7 @@ const (
 	refusedURL      = "sidecar.appHealth.url must be an http:// or https:// URL on loopback"
 	sidecarNotHTTP  = "--app-health-url: must be an http:// or https:// URL"
 	sidecarNotLocal = "--app-health-url: must name a loopback host"
+	sidecarShort    = `--app-health-url: "127.1" is the short form of 127.0.0.1`
 	ownListener     = "is this sidecar's own listener"
 	badPort         = "is not a port number from 1 to 65535"
 )
@@ -115,7 +116,7 @@ var agreementCases = []agreementCase{
 	urlCase("http://127.0.0.1/healthz", "", ""),
 	urlCase("http://localhoſt:8080/healthz", "", ""), // EqualFold: ſ is s
 	urlCase("http://[0::ffff:127.1.2.3]:8080/", "", ""),
-	urlCase("http://127.1/healthz", refusedURL, sidecarNotLocal),
+	urlCase("http://127.1/healthz", refusedURL, sidecarShort),
 	urlCase("http://127.0.0.1./healthz", refusedURL, sidecarNotLocal),
 	urlCase("http://127.0.0.256/healthz", refusedURL, sidecarNotLocal),
 	urlCase("http://127.000.0.1/healthz", refusedURL, sidecarNotLocal),

@@ -425,7 +425,7 @@ func TestReadmeQuickStart(t *testing.T) {
 func TestConfigurationPageCheck(t *testing.T) {
 	t.Parallel()
 	commands, shown := transcript(blockStarting(t, docBlocks(t, "configuration.md"),
-		"$ LEADER_SIDECAR_APP_HEALTH_URL=http://127.1/healthz sidecar check"))
+		"$ LEADER_SIDECAR_APP_HEALTH_URL=http://10.0.0.7:8080/healthz sidecar check"))
 	script := strings.ReplaceAll(strings.Join(commands, "\n"), " sidecar check", " "+sidecartest.Binary(t)+" check")
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}

@@ -24,6 +24,46 @@ func IsLoopbackHost(host string) bool {
 	return addr.Unmap().IsLoopback()
 }
 
+// ShortIPv4 reports whether host is an IPv4 address in one of the short
+// decimal forms that inet_aton, and so curl and Python, accept ("127.1"
+// is 127.0.0.1, "10.1.2" is 10.1.0.2, "2130706433" is 127.0.0.1), and
+// returns it in full. Go's resolver without cgo, which the sidecar's
+// binaries use, takes such a host for a name to look up, and finds none:
+// the checks of addresses and URLs refuse it, naming the full form.
+func ShortIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 3 {
+		return netip.Addr{}, false
+	}
+	var n [3]uint64
+	for i, p := range parts {
+		// A leading 0 makes a part octal to inet_aton: not taken here.
+		if p == "" || strings.Trim(p, "0123456789") != "" || (len(p) > 1 && p[0] == '0') {
+			return netip.Addr{}, false
+		}
+		v, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		n[i] = v
+	}
+	// Every part but the last is one byte; the last fills the rest.
+	var v uint64
+	for i := range len(parts) - 1 {
+		if n[i] > 0xff {
+			return netip.Addr{}, false
+		}
+		v = v<<8 | n[i]
+	}
+	rest := uint(32 - 8*(len(parts)-1))
+	last := n[len(parts)-1]
+	if last >= 1<<rest {
+		return netip.Addr{}, false
+	}
+	v = v<<rest | last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
 // hostOf is the host part of a Host header, with or without a port and
 // with the brackets of an IPv6 literal removed.
 func hostOf(hostHeader string) string {

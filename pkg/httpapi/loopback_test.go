@@ -7,6 +7,46 @@ import (
 	"time"
 )
 
+func TestShortIPv4(t *testing.T) {
+	cases := []struct {
+		host, want string // want "" when host is not a short form
+	}{
+		{"127.1", "127.0.0.1"},
+		{"127.0.1", "127.0.0.1"},
+		{"10.1.2", "10.1.0.2"},
+		{"10.65536", "10.1.0.0"},
+		{"2130706433", "127.0.0.1"},
+		{"0", "0.0.0.0"},
+		{"127.0.0.1", ""}, // the full form
+		{"256.1", ""},
+		{"127.16777216", ""},
+		{"1.256.1", ""},
+		{"1.1.65536", ""},
+		{"4294967296", ""},
+		{"127.", ""},
+		{".1", ""},
+		{"127.1a", ""},
+		{"0x7f.1", ""},
+		{"0177.1", ""}, // octal to inet_aton
+		{"+127.1", ""},
+		{"localhost", ""},
+		{"", ""},
+		{"::1", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.host, func(t *testing.T) {
+			addr, ok := ShortIPv4(c.host)
+			got := ""
+			if ok {
+				got = addr.String()
+			}
+			if got != c.want {
+				t.Fatalf("ShortIPv4(%q) = %q, %v; want %q", c.host, got, ok, c.want)
+			}
+		})
+	}
+}
+
 func TestIsLoopbackHost(t *testing.T) {
 	cases := []struct {
 		host string
