@@ -12,6 +12,10 @@
 #   leader-sidecar-lib-X.Y.Z.tgz, leader-sidecar-example-X.Y.Z.tgz,
 #   leader-sidecar-injector-X.Y.Z.tgz
 #       the charts, `helm package`d (version X.Y.Z, appVersion vX.Y.Z)
+#   plugins/leader.yaml
+#       the krew manifest of the kubectl plugin (kubectl leader status): the
+#       four archives, each with its SHA-256 and its URL under DOWNLOAD_URL,
+#       their sidecar installed as kubectl-leader
 #   SHA256SUMS
 #       the SHA-256 of every file above, as `sha256sum -c SHA256SUMS` reads it
 #
@@ -36,9 +40,13 @@
 #   helm push leader-sidecar-lib-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
 #   helm push leader-sidecar-example-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
 #   helm push leader-sidecar-injector-0.2.0.tgz oci://ghcr.io/leader-sidecar/charts
+#   # and the four archives as the GitHub release v0.2.0's assets, where
+#   # plugins/leader.yaml points (kubectl krew install --manifest=...)
 #
 # Environment: VERSION (required), LDFLAGS (default: make build's), HELM
-# (default: the helm of hack/helm.sh).
+# (default: the helm of hack/helm.sh), DOWNLOAD_URL (where the archives are
+# published, the manifest's URLs: default the GitHub release's,
+# https://github.com/leader-sidecar/leader-sidecar/releases/download/$VERSION).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -74,6 +82,8 @@ LDFLAGS=${LDFLAGS:-"-s -w -X main.version=$VERSION"}
 [[ $LDFLAGS == *"-X main.version=$VERSION"* ]] ||
   { log "LDFLAGS \"$LDFLAGS\" do not stamp main.version=$VERSION"; exit 2; }
 HELM=${HELM:-$("$root/hack/helm.sh" | tail -1)}
+DOWNLOAD_URL=${DOWNLOAD_URL:-https://github.com/leader-sidecar/leader-sidecar/releases/download/$VERSION}
+[[ $DOWNLOAD_URL == https://* ]] || { log "DOWNLOAD_URL \"$DOWNLOAD_URL\" is not an https:// URL, which krew requires"; exit 2; }
 chart_version=${VERSION#v}
 
 out=${1:-$root/dist}
@@ -114,11 +124,59 @@ for chart in leader-sidecar-lib leader-sidecar-example leader-sidecar-injector; 
 done
 rm -rf "$stage/charts" "$stage/helm"
 
-(cd "$stage" && sha256sum -- * >SHA256SUMS)
+# The kubectl plugin's krew manifest: one platform per archive, with the
+# archive's SHA-256; krew copies the sidecar out of it as kubectl-leader.
+mkdir "$stage/plugins"
+{
+  cat <<MANIFEST
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: leader
+spec:
+  version: $VERSION
+  homepage: https://github.com/leader-sidecar/leader-sidecar
+  shortDescription: Show who holds each leader election (Lease)
+  description: |
+    kubectl leader status lists the leader elections of a namespace (-A:
+    all): the Leases that leader-sidecar and client-go's leaderelection
+    write, with holder, fencing token, term, last renewal, hand-off and
+    whether one looks stale; -o wide, -o json, --watch. It is the
+    leader-sidecar binary, installed as kubectl-leader.
+  platforms:
+MANIFEST
+  for os in linux darwin; do
+    for arch in amd64 arm64; do
+      name=leader-sidecar-$VERSION-$os-$arch
+      sum=$(sha256sum -- "$stage/$name.tar.gz" | cut -d' ' -f1)
+      cat <<PLATFORM
+  - selector:
+      matchLabels:
+        os: $os
+        arch: $arch
+    uri: $DOWNLOAD_URL/$name.tar.gz
+    sha256: $sum
+    files:
+    - from: $name/sidecar
+      to: kubectl-leader
+    - from: $name/LICENSE
+      to: .
+    bin: kubectl-leader
+PLATFORM
+    done
+  done
+} >"$stage/plugins/leader.yaml"
+
+(cd "$stage" && sha256sum -- *.tar.gz *.oci.tar *.tgz plugins/leader.yaml >SHA256SUMS)
 
 # Replace an earlier release's files in OUTDIR, and only those.
 rm -f "$out"/leader-sidecar-v*.tar.gz "$out"/leader-sidecar-v*.oci.tar "$out"/example-worker-v*.oci.tar \
-  "$out"/leader-sidecar-lib-*.tgz "$out"/leader-sidecar-example-*.tgz "$out"/leader-sidecar-injector-*.tgz "$out/SHA256SUMS"
+  "$out"/leader-sidecar-lib-*.tgz "$out"/leader-sidecar-example-*.tgz "$out"/leader-sidecar-injector-*.tgz "$out/SHA256SUMS" \
+  "$out/plugins/leader.yaml"
+mkdir -p "$out/plugins"
+mv "$stage/plugins/leader.yaml" "$out/plugins/"
+echo "$out/plugins/leader.yaml"
+rmdir "$stage/plugins"
 for f in "$stage"/*; do
   mv "$f" "$out/"
   echo "$out/$(basename "$f")"

@@ -80,7 +80,9 @@ func TestReleaseRefusesOtherVersions(t *testing.T) {
 // TestRelease runs hack/release.sh for the charts' version and checks every
 // artifact: four archives of the right binary for their OS and
 // architecture with LICENSE and README, SHA256SUMS matching every file, the
-// charts packaged with the release's version and appVersion, and the images.
+// charts packaged with the release's version and appVersion, the images,
+// and the kubectl plugin's krew manifest, which names the four archives
+// with their checksums.
 func TestRelease(t *testing.T) {
 	version := sidecartest.ReadChartMeta(t, "leader-sidecar-lib").AppVersion
 	chartVersion := strings.TrimPrefix(version, "v")
@@ -102,15 +104,20 @@ func TestRelease(t *testing.T) {
 		"leader-sidecar-example-" + chartVersion + ".tgz",
 		"leader-sidecar-injector-" + chartVersion + ".tgz",
 		"leader-sidecar-lib-" + chartVersion + ".tgz",
+		"plugins/leader.yaml",
 	}
 	sort.Strings(want)
 	var got, printed []string
-	entries, err := os.ReadDir(dir)
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		got = append(got, rel)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		got = append(got, e.Name())
 	}
 	for _, p := range strings.Fields(stdout) {
 		printed = append(printed, strings.TrimPrefix(p, dir+"/"))
@@ -124,6 +131,7 @@ func TestRelease(t *testing.T) {
 		checkBinaryArchive(t, filepath.Join(dir, "leader-sidecar-"+version+"-"+osArch+".tar.gz"), version, osArch)
 	}
 	checkSums(t, dir, want)
+	checkPluginManifest(t, dir, version)
 	for _, chart := range []string{"leader-sidecar-lib", "leader-sidecar-example", "leader-sidecar-injector"} {
 		files := untgz(t, filepath.Join(dir, chart+"-"+chartVersion+".tgz"))
 		m := sidecartest.ParseChartMeta(t, chart, files[chart+"/Chart.yaml"])
