@@ -21,8 +21,9 @@
 // runs. The sidecar and sidecar lock share the election's settings
 // (electionConfig) and check them alike. A command is in a file of its
 // own: the sidecar in sidecar.go (its settings) and serve.go (its parts
-// and lifecycle), lock.go, check.go, reset.go, status.go (and
-// statusview.go, what it shows), and client.go for probe and handoff.
+// and lifecycle), lock.go, check.go, reset.go, status.go (its stores;
+// what it shows is package statusview), and client.go for probe and
+// handoff.
 //
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
+	"github.com/leader-sidecar/leader-sidecar/pkg/statusview"
 )
 
 const statusUsage = `Usage: %[1]s [flags]
@@ -165,12 +164,12 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 		fmt.Fprintf(p.stderr, "%s: %v\n", prog, err)
 		return 1
 	}
-	v := statusView{out: p.stdout, errOut: p.stderr, now: statusClock, json: c.output == "json",
-		table: tablePrinter{wide: c.output == "wide", namespaces: c.allNamespaces}}
+	v := statusview.View{Out: p.stdout, ErrOut: p.stderr, Now: statusClock, JSON: c.output == "json",
+		Table: statusview.Table{Wide: c.output == "wide", Namespaces: c.allNamespaces}}
 	if c.watch {
-		err = v.watch(ctx, src)
+		err = v.Watch(ctx, src)
 	} else {
-		err = v.list(ctx, src)
+		err = v.List(ctx, src)
 	}
 	if err != nil {
 		fmt.Fprintf(p.stderr, "%s: %v\n", prog, err)
@@ -179,29 +178,9 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 	return 0
 }
 
-// statusSource is where status reads elections.
-type statusSource interface {
-	// read returns every election, sorted by namespace and name.
-	read(ctx context.Context) ([]storedElection, error)
-	// follow sends, until ctx ends, updates that bring a copy of the
-	// elections up to date: first every election (full), then each change
-	// as it happens, again every election after a gap. Problems it
-	// recovers from go to warn.
-	follow(ctx context.Context, updates chan<- statusUpdate, warn func(error))
-}
-
-// statusUpdate brings the elections a watcher knows up to date: with full,
-// elections are all there are (the others are gone); else elections
-// changed and gone were deleted.
-type statusUpdate struct {
-	full      bool
-	elections []storedElection
-	gone      []storedElection
-}
-
 // source opens the store c names: the API server's Leases (the
 // kubeconfig and namespace found as kubectl finds them), or a SQLite file.
-func (c *statusConfig) source(environ []string) (statusSource, error) {
+func (c *statusConfig) source(environ []string) (statusview.Source, error) {
 	if c.backend == "sqlite" {
 		return sqliteElections{path: c.sqlitePath}, nil
 	}
@@ -230,36 +209,36 @@ type leaseElections struct {
 	all      bool
 }
 
-func (s leaseElections) read(ctx context.Context) ([]storedElection, error) {
+func (s leaseElections) Read(ctx context.Context) ([]statusview.Election, error) {
 	els, _, err := s.list(ctx)
 	return els, err
 }
 
-func (s leaseElections) list(ctx context.Context) ([]storedElection, string, error) {
+func (s leaseElections) list(ctx context.Context) ([]statusview.Election, string, error) {
 	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: s.selector})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing Leases: %w", err)
 	}
-	var els []storedElection
+	var els []statusview.Election
 	for i := range list.Items {
 		if e, ok := s.electionOf(&list.Items[i]); ok {
 			els = append(els, e)
 		}
 	}
-	sortElections(els)
+	statusview.Sort(els)
 	return els, list.ResourceVersion, nil
 }
 
 // electionOf is the election a Lease holds, if it is one status shows.
-func (s leaseElections) electionOf(l *coordinationv1.Lease) (storedElection, bool) {
-	e := storedElection{namespace: l.Namespace, name: l.Name, rec: lease.RecordOf(l), version: backend.Version(l.ResourceVersion)}
+func (s leaseElections) electionOf(l *coordinationv1.Lease) (statusview.Election, bool) {
+	e := statusview.Election{Namespace: l.Namespace, Name: l.Name, Record: lease.RecordOf(l), Version: backend.Version(l.ResourceVersion)}
 	return e, s.all || lease.HoldsElection(l)
 }
 
-// follow lists, then watches from the list's version; when the watch
+// Follow lists, then watches from the list's version; when the watch
 // ends or fails (its version expired, the API server went away) it lists
 // again after a second.
-func (s leaseElections) follow(ctx context.Context, updates chan<- statusUpdate, warn func(error)) {
+func (s leaseElections) Follow(ctx context.Context, updates chan<- statusview.Update, warn func(error)) {
 	for ctx.Err() == nil {
 		if err := s.followOnce(ctx, updates); err != nil && ctx.Err() == nil {
 			warn(err)
@@ -271,12 +250,12 @@ func (s leaseElections) follow(ctx context.Context, updates chan<- statusUpdate,
 	}
 }
 
-func (s leaseElections) followOnce(ctx context.Context, updates chan<- statusUpdate) error {
+func (s leaseElections) followOnce(ctx context.Context, updates chan<- statusview.Update) error {
 	els, rv, err := s.list(ctx)
 	if err != nil {
 		return err
 	}
-	if !send(ctx, updates, statusUpdate{full: true, elections: els}) {
+	if !statusview.Send(ctx, updates, statusview.Update{Full: true, Elections: els}) {
 		return nil
 	}
 	w, err := s.leases.Watch(ctx, metav1.ListOptions{LabelSelector: s.selector, ResourceVersion: rv, AllowWatchBookmarks: true})
@@ -295,7 +274,7 @@ func (s leaseElections) followOnce(ctx context.Context, updates chan<- statusUpd
 		if !open {
 			return nil // the server ended the watch: list again
 		}
-		var u statusUpdate
+		var u statusview.Update
 		switch ev.Type {
 		case watch.Error:
 			return fmt.Errorf("watching Leases: %v", ev.Object)
@@ -308,12 +287,12 @@ func (s leaseElections) followOnce(ctx context.Context, updates chan<- statusUpd
 			}
 			e, shown := s.electionOf(l)
 			if ev.Type == watch.Deleted || !shown {
-				u.gone = []storedElection{e}
+				u.Gone = []statusview.Election{e}
 			} else {
-				u.elections = []storedElection{e}
+				u.Elections = []statusview.Election{e}
 			}
 		}
-		if !send(ctx, updates, u) {
+		if !statusview.Send(ctx, updates, u) {
 			return nil
 		}
 	}
@@ -322,14 +301,14 @@ func (s leaseElections) followOnce(ctx context.Context, updates chan<- statusUpd
 // sqliteElections are the elections of a SQLite file, read read-only.
 type sqliteElections struct{ path string }
 
-func (s sqliteElections) read(ctx context.Context) ([]storedElection, error) {
+func (s sqliteElections) Read(ctx context.Context) ([]statusview.Election, error) {
 	stored, err := sqlite.ReadAll(ctx, s.path)
 	if err != nil {
 		return nil, err
 	}
-	els := make([]storedElection, 0, len(stored))
+	els := make([]statusview.Election, 0, len(stored))
 	for _, st := range stored {
-		els = append(els, storedElection{name: st.Election, rec: st.Record, version: st.Version})
+		els = append(els, statusview.Election{Name: st.Election, Record: st.Record, Version: st.Version})
 	}
 	return els, nil
 }
@@ -338,14 +317,14 @@ func (s sqliteElections) read(ctx context.Context) ([]storedElection, error) {
 // a local file, cheap, and never a write.
 const sqlitePollInterval = 200 * time.Millisecond
 
-// follow reads the file every sqlitePollInterval: every election, each
+// Follow reads the file every sqlitePollInterval: every election, each
 // time (the watcher prints only what changed).
-func (s sqliteElections) follow(ctx context.Context, updates chan<- statusUpdate, warn func(error)) {
+func (s sqliteElections) Follow(ctx context.Context, updates chan<- statusview.Update, warn func(error)) {
 	for ctx.Err() == nil {
-		els, err := s.read(ctx)
+		els, err := s.Read(ctx)
 		if err != nil && ctx.Err() == nil {
 			warn(err)
-		} else if err == nil && !send(ctx, updates, statusUpdate{full: true, elections: els}) {
+		} else if err == nil && !statusview.Send(ctx, updates, statusview.Update{Full: true, Elections: els}) {
 			return
 		}
 		select {
@@ -355,186 +334,6 @@ func (s sqliteElections) follow(ctx context.Context, updates chan<- statusUpdate
 	}
 }
 
-func send(ctx context.Context, updates chan<- statusUpdate, u statusUpdate) bool {
-	select {
-	case updates <- u:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func sortElections(els []storedElection) {
-	sort.Slice(els, func(i, j int) bool { return els[i].key() < els[j].key() })
-}
-
 // statusClock is the observer's clock of `status`: the ages it prints and
 // its stale verdicts are read on it (a test sets it; nothing else does).
 var statusClock = time.Now
-
-// statusView prints what a statusSource holds, at the clock now.
-type statusView struct {
-	out, errOut io.Writer
-	now         func() time.Time
-	json        bool
-	table       tablePrinter
-	// staleNoted: the note on stale rows was printed (once per run).
-	staleNoted bool
-}
-
-// list prints every election once.
-func (v *statusView) list(ctx context.Context, src statusSource) error {
-	els, err := src.read(ctx)
-	if err != nil {
-		return err
-	}
-	now := v.now()
-	rows := make([]electionRow, 0, len(els))
-	for _, e := range els {
-		rows = append(rows, rowOf(e, now))
-	}
-	if v.json {
-		return printJSONIndented(v.out, statusList{Elections: rows})
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(v.errOut, "No elections found.")
-		return nil
-	}
-	if err := v.table.print(v.out, rows, true); err != nil {
-		return err
-	}
-	v.noteStale(rows)
-	return nil
-}
-
-// staleRecheck is how often --watch looks again at elections that did not
-// change: a holder that stops renewing turns stale with no event.
-const staleRecheck = time.Second
-
-// watch prints every election, then each election's row again whenever
-// its changeKey changes, until ctx ends.
-func (v *statusView) watch(ctx context.Context, src statusSource) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates := make(chan statusUpdate)
-	go src.follow(ctx, updates, func(err error) { fmt.Fprintf(v.errOut, "warning: %v; trying again\n", err) })
-	w := newStatusWatcher()
-	tick := time.NewTicker(staleRecheck)
-	defer tick.Stop()
-	for {
-		var rows []electionRow
-		select {
-		case <-ctx.Done():
-			return nil
-		case u := <-updates:
-			rows = w.apply(u, v.now())
-		case <-tick.C:
-			rows = w.recheck(v.now())
-		}
-		if err := v.printChanged(rows, w); err != nil {
-			return err
-		}
-	}
-}
-
-// printChanged prints the rows --watch found changed.
-func (v *statusView) printChanged(rows []electionRow, w *statusWatcher) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	if v.json {
-		for _, r := range rows {
-			if err := printJSON(v.out, r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := v.table.print(v.out, rows, !w.headerPrinted); err != nil {
-		return err
-	}
-	w.headerPrinted = true
-	v.noteStale(rows)
-	return nil
-}
-
-// noteStale prints staleNote on stderr once, at the first stale row.
-func (v *statusView) noteStale(rows []electionRow) {
-	if v.staleNoted {
-		return
-	}
-	for _, r := range rows {
-		if r.Stale {
-			fmt.Fprintln(v.errOut, staleNote)
-			v.staleNoted = true
-			return
-		}
-	}
-}
-
-// statusWatcher is what --watch knows: every election and the row it
-// printed last for each.
-type statusWatcher struct {
-	elections     map[string]storedElection
-	printed       map[string]string // key -> changeKey of the row printed last
-	headerPrinted bool
-}
-
-func newStatusWatcher() *statusWatcher {
-	return &statusWatcher{elections: map[string]storedElection{}, printed: map[string]string{}}
-}
-
-// apply brings the elections up to date with u and returns the rows that
-// changed since they were last printed, sorted.
-func (w *statusWatcher) apply(u statusUpdate, now time.Time) []electionRow {
-	var rows []electionRow
-	gone := u.gone
-	if u.full {
-		present := map[string]bool{}
-		for _, e := range u.elections {
-			present[e.key()] = true
-		}
-		for k, e := range w.elections {
-			if !present[k] {
-				gone = append(gone, e)
-			}
-		}
-	}
-	for _, e := range gone {
-		if _, known := w.elections[e.key()]; !known {
-			continue
-		}
-		delete(w.elections, e.key())
-		delete(w.printed, e.key())
-		rows = append(rows, deletedRow(e, now))
-	}
-	for _, e := range u.elections {
-		w.elections[e.key()] = e
-		if r := rowOf(e, now); w.printed[e.key()] != r.changeKey() {
-			w.printed[e.key()] = r.changeKey()
-			rows = append(rows, r)
-		}
-	}
-	sortRows(rows)
-	return rows
-}
-
-// recheck returns the rows of elections whose state changed with time
-// alone (a holder that stopped renewing is now stale).
-func (w *statusWatcher) recheck(now time.Time) []electionRow {
-	var rows []electionRow
-	for k, e := range w.elections {
-		if r := rowOf(e, now); w.printed[k] != r.changeKey() {
-			w.printed[k] = r.changeKey()
-			rows = append(rows, r)
-		}
-	}
-	sortRows(rows)
-	return rows
-}
-
-func sortRows(rows []electionRow) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		return rows[i].Namespace+"/"+rows[i].Name < rows[j].Namespace+"/"+rows[j].Name
-	})
-}

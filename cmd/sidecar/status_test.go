@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
+	"github.com/leader-sidecar/leader-sidecar/pkg/statusview"
 )
 
 // The flags of sidecar status are documented in docs/operations.md from
@@ -26,35 +26,6 @@ const (
 
 func TestStatusDocIsGenerated(t *testing.T) {
 	checkGenerated(t, operationsDoc, statusTableBegin, flagTableEnd, flagTable(newStatusConfig("sidecar status").set), regenerateStatusTable)
-}
-
-// The example on the page is the table status prints: its header, and
-// rows rendered from such elections line for line.
-func TestStatusDocExample(t *testing.T) {
-	page, err := os.ReadFile(operationsDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, example, found := strings.Cut(string(page), "$ kubectl leader status -n shop\n")
-	example, _, _ = strings.Cut(example, "\nstale: ")
-	if !found {
-		t.Fatalf("%s: no example of kubectl leader status", operationsDoc)
-	}
-	billing := heldAt("billing", "billing-7d9f8c6b5-x2x7q_0b1e2d3c-4f5a-6b7c-8d9e-0f1a2b3c4d5e", 12, 3*time.Minute+12*time.Second, 2*time.Second)
-	orders := heldAt("orders", "orders-5c4b7d9f8-k8m2p_9a8b7c6d-5e4f-4a2b-9c0d-9e8f7a6b5c4d", 7, 41*time.Minute+3*time.Second, 1200*time.Millisecond)
-	orders.rec.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: orders.rec.HolderIdentity, Token: 7}
-	reports := heldAt("reports", "reports-6f7a8b9c0-q4r5s_1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", 3, 2*time.Hour+5*time.Minute, 64*time.Second)
-	var rows []electionRow
-	for _, e := range []storedElection{billing, orders, reports} {
-		rows = append(rows, rowOf(e, observed))
-	}
-	var b bytes.Buffer
-	if err := (tablePrinter{}).print(&b, rows, true); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSuffix(b.String(), "\n"); got != example {
-		t.Fatalf("%s shows:\n%s\nstatus prints:\n%s", operationsDoc, example, got)
-	}
 }
 
 // Bad usage: one line naming the flag, exit status 2, before any store is
@@ -183,17 +154,17 @@ func TestStatusOnSQLite(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(stderr, staleNote) {
+	if !strings.Contains(stderr, statusview.StaleNote) {
 		t.Fatalf("no note on the stale row in stderr %q", stderr)
 	}
 
 	code, stdout, stderr = runStatusArgs(t, "--backend", "sqlite", "--sqlite-path", path, "-o", "json")
-	var got statusList
+	var got statusview.List
 	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || len(got.Elections) != 4 {
 		t.Fatalf("-o json: exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
 	}
 	cron := got.Elections[1]
-	if cron.Name != "cron" || cron.Holder != "cron-1_b" || cron.Token != 9 || !cron.Stale || cron.State != stateStale ||
+	if cron.Name != "cron" || cron.Holder != "cron-1_b" || cron.Token != 9 || !cron.Stale || cron.State != statusview.StateStale ||
 		cron.SinceRenewalSeconds == nil || *cron.SinceRenewalSeconds < 60 || cron.LeaseDurationSeconds != 15 || cron.Namespace != "" {
 		t.Fatalf("-o json, cron: %+v", cron)
 	}
