@@ -1,0 +1,107 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: initdb
+// into a temporary directory, then postgres listening on a Unix socket in
+// that directory only (no TCP port, so servers of several test binaries
+// never collide). A test that needs PostgreSQL fails, never skips, when
+// the server binaries are missing: Start says how to install them.
+//
+// A test binary starts one server (Once) and stops it in TestMain; each
+// test works in tables or databases of its own.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// InstallHint says how to get the server binaries.
+const InstallHint = "install the Debian package: apt-get update && apt-get install -y postgresql"
+
+// Server is a running throwaway server.
+type Server struct {
+	// DSN reaches the server as user postgres, database postgres, in the
+	// keyword/value form libpq and pgx read.
+	DSN string
+	// SocketDir is the directory of the server's Unix socket (port 5432).
+	SocketDir string
+	// LogPath is the server's log file.
+	LogPath string
+	stop    func() error
+}
+
+// URL is the server's address as a postgres:// URL (the socket directory
+// in the host parameter), for a database name.
+func (s *Server) URL(database string) string {
+	return fmt.Sprintf("postgres://postgres@/%s?host=%s&port=5432&sslmode=disable", database, s.SocketDir)
+}
+
+// Stop stops the server (a fast shutdown) and removes its directory.
+func (s *Server) Stop() error { return s.stop() }
+
+// Start starts a server; see the package doc. The server is a child of the
+// test binary that the kernel kills if the binary dies before Stop.
+func Start() (*Server, error) { return start() }
+
+// Once starts a server at most once per test binary.
+type Once struct {
+	once    sync.Once
+	running *Server
+	err     error
+}
+
+// Server starts the server if it is not running yet and returns it; the
+// test fails if it cannot be started.
+func (o *Once) Server(t testing.TB) *Server {
+	t.Helper()
+	o.once.Do(func() {
+		began := time.Now()
+		o.running, o.err = Start()
+		if o.err == nil && testing.Verbose() {
+			fmt.Fprintf(os.Stderr, "PostgreSQL up in %v\n", time.Since(began).Round(time.Millisecond))
+		}
+	})
+	if o.err != nil {
+		t.Fatalf("PostgreSQL for the tests: %v", o.err)
+	}
+	return o.running
+}
+
+// Stop stops the server if Server started it.
+func (o *Once) Stop() error {
+	if o.running == nil {
+		return nil
+	}
+	return o.running.Stop()
+}
+
+// waitReady polls until the server accepts a connection.
+func waitReady(dsn string, exited <-chan error) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("postgres exited at start: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready within 30s: %w", err)
+		}
+	}
+}
