@@ -26,15 +26,24 @@ var repoRoot = filepath.Join("..", "..")
 
 // chartKinds are the lists the charts' schemas take from the binary:
 // the values of --backend but auto (a chart always names its store) and
-// the values of --readiness-mode.
+// those the charts cannot render yet (chartlessBackends), and the values
+// of --readiness-mode.
 func chartKinds() chartschema.Kinds {
-	backends := slices.DeleteFunc(backendKinds(), func(kind string) bool { return kind == autoBackend })
+	backends := slices.DeleteFunc(backendKinds(), func(kind string) bool {
+		return kind == autoBackend || slices.Contains(chartlessBackends, kind)
+	})
 	var modes []string
 	for _, m := range podreadiness.Modes {
 		modes = append(modes, string(m))
 	}
 	return chartschema.Kinds{"backends": backends, "readinessModes": modes}
 }
+
+// chartlessBackends are the stores the binary takes and the charts do
+// not: postgres needs a Secret for its URL, which no chart renders yet, so
+// a chart refuses backend: postgres rather than render a sidecar without
+// its server.
+var chartlessBackends = []string{"postgres"}
 
 // Each chart's values.schema.json (and the injector's templates/_schema.tpl)
 // is what its sources and the binary's kinds generate; -update rewrites

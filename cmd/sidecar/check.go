@@ -79,6 +79,10 @@ func (c *sidecarConfig) settings() []setting {
 		{"sqlite-busy-timeout", el.sqlite.busyTimeout.String()},
 		{"sqlite-allow-network-fs", strconv.FormatBool(el.sqlite.allowNetworkFS)},
 		{"sqlite-shared-file", strconv.FormatBool(el.sqlite.sharedFile)},
+		{"postgres-url", orDefault(redactPostgresURL(el.postgres.url), "(the PG* variables)")},
+		{"postgres-schema", orDefault(el.postgres.schema, "(the search_path's first)")},
+		{"postgres-table", el.postgres.table},
+		{"postgres-signal", el.postgres.signal},
 		{"namespace", leaseNamespace(el)},
 		{"kubeconfig", el.kube.source.String()},
 		{"kube-api-qps", strconv.FormatFloat(float64(el.kube.qps), 'g', -1, 32)},
@@ -118,6 +122,13 @@ func redactURL(raw string) string {
 		return u.Redacted()
 	}
 	return raw
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func orOff(s string) string {

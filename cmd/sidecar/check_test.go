@@ -85,7 +85,7 @@ func TestCheckRefusesWithTheSidecarsError(t *testing.T) {
 	}{
 		{nil, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://10.0.0.7/healthz"}, `--app-health-url: must name a loopback host`},
 		{[]string{"--ops-address=:8081"}, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://127.0.0.1:8081/healthz"}, `port 8081 is this sidecar's own listener`},
-		{[]string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, sqlite"},
+		{[]string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, postgres, sqlite"},
 		{nil, []string{"LEADER_SIDECAR_LEASE_DURATION=abc"}, `LEADER_SIDECAR_LEASE_DURATION="abc" (--lease-duration)`},
 		{[]string{"--lease-duration=10s"}, nil, "--lease-duration"},
 		{[]string{"--http-address=0.0.0.0:4040"}, nil, "--http-address: must be a loopback address"},

@@ -48,6 +48,7 @@ type electionConfig struct {
 	// check.
 	maxRecordLease time.Duration
 	sqlite         sqliteConfig
+	postgres       postgresConfig
 	kube           kubeConfig
 	// pod is this process's Pod, from the Downward API variables (check).
 	pod podInfo
@@ -68,8 +69,8 @@ type electionConfig struct {
 
 // addElection defines the flags of the election and the candidate.
 func (c *electionConfig) addElection(fs *pflag.FlagSet) {
-	fs.StringVar(&c.backend, "backend", autoBackend, "election store: lease, sqlite, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
-	docMeaning(fs, "backend", "`lease`, `sqlite`, or `auto`: `lease` inside a Kubernetes Pod (`KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT` set), `sqlite` elsewhere; the choice is logged")
+	fs.StringVar(&c.backend, "backend", autoBackend, "election store: lease, sqlite, postgres, or auto (lease inside a Kubernetes cluster, sqlite elsewhere)")
+	docMeaning(fs, "backend", "`lease`, `sqlite`, `postgres`, or `auto`: `lease` inside a Kubernetes Pod (`KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT` set), `sqlite` elsewhere; the choice is logged. `postgres` is never chosen by `auto`")
 	fs.StringVar(&c.leaseName, "lease-name", "leader-sidecar", "name of the election (the Lease, or the SQLite row); candidates with the same name contend")
 	docMeaning(fs, "lease-name", "name of the election; candidates with the same name contend (a DNS subdomain name)")
 	fs.StringVar(&c.identity, "identity", "", "identity prefix; a random suffix is added per process start (default $POD_NAME, else the hostname)")
@@ -90,9 +91,10 @@ func (c *electionConfig) addElection(fs *pflag.FlagSet) {
 	c.set = fs
 }
 
-// addStore defines the flags of the two stores.
+// addStore defines the flags of the stores.
 func (c *electionConfig) addStore(fs *pflag.FlagSet) {
 	c.sqlite.add(fs)
+	c.postgres.add(fs)
 	c.kube.add(fs)
 }
 
@@ -159,6 +161,9 @@ func (c *electionConfig) check(environ []string) error {
 		return err
 	}
 	if err := c.kube.check(); err != nil {
+		return err
+	}
+	if err := c.postgres.check(c.backend == "postgres"); err != nil {
 		return err
 	}
 	c.pod = podFromEnv(environ)
@@ -365,9 +370,9 @@ func checkIdentity(id string) error {
 type store struct {
 	backend backend.Backend
 	// lease names the election in answers: "<namespace>/<name>" for a
-	// Lease, the name for SQLite.
+	// Lease, the name for SQLite and PostgreSQL.
 	lease string
-	// namespace is the Lease's namespace; "" for SQLite.
+	// namespace is the Lease's namespace; "" for the other stores.
 	namespace string
 	close     func()
 }
@@ -378,8 +383,9 @@ type opener func(ctx context.Context, cfg electionConfig, kube *kubeclient.Clien
 // openers maps each kind of election store to its opener: the one list
 // of the kinds, which --backend takes (see backendKinds).
 var openers = map[string]opener{
-	"sqlite": openSQLite,
-	"lease":  openLease,
+	"sqlite":   openSQLite,
+	"lease":    openLease,
+	"postgres": openPostgres,
 }
 
 // autoBackend is the --backend that picks a kind of openers by where the

@@ -59,7 +59,7 @@ func TestLockInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		{"a flag only the sidecar has", []string{"--readiness-mode", "label", "--", "true"}, nil, "unknown flag: --readiness-mode"},
 		{"unknown flag", []string{"--kill-grase", "1s", "--", "true"}, nil, "unknown flag: --kill-grase"},
 		// The election flags are the sidecar's, checked by the same code.
-		{"unknown backend", []string{"--backend", "etcd", "--", "true"}, nil, "--backend: must be one of auto, lease, sqlite"},
+		{"unknown backend", []string{"--backend", "etcd", "--", "true"}, nil, "--backend: must be one of auto, lease, postgres, sqlite"},
 		{"lease not above renew", []string{"--lease-duration", "10s", "--", "true"}, nil, "--lease-duration: must be greater than the renew deadline"},
 		{"zero retry", []string{"--retry-period", "0s", "--", "true"}, nil, "--retry-period: must be greater than 0"},
 		{"lease name not a DNS name", []string{"--lease-name", "Billing_Job", "--", "true"}, nil, "--lease-name"},

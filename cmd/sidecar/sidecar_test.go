@@ -13,7 +13,7 @@ func TestInvalidConfigurationExits2NamingTheFlag(t *testing.T) {
 		env     []string
 		mention string
 	}{
-		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, sqlite"},
+		{"unknown backend", []string{"--backend", "etcd"}, nil, "--backend: must be one of auto, lease, postgres, sqlite"},
 		{"namespace not a DNS label", []string{"--namespace", "Prod.Apps"}, nil, "--namespace: \"Prod.Apps\" is not a valid namespace name"},
 		{"zero QPS", []string{"--kube-api-qps", "0"}, nil, "--kube-api-qps: must be greater than 0"},
 		{"QPS not a number", []string{"--kube-api-qps", "fast"}, nil, `"--kube-api-qps"`},

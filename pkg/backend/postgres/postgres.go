@@ -112,9 +112,9 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
-	config, err := pgxpool.ParseConfig(opts.URL)
+	config, err := parse(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: the connection string does not parse: %s", parseProblem(err))
+		return nil, err
 	}
 	config.MaxConns = poolConns
 	config.MinConns = 1
@@ -171,6 +171,21 @@ func validate(opts *Options) error {
 		opts.ProbeTimeout = DefaultProbeTimeout
 	}
 	return nil
+}
+
+// CheckURL returns an error if url (Options.URL) does not parse, naming
+// the problem and never the string, which may hold a password.
+func CheckURL(url string) error {
+	_, err := parse(url)
+	return err
+}
+
+func parse(url string) (*pgxpool.Config, error) {
+	config, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the connection string does not parse: %s", parseProblem(err))
+	}
+	return config, nil
 }
 
 // parseProblem is what a connection string that does not parse has wrong,
