@@ -10,23 +10,18 @@ import (
 // only the one this handle was opened on, in one statement (a consistent
 // snapshot), sorted by name byte by byte.
 func (b *Backend) List(ctx context.Context, prefix string) ([]backend.Listed, error) {
-	rows, err := b.pool.Query(ctx, `SELECT name, `+columns+` FROM `+b.table+`
-	WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`, prefix)
+	rows, err := b.pool.query(ctx, `SELECT name, `+columns+` FROM `+b.table+`
+	WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`, text(prefix))
 	if err != nil {
 		return nil, b.fail("list", err)
 	}
-	defer rows.Close()
-	var all []backend.Listed
-	for rows.Next() {
-		var name string
-		rec, v, err := scan(rows, &name)
+	all := make([]backend.Listed, 0, len(rows))
+	for _, row := range rows {
+		rec, v, err := scan(row[1:])
 		if err != nil {
 			return nil, b.fail("list", err)
 		}
-		all = append(all, backend.Listed{Name: name, Record: rec, Version: v})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, b.fail("list", err)
+		all = append(all, backend.Listed{Name: string(row[0]), Record: rec, Version: v})
 	}
 	return all, nil
 }

@@ -9,9 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -73,6 +71,11 @@ type Options struct {
 	// ProbeTimeout is how long SignalAuto waits for its test notification.
 	// Zero means DefaultProbeTimeout; negative is an error.
 	ProbeTimeout time.Duration
+	// listenDatabase, when set (by tests), is the database the listening
+	// connections connect to instead of the URL's: notifications are per
+	// database, so none arrives, as behind a transaction-mode pooler.
+	listenDatabase string
+
 	// Logger receives what the backend does on its own: the change signal
 	// chosen, a listening connection lost and regained. Nil means
 	// slog.Default().
@@ -84,8 +87,8 @@ type Options struct {
 // records. A Backend is safe for concurrent use.
 type Backend struct {
 	opts      Options
-	config    *pgxpool.Config
-	pool      *pgxpool.Pool
+	config    *pgconn.Config
+	pool      *conns
 	table     string // the table, quoted and qualified with its schema
 	tableName string // schema.table as the notification payload names it
 	where     string // the server, database and user, for Describe; no password
@@ -116,28 +119,19 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	config.MaxConns = poolConns
-	config.MinConns = 1
 	b := &Backend{
 		opts:     opts,
 		config:   config,
-		where:    where(config.ConnConfig),
-		password: config.ConnConfig.Password,
+		pool:     newConns(config, poolConns),
+		where:    where(config),
+		password: config.Password,
 		log:      opts.Logger,
 	}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	b.pool, err = pgxpool.NewWithConfig(ctx, config)
-	if err != nil {
-		return nil, b.fail("open", err)
-	}
-	if err := b.pool.Ping(ctx); err != nil {
-		b.pool.Close()
-		return nil, b.fail("connect", err)
-	}
 	if err := b.initSchema(ctx); err != nil {
-		b.pool.Close()
+		b.pool.close()
 		return nil, b.fail("open", err)
 	}
 	b.closing, b.stop = context.WithCancel(context.Background())
@@ -180,8 +174,8 @@ func CheckURL(url string) error {
 	return err
 }
 
-func parse(url string) (*pgxpool.Config, error) {
-	config, err := pgxpool.ParseConfig(url)
+func parse(url string) (*pgconn.Config, error) {
+	config, err := pgconn.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: the connection string does not parse: %s", parseProblem(err))
 	}
@@ -226,7 +220,7 @@ func scrubURLs(text string) string {
 }
 
 // where names the server, database and user of c, never the password.
-func where(c *pgx.ConnConfig) string {
+func where(c *pgconn.Config) string {
 	host := c.Host
 	if strings.HasPrefix(host, "/") {
 		host = "unix:" + host
@@ -273,7 +267,7 @@ func (b *Backend) Close() error {
 		b.mu.Unlock()
 		b.stop()
 		b.watches.Wait()
-		b.pool.Close()
+		b.pool.close()
 	})
 	return nil
 }

@@ -1,9 +1,12 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,4 +174,79 @@ func TestNotifySignalsInMilliseconds(t *testing.T) {
 	if worst > 2*time.Second {
 		t.Errorf("slowest signal %v after the write, want milliseconds", worst)
 	}
+}
+
+// TestAutoSignalFallsBackToPolling: where notifications never arrive (here
+// the listening connection is in another database, as a transaction-mode
+// pooler hands it to another client), SignalAuto notices at start, says so
+// in the log, and polls: a write is still signalled. SignalNotify, told
+// the same, never signals the write.
+func TestAutoSignalFallsBackToPolling(t *testing.T) {
+	if err := exec(t, `CREATE DATABASE elsewhere`); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	auto := postgres.ListenInDatabase(postgres.Options{PollInterval: 50 * time.Millisecond, ProbeTimeout: 200 * time.Millisecond, Logger: log}, "elsewhere")
+	notify := postgres.ListenInDatabase(postgres.Options{Signal: postgres.SignalNotify, PollInterval: time.Hour}, "elsewhere")
+	writer := opener("fallback", postgres.Options{})(t, "e")
+	v, err := writer.Create(t.Context(), backendtest.SampleRecord("a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	autoChanges := opener("fallback", auto)(t, "e").Watch(t.Context())
+	notifyChanges := opener("fallback", notify)(t, "e").Watch(t.Context())
+	<-notifyChanges // the signal every listener gives at start
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(logs.String(), "polling instead") {
+		select {
+		case <-deadline:
+			t.Fatalf("SignalAuto did not fall back to polling; log:\n%s", logs.String())
+		case <-autoChanges:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the poller's first read, which signals nothing
+	drain(autoChanges)
+	if _, err := writer.Update(t.Context(), v, backendtest.SampleRecord("b", 2)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-autoChanges:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SignalAuto, polling, did not signal the write within 10s")
+	}
+	select {
+	case <-notifyChanges:
+		t.Fatal("SignalNotify signalled a write whose notification cannot arrive: the test does not cut notifications")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

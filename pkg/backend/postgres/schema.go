@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
+	"strconv"
+	"strings"
 )
 
 // Channel is the channel every table of records notifies on, with the
@@ -19,8 +19,13 @@ const keptMessage = `leader-sidecar: the record of an election is never deleted 
 // first Opens do not race on CREATE TABLE IF NOT EXISTS.
 const schemaLock = `SELECT pg_advisory_xact_lock(hashtext('leader-sidecar schema'))`
 
+// quote is name as a quoted SQL identifier.
+func quote(name string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(name, "\x00", ""), `"`, `""`) + `"`
+}
+
 // names are the quoted, qualified names of the schema's objects for one
-// table.
+// table, and its triggers' names.
 type names struct {
 	table, kept, notify                        string
 	keptOnDelete, keptOnTruncate, keptOnRename string
@@ -28,7 +33,7 @@ type names struct {
 }
 
 func namesFor(schema, table string) names {
-	q := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	q := func(name string) string { return quote(schema) + "." + quote(name) }
 	return names{
 		table:          q(table),
 		kept:           q(table + "_kept"),
@@ -44,7 +49,6 @@ func namesFor(schema, table string) names {
 // functions and the four triggers (replaced, so a trigger dropped or
 // disabled by hand comes back).
 func (n names) ddl() []string {
-	trigger := func(name string) string { return pgx.Identifier{name}.Sanitize() }
 	return []string{
 		`CREATE TABLE IF NOT EXISTS ` + n.table + ` (
 	name                   TEXT PRIMARY KEY,
@@ -66,66 +70,72 @@ BEGIN
 	PERFORM pg_notify('` + Channel + `', TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME || ' ' || NEW.name);
 	RETURN NULL;
 END $fn$`,
-		`DROP TRIGGER IF EXISTS ` + trigger(n.keptOnDelete) + ` ON ` + n.table,
-		`CREATE TRIGGER ` + trigger(n.keptOnDelete) + ` BEFORE DELETE ON ` + n.table +
+		`DROP TRIGGER IF EXISTS ` + quote(n.keptOnDelete) + ` ON ` + n.table,
+		`CREATE TRIGGER ` + quote(n.keptOnDelete) + ` BEFORE DELETE ON ` + n.table +
 			` FOR EACH ROW EXECUTE FUNCTION ` + n.kept + `()`,
-		`DROP TRIGGER IF EXISTS ` + trigger(n.keptOnTruncate) + ` ON ` + n.table,
-		`CREATE TRIGGER ` + trigger(n.keptOnTruncate) + ` BEFORE TRUNCATE ON ` + n.table +
+		`DROP TRIGGER IF EXISTS ` + quote(n.keptOnTruncate) + ` ON ` + n.table,
+		`CREATE TRIGGER ` + quote(n.keptOnTruncate) + ` BEFORE TRUNCATE ON ` + n.table +
 			` FOR EACH STATEMENT EXECUTE FUNCTION ` + n.kept + `()`,
-		`DROP TRIGGER IF EXISTS ` + trigger(n.keptOnRename) + ` ON ` + n.table,
-		`CREATE TRIGGER ` + trigger(n.keptOnRename) + ` BEFORE UPDATE OF name ON ` + n.table +
+		`DROP TRIGGER IF EXISTS ` + quote(n.keptOnRename) + ` ON ` + n.table,
+		`CREATE TRIGGER ` + quote(n.keptOnRename) + ` BEFORE UPDATE OF name ON ` + n.table +
 			` FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name) EXECUTE FUNCTION ` + n.kept + `()`,
-		`DROP TRIGGER IF EXISTS ` + trigger(n.notifyOnWrite) + ` ON ` + n.table,
-		`CREATE TRIGGER ` + trigger(n.notifyOnWrite) + ` AFTER INSERT OR UPDATE ON ` + n.table +
+		`DROP TRIGGER IF EXISTS ` + quote(n.notifyOnWrite) + ` ON ` + n.table,
+		`CREATE TRIGGER ` + quote(n.notifyOnWrite) + ` AFTER INSERT OR UPDATE ON ` + n.table +
 			` FOR EACH ROW EXECUTE FUNCTION ` + n.notify + `()`,
 	}
 }
 
 // countTriggers counts the table's four triggers that are enabled.
 const countTriggers = `SELECT count(*) FROM pg_trigger
-	WHERE tgrelid = to_regclass($1) AND tgname = ANY($2) AND tgenabled <> 'D'`
+	WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3, $4, $5) AND tgenabled <> 'D'`
 
 // initSchema resolves the schema (the search_path's first when Options
-// leaves it empty), then, under an advisory lock, creates the table,
-// functions and triggers when any is missing or disabled, and proves the
-// table can be written with an UPDATE that changes nothing. A user who
-// may only read and write the table's rows can Open a table that is set
-// up already.
+// leaves it empty), then, in one transaction under an advisory lock,
+// creates the table, functions and triggers when any is missing or
+// disabled, and proves the table can be written with an UPDATE that
+// changes nothing. A user who may only read and write the table's rows can
+// Open a table that is set up already.
 func (b *Backend) initSchema(ctx context.Context) error {
+	c, err := b.pool.get(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.pool.put(c)
 	schema := b.opts.Schema
 	if schema == "" {
-		if err := b.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		rows, err := run(ctx, c, `SELECT coalesce(current_schema(), '')`)
+		if err != nil {
 			return fmt.Errorf("finding the schema: %w", err)
 		}
-		if schema == "" {
+		if schema = string(rows[0][0]); schema == "" {
 			return fmt.Errorf("the search_path names no schema that exists; set one")
 		}
 	}
 	n := namesFor(schema, b.opts.Table)
 	b.table, b.tableName = n.table, schema+"."+b.opts.Table
 
-	tx, err := b.pool.Begin(ctx)
+	if _, err := run(ctx, c, `BEGIN`); err != nil {
+		return err
+	}
+	defer func() { _, _ = run(context.Background(), c, `ROLLBACK`) }()
+	if _, err := run(ctx, c, schemaLock); err != nil {
+		return err
+	}
+	rows, err := run(ctx, c, countTriggers, text(n.table), text(n.keptOnDelete), text(n.keptOnTruncate),
+		text(n.keptOnRename), text(n.notifyOnWrite))
 	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, schemaLock); err != nil {
-		return err
-	}
-	var enabled int
-	triggers := []string{n.keptOnDelete, n.keptOnTruncate, n.keptOnRename, n.notifyOnWrite}
-	if err := tx.QueryRow(ctx, countTriggers, n.table, triggers).Scan(&enabled); err != nil {
 		return fmt.Errorf("reading the table's triggers: %w", err)
 	}
-	if enabled < len(triggers) {
+	if enabled, _ := strconv.Atoi(string(rows[0][0])); enabled < 4 {
 		for _, stmt := range n.ddl() {
-			if _, err := tx.Exec(ctx, stmt); err != nil {
+			if _, err := run(ctx, c, stmt); err != nil {
 				return fmt.Errorf("creating the table and its triggers: %w", err)
 			}
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE `+n.table+` SET holder = holder WHERE false`); err != nil {
+	if _, err := run(ctx, c, `UPDATE `+n.table+` SET holder = holder WHERE false`); err != nil {
 		return fmt.Errorf("checking that the table can be written: %w", err)
 	}
-	return tx.Commit(ctx)
+	_, err = run(ctx, c, `COMMIT`)
+	return err
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
@@ -79,39 +78,66 @@ func (b *Backend) watch(ctx context.Context, ch chan struct{}) {
 // connection fails. With probe, it first sends a notification of its own
 // and fails with errNotDelivered unless it arrives within ProbeTimeout.
 func (b *Backend) listen(ctx context.Context, ch chan struct{}, probe bool) error {
-	config := b.config.ConnConfig.Copy()
+	config := b.config.Copy()
+	if b.opts.listenDatabase != "" {
+		config.Database = b.opts.listenDatabase
+	}
 	// A wait that times out only sets a deadline on the socket; the
 	// default would send the server a cancel request each time.
 	config.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
-	conn, err := pgx.ConnectConfig(ctx, config)
+	mine := b.tableName + " " + b.opts.Election
+	var probePayload string
+	probed := false
+	config.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		switch {
+		case n.Channel != Channel:
+		case n.Payload == mine:
+			backend.Notify(ch)
+		case probePayload != "" && n.Payload == probePayload:
+			probed = true
+		}
+	}
+	conn, err := pgconn.ConnectConfig(ctx, config)
 	if err != nil {
 		return b.fail("listen", err)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
+	if _, err := run(ctx, conn, "LISTEN "+quote(Channel)); err != nil {
 		return b.fail("listen", err)
 	}
 	if probe {
-		if err := b.probe(ctx, conn); err != nil {
-			return err
+		probePayload = "probe " + rand.Text()
+		if _, err := b.pool.query(ctx, `SELECT pg_notify($1, $2)`, text(Channel), text(probePayload)); err != nil {
+			return b.fail("listen", fmt.Errorf("sending a test notification: %w", err))
+		}
+		deadline := time.Now().Add(b.opts.ProbeTimeout)
+		for !probed {
+			wait, cancel := context.WithDeadline(ctx, deadline)
+			err := conn.WaitForNotification(wait)
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err == nil:
+			case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+				return errNotDelivered
+			default:
+				return b.fail("listen", err)
+			}
 		}
 	}
 	// A change may have come before LISTEN took effect.
 	backend.Notify(ch)
-	mine := b.tableName + " " + b.opts.Election
 	for {
 		wait, cancel := context.WithTimeout(ctx, b.opts.PollInterval)
-		n, err := conn.WaitForNotification(wait)
+		err := conn.WaitForNotification(wait)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err == nil:
-			if n.Payload == mine {
-				backend.Notify(ch)
-			}
 		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
 			// Quiet for an interval: check that the connection still works.
 			check, cancel := context.WithTimeout(ctx, max(b.opts.PollInterval, time.Second))
@@ -126,32 +152,6 @@ func (b *Backend) listen(ctx context.Context, ch chan struct{}, probe bool) erro
 	}
 }
 
-// probe sends a notification through the pool and waits for it on conn.
-func (b *Backend) probe(ctx context.Context, conn *pgx.Conn) error {
-	payload := "probe " + rand.Text()
-	if _, err := b.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, payload); err != nil {
-		return b.fail("listen", fmt.Errorf("sending a test notification: %w", err))
-	}
-	deadline := time.Now().Add(b.opts.ProbeTimeout)
-	for {
-		wait, cancel := context.WithDeadline(ctx, deadline)
-		n, err := conn.WaitForNotification(wait)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err == nil && n.Payload == payload:
-			return nil
-		case err == nil:
-			continue
-		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-			return errNotDelivered
-		default:
-			return b.fail("listen", err)
-		}
-	}
-}
-
 // poll reads the record's version every PollInterval until ctx is done,
 // and signals when it differs from the last one read.
 func (b *Backend) poll(ctx context.Context, ch chan struct{}) {
@@ -159,13 +159,12 @@ func (b *Backend) poll(ctx context.Context, ch chan struct{}) {
 	tick := time.NewTicker(b.opts.PollInterval)
 	defer tick.Stop()
 	for {
-		var version int64
-		err := b.pool.QueryRow(ctx, `SELECT version FROM `+b.table+` WHERE name = $1`, b.opts.Election).Scan(&version)
-		now := ""
+		rows, err := b.pool.query(ctx, `SELECT version FROM `+b.table+` WHERE name = $1`, text(b.opts.Election))
 		if err == nil {
-			now = string(formatVersion(version))
-		}
-		if err == nil || errors.Is(err, pgx.ErrNoRows) {
+			now := ""
+			if len(rows) == 1 {
+				now = string(rows[0][0])
+			}
 			if known && now != last {
 				backend.Notify(ch)
 			}

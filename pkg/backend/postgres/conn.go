@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The backend speaks to the server through pgconn, pgx's wire-protocol
+// layer, alone: parameters and results in text form, converted here. pgx's
+// type system and pool would add megabytes to the sidecar's binary for
+// five statements.
+
+// conns is a small pool of connections for Get, Create, Update and List:
+// at most poolConns open, idle ones kept. A connection that failed (the
+// driver closed it) is dropped; the next use opens a new one.
+type conns struct {
+	config *pgconn.Config
+	slots  chan struct{} // a token per connection that may be open
+	mu     sync.Mutex
+	idle   []*pgconn.PgConn
+	closed bool
+}
+
+func newConns(config *pgconn.Config, size int) *conns {
+	return &conns{config: config, slots: make(chan struct{}, size)}
+}
+
+var errClosed = errors.New("the backend is closed")
+
+// get returns an idle connection, or opens one when fewer than the pool's
+// size are open, else waits for one to be put back.
+func (p *conns) get(ctx context.Context) (*pgconn.PgConn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return nil, errClosed
+	}
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	c, err := pgconn.ConnectConfig(ctx, p.config)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// put gives c back: kept if it still works, else closed.
+func (p *conns) put(c *pgconn.PgConn) {
+	p.mu.Lock()
+	keep := !p.closed && !c.IsClosed() && c.TxStatus() == 'I'
+	if keep {
+		p.idle = append(p.idle, c)
+	}
+	p.mu.Unlock()
+	if !keep {
+		_ = c.Close(context.Background())
+	}
+	<-p.slots
+}
+
+// close closes the idle connections; those in use are closed when put.
+func (p *conns) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close(context.Background())
+	}
+}
+
+// query runs sql with args (text form; nil is NULL) on a connection of the
+// pool and returns the rows, in text form.
+func (p *conns) query(ctx context.Context, sql string, args ...[]byte) ([][][]byte, error) {
+	c, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.put(c)
+	return run(ctx, c, sql, args...)
+}
+
+// run runs sql with args on c.
+func run(ctx context.Context, c *pgconn.PgConn, sql string, args ...[]byte) ([][][]byte, error) {
+	res := c.ExecParams(ctx, sql, args, nil, nil, nil).Read()
+	return res.Rows, res.Err
+}
+
+// text is s as a parameter.
+func text(s string) []byte { return []byte(s) }
