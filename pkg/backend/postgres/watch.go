@@ -153,7 +153,8 @@ func (b *Backend) listen(ctx context.Context, ch chan struct{}, probe bool) erro
 }
 
 // poll reads the record's version every PollInterval until ctx is done,
-// and signals when it differs from the last one read.
+// and signals after the first read and whenever it differs from the last
+// one read.
 func (b *Backend) poll(ctx context.Context, ch chan struct{}) {
 	last, known := "", false
 	tick := time.NewTicker(b.opts.PollInterval)
@@ -165,7 +166,9 @@ func (b *Backend) poll(ctx context.Context, ch chan struct{}) {
 			if len(rows) == 1 {
 				now = string(rows[0][0])
 			}
-			if known && now != last {
+			// The first read signals too: a write may have come between
+			// Watch and the read.
+			if !known || now != last {
 				backend.Notify(ch)
 			}
 			last, known = now, true
