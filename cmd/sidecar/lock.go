@@ -77,7 +77,7 @@ these variables added to its environment:
   LEADER_SIDECAR_TOKEN        the fencing token of this term; attach it to every write
   LEADER_SIDECAR_IDENTITY     this candidate's identity, as the record names it
   LEADER_SIDECAR_VALID_UNTIL  the end of the claim when CMD started (RFC 3339); renewed while CMD runs
-  LEADER_SIDECAR_LEASE        what is elected: <namespace>/<name> (lease) or <name> (sqlite)
+  LEADER_SIDECAR_LEASE        what is elected: <namespace>/<name> (lease) or <name> (sqlite, postgres)
 
 It keeps renewing while CMD runs. If leadership is lost (the claim lapses,
 another term begins, the SQLite file is deleted or replaced) CMD's process

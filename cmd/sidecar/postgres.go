@@ -26,7 +26,7 @@ type postgresConfig struct {
 func (c *postgresConfig) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.url, "postgres-url", "", "PostgreSQL connection string (postgres:// URL or key=value pairs); what it leaves out comes from the PG* variables and the password file, as with libpq")
 	docDefault(fs, "postgres-url", "the `PG*` variables")
-	docMeaning(fs, "postgres-url", "the PostgreSQL server of `--backend postgres`: a `postgres://` URL or libpq's `key=value` pairs. What it leaves out comes from the standard `PG*` variables (`PGHOST`, `PGUSER`, `PGPASSWORD`, ...) and the password file (`PGPASSFILE`, else `~/.pgpass`), as with `psql`. The password is never logged nor printed: `sidecar check` masks it ([PostgreSQL](backends.md#postgresql))")
+	docMeaning(fs, "postgres-url", "the PostgreSQL server of `--backend postgres`: a `postgres://` URL or libpq's `key=value` pairs. What it leaves out comes from the standard `PG*` variables (`PGHOST`, `PGUSER`, `PGPASSWORD`, ...) and the password file (`PGPASSFILE`, else `~/.pgpass`), as with `psql`. The password is never logged nor printed: `sidecar check` masks it ([PostgreSQL](backends.md#postgresql-backend))")
 	fs.StringVar(&c.schema, "postgres-schema", "", "schema of the table of records (default: the first schema of the search_path)")
 	docDefault(fs, "postgres-schema", "the `search_path`'s first")
 	docMeaning(fs, "postgres-schema", "schema of the table of records; it must exist")

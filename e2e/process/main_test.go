@@ -1,16 +1,27 @@
 package process
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/pgtest"
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
+
+// postgresServer is the one PostgreSQL server of the package's tests,
+// started by the first that needs it; each test has tables of its own.
+var postgresServer pgtest.Once
 
 // TestMain runs four tests at once unless -parallel says otherwise: they
 // wait on lease timings, signals and child processes far more than they
 // compute.
 func TestMain(m *testing.M) {
 	sidecartest.WaitBoundParallel(4)
-	os.Exit(sidecartest.Main(m))
+	code := sidecartest.Main(m)
+	if err := postgresServer.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping PostgreSQL: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
 }

@@ -1,0 +1,214 @@
+package process
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// neverLogged is the password in the tests' PostgreSQL URLs. The test
+// server trusts local connections, so it is never asked for; it must not
+// appear in any output either way.
+const neverLogged = "pw-N3ver-Logged"
+
+// startOnPostgres starts n sidecars on one PostgreSQL table, the URL in
+// LEADER_SIDECAR_POSTGRES_URL, and waits until all serve.
+func startOnPostgres(t *testing.T, table string, n int, extra ...string) []*sidecartest.Sidecar {
+	t.Helper()
+	url := strings.Replace(postgresServer.Server(t).URL("postgres"), "postgres@", "postgres:"+neverLogged+"@", 1)
+	env := []string{"LEADER_SIDECAR_POSTGRES_URL=" + url}
+	args := append([]string{"--backend", "postgres", "--postgres-table", table}, extra...)
+	all := make([]*sidecartest.Sidecar, n)
+	for i := range all {
+		all[i] = sidecartest.Spawn(t, env, args...)
+	}
+	for _, s := range all {
+		s.WaitServing()
+	}
+	return all
+}
+
+// Three sidecar processes on one PostgreSQL, every one sampled as fast as
+// it answers throughout: one leads; on SIGTERM it hands off, through the
+// release and NOTIFY, within a second with the token one higher; on
+// SIGKILL of the next, the last takes over once the lease has run out,
+// with the token one higher again. No claim of an older term is ever sent
+// after a newer term has claimed, and no process prints the password.
+func TestPostgresThreeSidecarsHandOffAndFailOver(t *testing.T) {
+	t.Parallel()
+	all := startOnPostgres(t, "three_sidecars", 3)
+	first, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+
+	var log sidecartest.ClaimLog
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	gone := map[*sidecartest.Sidecar]bool{}
+	for _, s := range all {
+		log.Sample(&wg, stop, s, func(err error) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if !gone[s] {
+				t.Errorf("GET /leader of a live sidecar: %v", err)
+			}
+			return false
+		})
+	}
+	log.AwaitSampled(t, token)
+
+	mu.Lock()
+	gone[first] = true
+	mu.Unlock()
+	signalled := time.Now()
+	first.Signal(syscall.SIGTERM)
+	second, secondToken := sidecartest.AwaitLeader(t, sidecartest.Without(all, first), sidecartest.LeaseDuration)
+	handOff := time.Since(signalled)
+	if code := first.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("SIGTERM: exit status %d, want 0", code)
+	}
+	if secondToken != token+1 {
+		t.Fatalf("after the hand-off: token %d, want %d", secondToken, token+1)
+	}
+	if handOff > time.Second {
+		t.Fatalf("hand-off took %v, want well under the lease (%v): release + NOTIFY", handOff, sidecartest.LeaseDuration)
+	}
+	log.AwaitSampled(t, secondToken)
+
+	mu.Lock()
+	gone[second] = true
+	mu.Unlock()
+	killed := time.Now()
+	second.Signal(syscall.SIGKILL)
+	second.WaitExit(10 * time.Second)
+	rest := sidecartest.Without(sidecartest.Without(all, first), second)
+	_, thirdToken := sidecartest.AwaitLeader(t, rest, 3*sidecartest.LeaseDuration)
+	failOver := time.Since(killed)
+	if thirdToken != secondToken+1 {
+		t.Fatalf("after the kill: token %d, want %d", thirdToken, secondToken+1)
+	}
+	if min := sidecartest.LeaseDuration - sidecartest.RenewInterval; failOver < min {
+		t.Fatalf("a standby took over %v after the kill, before the lease could have run out (%v)", failOver, min)
+	}
+	log.AwaitSampled(t, thirdToken)
+	time.Sleep(200 * time.Millisecond) // and a late claim of an earlier term
+	close(stop)
+	wg.Wait()
+
+	terms := log.Check(t)
+	if len(terms) != 3 {
+		t.Fatalf("answers covered terms %v, want the three", terms)
+	}
+	for _, s := range all {
+		if strings.Contains(s.Logs(), neverLogged) {
+			t.Errorf("sidecar %d printed the password:\n%s", s.Pid(), s.Logs())
+		}
+	}
+	t.Logf("hand-off after SIGTERM: %v; fail-over after SIGKILL: %v (lease %v); answers per term: %v",
+		handOff.Round(time.Millisecond), failOver.Round(time.Millisecond), sidecartest.LeaseDuration, terms)
+}
+
+// A server that cannot be reached stops the sidecar with exit status 1
+// and an error that names the flag and the server, not the password.
+func TestPostgresUnreachableServerIsOneLineWithoutThePassword(t *testing.T) {
+	t.Parallel()
+	url := "postgres://app:" + neverLogged + "@/orders?host=" + t.TempDir() + "&connect_timeout=2"
+	s := sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", url)
+	if code := s.WaitExit(30 * time.Second); code != 1 {
+		t.Fatalf("exit status %d, want 1; logs:\n%s", code, s.Logs())
+	}
+	logs := s.Logs()
+	if strings.Contains(logs, neverLogged) {
+		t.Fatalf("the sidecar printed the password:\n%s", logs)
+	}
+	if !strings.Contains(logs, "--postgres-url: postgres: open") || !strings.Contains(logs, "app@unix:") || !strings.Contains(logs, "failed to connect") {
+		t.Fatalf("logs:\n%s\nwant an error naming --postgres-url and the server", logs)
+	}
+}
+
+// The README's PostgreSQL section, as written: psql creates the user and
+// the database, then three sidecars in two "machines" (each with the
+// environment its export line sets, the server's address swapped for the
+// test server's socket, and a free port) elect through the one database:
+// one leads and all name it; Ctrl-C (SIGINT) on it hands over within a
+// second with the token one higher; kill -9 of the next leaves the last
+// to take over once the lease has run out.
+func TestReadmePostgresThreeProcessesOnTwoMachines(t *testing.T) {
+	t.Parallel()
+	server := postgresServer.Server(t)
+	lines := blockStarting(t, shellBlocks(t, "README.md"), `psql -c "CREATE USER leader PASSWORD 'change-me'" -c "CREATE DATABASE leader OWNER leader"`)
+	psql := exec.Command("sh", "-c", lines[0])
+	psql.Env = []string{"PATH=" + os.Getenv("PATH"), "PGHOST=" + server.SocketDir, "PGPORT=5432", "PGUSER=postgres", "PGDATABASE=postgres"}
+	if out, err := psql.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", lines[0], err, out)
+	}
+	var env []string
+	var all []*sidecartest.Sidecar
+	machines := 0
+	for _, line := range lines[1:] {
+		switch {
+		case strings.HasPrefix(line, "# machine "):
+			machines++
+			env = nil
+		case strings.HasPrefix(line, "export "):
+			for _, kv := range strings.Fields(strings.TrimPrefix(line, "export ")) {
+				kv = strings.Replace(kv, "@db.example:5432/leader", "@/leader?host="+server.SocketDir+"&port=5432", 1)
+				env = append(env, kv)
+			}
+		case strings.HasPrefix(line, "./sidecar "):
+			var args []string
+			fields := strings.Fields(line)[1:]
+			for i := 0; i < len(fields); i++ {
+				if fields[i] == "--http-address" {
+					i++ // a free port instead: both "machines" are this one
+					continue
+				}
+				args = append(args, fields[i])
+			}
+			all = append(all, sidecartest.Spawn(t, env, args...))
+		default:
+			t.Fatalf("the README's PostgreSQL block has a line the test does not know: %q", line)
+		}
+	}
+	if machines != 2 || len(all) != 3 {
+		t.Fatalf("the README's block starts %d sidecars on %d machines, want 3 on 2", len(all), machines)
+	}
+	for _, s := range all {
+		s.WaitServing()
+	}
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	// A standby names the holder it read last: all agree within moments.
+	holder := sidecartest.IdentityOf(t, leader)
+	sidecartest.WaitTrue(t, "every replica names the leader the holder", 10*time.Second, func() bool {
+		for _, s := range all {
+			if st, err := s.Leader(); err != nil || st.Holder != holder {
+				return false
+			}
+		}
+		return true
+	})
+	if ls, _ := sidecartest.Leaders(t, all); len(ls) != 1 || ls[0] != leader {
+		t.Fatalf("%d leaders once all named %q, want that one alone", len(ls), holder)
+	}
+	stopped := time.Now()
+	leader.Signal(syscall.SIGINT)
+	next, nextToken := sidecartest.AwaitLeader(t, sidecartest.Without(all, leader), sidecartest.LeaseDuration)
+	if took := time.Since(stopped); took > time.Second || nextToken != token+1 {
+		t.Fatalf("after Ctrl-C: token %d after %v, want %d within a second", nextToken, took, token+1)
+	}
+	if code := leader.WaitExit(10 * time.Second); code != 0 {
+		t.Fatalf("Ctrl-C: exit status %d, want 0", code)
+	}
+	killed := time.Now()
+	next.Signal(syscall.SIGKILL)
+	rest := sidecartest.Without(sidecartest.Without(all, leader), next)
+	_, lastToken := sidecartest.AwaitLeader(t, rest, 3*sidecartest.LeaseDuration)
+	if took := time.Since(killed); took < sidecartest.LeaseDuration-sidecartest.RenewInterval || lastToken != nextToken+1 {
+		t.Fatalf("after kill -9: token %d after %v, want %d once the lease has run out", lastToken, took, nextToken+1)
+	}
+}
