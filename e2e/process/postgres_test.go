@@ -212,3 +212,55 @@ func TestReadmePostgresThreeProcessesOnTwoMachines(t *testing.T) {
 		t.Fatalf("after kill -9: token %d after %v, want %d once the lease has run out", lastToken, took, nextToken+1)
 	}
 }
+
+// sidecar lock on PostgreSQL: two locks started at once on one election
+// both run their command, one after the other (the journal never shows a
+// start inside the other's run), each with its own token, the second
+// higher, and both exit with their command's status 0.
+func TestPostgresLockRunsOneCommandAtATime(t *testing.T) {
+	t.Parallel()
+	j := sidecartest.NewJournal(t)
+	script := j.Line("start") + "; sleep 0.3; " + j.Line("end")
+	env := []string{"PATH=" + os.Getenv("PATH"), "LEADER_SIDECAR_POSTGRES_URL=" + postgresServer.Server(t).URL("postgres")}
+	var cmds []*exec.Cmd
+	for range 2 {
+		cmd := exec.Command(sidecartest.Binary(t), lockArgs(script, "--backend", "postgres", "--postgres-table", "lock_jobs", "--lease-name", "nightly")...)
+		cmd.Env = env
+		out := &sidecartest.LockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("lock %d:\n%s", cmd.Process.Pid, out.String())
+			}
+		})
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("sidecar lock: %v, want exit status 0", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("sidecar lock did not finish within 30s")
+		}
+	}
+	var words []string
+	var tokens []int64
+	for _, e := range j.Entries(t) {
+		words = append(words, e.Word)
+		if e.Word == "start" {
+			tokens = append(tokens, e.Token)
+		}
+	}
+	if strings.Join(words, " ") != "start end start end" || len(tokens) != 2 || tokens[1] <= tokens[0] || tokens[0] < 1 {
+		t.Fatalf("journal %v with tokens %v; want two runs one after the other, the second with a higher token", words, tokens)
+	}
+}
