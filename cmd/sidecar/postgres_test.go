@@ -48,6 +48,7 @@ func TestPostgresFlagsAreChecked(t *testing.T) {
 		{[]string{"--postgres-url", "host=db password=s3cret port=notaport"}, "--postgres-url: postgres: the connection string does not parse"},
 		{[]string{"--postgres-signal", "listen"}, `--postgres-signal: must be one of auto, notify, poll, got "listen"`},
 		{[]string{"--postgres-table", ""}, "--postgres-table: must not be empty"},
+		{[]string{"--shards", "4"}, "--shards: not yet with --backend postgres"},
 	} {
 		args := append([]string{"--backend", "postgres"}, c.args...)
 		code, _, stderr := runArgs(t, args)
