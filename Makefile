@@ -66,10 +66,10 @@ deps:
 	@hack/test-deps.sh
 
 # The packages of pkg/ and cmd/ whose tests need no envtest kube-apiserver
-# (those importing internal/kubetest or controller-runtime's envtest are
-# left to make test).
+# and no PostgreSQL server (those importing internal/kubetest,
+# controller-runtime's envtest or internal/pgtest are left to make test).
 UNIT_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./pkg/... ./cmd/... | \
-	grep -v -e '/internal/kubetest' -e 'controller-runtime/pkg/envtest' | cut -d' ' -f1)
+	grep -v -e '/internal/kubetest' -e 'controller-runtime/pkg/envtest' -e '/internal/pgtest' | cut -d' ' -f1)
 
 unit: vet
 	cd $(FENCE) && $(GO_TEST) -short ./...
