@@ -585,26 +585,13 @@ func TestInjectorJobWaitsForLeadership(t *testing.T) {
 	sidecar, _ := images(t)
 	prepareNamespace(t, ctx, ns, "batch", "nightly")
 	apply(t, ctx, fmt.Sprintf(nightlyJob, ns, sidecar))
-	eventually(t, ctx, "both Pods of the Job complete", func() (bool, string) {
-		j, err := cl.client.BatchV1().Jobs(ns).Get(ctx, "nightly", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if j.Status.Failed > 0 {
-			t.Fatalf("the Job failed: %+v", j.Status)
-		}
-		return j.Status.Succeeded == 2, fmt.Sprintf("%d of 2 complete", j.Status.Succeeded)
-	})
-	list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range list.Items {
+	list := awaitJobPods(t, ctx, ns, "nightly", 2)
+	for _, p := range list {
 		if msg := notInjected(p); msg != "" {
 			t.Fatalf("%s: %s", p.Name, msg)
 		}
 	}
-	oneRunAfterAnother(t, ctx, ns, list.Items)
+	oneRunAfterAnother(t, ctx, ns, list)
 }
 
 // nightlyJob (namespace, the sidecar's image) is a plain Job of two Pods

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,31 +27,14 @@ func TestLockJobAsEntrypoint(t *testing.T) {
 	sidecar, _ := images(t)
 	prepareNamespace(t, ctx, ns, "batch", "nightly")
 	apply(t, ctx, fmt.Sprintf(lockJob, ns, sidecar))
-	eventually(t, ctx, "both Pods of the Job complete", func() (bool, string) {
-		j, err := cl.client.BatchV1().Jobs(ns).Get(ctx, "nightly", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if j.Status.Failed > 0 {
-			pods, _ := cl.try(ctx, cl.kubectl, "logs", "--namespace", ns, "--selector", "job-name=nightly", "--prefix")
-			t.Fatalf("the Job failed: %+v\n%s", j.Status, pods)
-		}
-		return j.Status.Succeeded == 2, fmt.Sprintf("%d of 2 complete", j.Status.Succeeded)
-	})
-	list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 2 {
-		t.Fatalf("the Job has %d Pods, want 2", len(list.Items))
-	}
+	pods := awaitJobPods(t, ctx, ns, "nightly", 2)
 	type run struct {
 		pod            string
 		started, ended time.Time
 		token          string
 	}
 	var runs []run
-	for _, p := range list.Items {
+	for _, p := range pods {
 		logs := cl.run(t, ctx, cl.kubectl, "logs", "--namespace", ns, p.Name, "--container", "job")
 		if !strings.Contains(logs, "\nsidecar ") && !strings.HasPrefix(logs, "sidecar ") {
 			t.Errorf("%s: CMD (sidecar version) printed nothing:\n%s", p.Name, logs)
@@ -104,3 +88,28 @@ spec:
             readOnlyRootFilesystem: true
             capabilities: {drop: [ALL]}
 `
+
+// awaitJobPods waits until the Job name in ns has completed n Pods, and
+// returns its Pods; a Pod that failed fails t, with the Pods' logs.
+func awaitJobPods(t *testing.T, ctx context.Context, ns, name string, n int32) []corev1.Pod {
+	t.Helper()
+	eventually(t, ctx, fmt.Sprintf("%d Pods of the Job %s complete", n, name), func() (bool, string) {
+		j, err := cl.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if j.Status.Failed > 0 {
+			logs, _ := cl.try(ctx, cl.kubectl, "logs", "--namespace", ns, "--selector", "job-name="+name, "--all-containers", "--prefix")
+			t.Fatalf("the Job %s failed: %+v\n%s", name, j.Status, logs)
+		}
+		return j.Status.Succeeded == n, fmt.Sprintf("%d of %d complete", j.Status.Succeeded, n)
+	})
+	list, err := cl.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != int(n) {
+		t.Fatalf("the Job %s has %d Pods, want %d", name, len(list.Items), n)
+	}
+	return list.Items
+}
