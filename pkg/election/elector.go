@@ -190,9 +190,11 @@ func New(cfg Config) (*Elector, error) {
 // computed now, from the time of its last successful renewal; Status never
 // touches the store.
 func (e *Elector) Status() Status {
-	now := e.cfg.Clock.Now()
+	// The time is read under the lock: a reader that waited for it while
+	// the process was paused judges the claim at when it gets it.
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	now := e.cfg.Clock.Now()
 	s := Status{
 		Identity:     e.cfg.Identity,
 		Holder:       e.view.holder(),

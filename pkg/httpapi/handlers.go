@@ -91,7 +91,7 @@ func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
-	if a.e.Status().Leader {
+	if s := a.e.Status(); s.Leader && time.Now().Before(s.ValidUntil) { // as newState judges it
 		writeText(w, http.StatusOK, "leader")
 		return
 	}

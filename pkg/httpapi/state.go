@@ -28,7 +28,10 @@ type Info struct {
 }
 
 // newState is the answer of GET /leader and of each /leader/watch event
-// for s, made at now; appHealthy is Options.AppHealthy.
+// for s, made at now; appHealthy is Options.AppHealthy. A term whose claim
+// has ended by now is not claimed: s was read before now, and a process
+// paused in between (SIGSTOP, a stalled node) must not wake up to send a
+// claim that ended while it slept.
 func newState(s election.Status, info Info, now time.Time, appHealthy func() bool) fence.LeaderJSON {
 	st := fence.LeaderJSON{
 		Identity: s.Identity,
@@ -40,7 +43,7 @@ func newState(s election.Status, info Info, now time.Time, appHealthy func() boo
 		healthy := appHealthy()
 		st.AppHealthy = &healthy
 	}
-	if s.Leader {
+	if s.Leader && now.Before(s.ValidUntil) {
 		st = st.WithTerm(s.Token, s.ValidUntil, now)
 	}
 	return st
