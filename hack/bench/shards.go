@@ -52,7 +52,7 @@ const (
 	shardDrainTimeout   = 10 * time.Second
 )
 
-func shardArgs(n int, _ string) []string {
+func shardArgs(n int) []string {
 	return []string{"--shards", strconv.Itoa(n), "--shard-rebalance-delay", shardRebalanceDelay.String(), "--shard-drain-timeout", shardDrainTimeout.String()}
 }
 
@@ -185,7 +185,7 @@ func (b *bench) newShardGroup(backend string, prof profile, n int, base string) 
 func (g *shardGroup) add(k int) ([]*shardReplica, error) {
 	var added []*shardReplica
 	for range k {
-		c, err := g.b.spawn(sysSidecar, g.prof, g.backend, g.ns, g.name, false, shardArgs(g.n, g.backend)...)
+		c, err := g.b.spawn(sysSidecar, g.prof, g.backend, g.ns, g.name, false, shardArgs(g.n)...)
 		if err != nil {
 			return added, err
 		}

@@ -124,36 +124,22 @@ func NewRangeSampler() *RangeSampler {
 // Sample follows s until it exits or Check stops the sampler.
 func (p *RangeSampler) Sample(s *Sidecar) {
 	who := strconv.Itoa(s.Pid())
-	p.wg.Go(func() {
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-s.Done():
+	followShards(&p.wg, p.stop, s, func() {
+		p.mu.Lock()
+		delete(p.latest, s)
+		p.mu.Unlock()
+	}, func(st fence.ShardsJSON, sent, answer time.Time) {
+		if err := p.terms.Add(who, st, sent, answer); err != nil {
+			panic(err)
+		}
+		p.mu.Lock()
+		p.latest[s] = st
+		p.mu.Unlock()
+		for _, h := range st.Held {
+			if h.State == fence.ShardDraining && ackDrain(s, h.Shard, h.Token) {
 				p.mu.Lock()
-				delete(p.latest, s)
+				p.acked++
 				p.mu.Unlock()
-				return
-			default:
-			}
-			sent := time.Now()
-			st, err := s.Shards()
-			if err != nil {
-				continue
-			}
-			answer := time.Now()
-			if err := p.terms.Add(who, st, sent, answer); err != nil {
-				panic(err)
-			}
-			p.mu.Lock()
-			p.latest[s] = st
-			p.mu.Unlock()
-			for _, h := range st.Held {
-				if h.State == fence.ShardDraining && ackDrain(s, h.Shard, h.Token) {
-					p.mu.Lock()
-					p.acked++
-					p.mu.Unlock()
-				}
 			}
 		}
 	})

@@ -75,15 +75,38 @@ func (p *ShardSampler) WithoutAcks() *ShardSampler {
 // does not answer fails AwaitSpread.
 func (p *ShardSampler) Sample(s *Sidecar) {
 	who := strconv.Itoa(s.Pid())
-	p.wg.Go(func() {
+	followShards(&p.wg, p.stop, s, func() {
+		p.mu.Lock()
+		delete(p.latest, s)
+		p.mu.Unlock()
+	}, func(st httpapi.ShardsJSON, sent, answer time.Time) {
+		for _, h := range st.Held {
+			p.logs[h.Shard].Add(Claim{Who: who, Term: Term{Token: h.Token}, Sweep: -1, Sent: sent, Answer: answer})
+			if h.State == "draining" && !p.noAcks && p.ack(s, h.Shard) {
+				p.mu.Lock()
+				p.acked[[2]int64{int64(h.Shard), h.Token}] = true
+				p.mu.Unlock()
+			}
+		}
+		p.mu.Lock()
+		p.latest[s] = st
+		p.mu.Unlock()
+	})
+}
+
+// followShards asks s for GET /shards as fast as it answers, on a
+// goroutine of wg, and gives each answer to answered with the instants its
+// request was sent and its answer came; a request that fails is not
+// counted (a dying process may fail to answer). It calls gone once s has
+// exited, and stops then or when stop closes.
+func followShards(wg *sync.WaitGroup, stop <-chan struct{}, s *Sidecar, gone func(), answered func(st httpapi.ShardsJSON, sent, answer time.Time)) {
+	wg.Go(func() {
 		for {
 			select {
-			case <-p.stop:
+			case <-stop:
 				return
 			case <-s.Done():
-				p.mu.Lock()
-				delete(p.latest, s)
-				p.mu.Unlock()
+				gone()
 				return
 			default:
 			}
@@ -92,18 +115,7 @@ func (p *ShardSampler) Sample(s *Sidecar) {
 			if err != nil {
 				continue
 			}
-			answer := time.Now()
-			for _, h := range st.Held {
-				p.logs[h.Shard].Add(Claim{Who: who, Term: Term{Token: h.Token}, Sweep: -1, Sent: sent, Answer: answer})
-				if h.State == "draining" && !p.noAcks && p.ack(s, h.Shard) {
-					p.mu.Lock()
-					p.acked[[2]int64{int64(h.Shard), h.Token}] = true
-					p.mu.Unlock()
-				}
-			}
-			p.mu.Lock()
-			p.latest[s] = st
-			p.mu.Unlock()
+			answered(st, sent, time.Now())
 		}
 	})
 }
