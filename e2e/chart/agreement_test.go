@@ -1,11 +1,8 @@
 package chart
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -295,7 +292,7 @@ func TestChartAndSidecarAgree(t *testing.T) {
 				}
 				args, env := containerCommand(t, defaults)
 				args, env = override(args, env, c.sidecar)
-				code, stderr := sidecarCheck(t, bin, args, env)
+				code, stderr := sidecartest.SidecarCheck(t, bin, args, env)
 				if code != 2 || !strings.Contains(stderr, c.says) {
 					t.Errorf("sidecar check with %v: exit %d, %q; want 2 and %q", c.sidecar, code, stderr, c.says)
 				}
@@ -317,7 +314,7 @@ func TestChartAndSidecarAgree(t *testing.T) {
 				}
 				for _, sc := range sidecarContainers(t, sidecartest.DecodeManifests(t, out)) {
 					args, env := containerCommand(t, sc)
-					if code, stderr := sidecarCheck(t, bin, args, env); code != 0 {
+					if code, stderr := sidecartest.SidecarCheck(t, bin, args, env); code != 0 {
 						t.Errorf("%s chart renders %s, and its sidecar %s would exit %d: %s", chart.name, c.values, sc.Name, code, stderr)
 					}
 				}
@@ -409,26 +406,6 @@ func override(args, env, over []string) ([]string, []string) {
 		}
 	}
 	return args, env
-}
-
-// sidecarCheck runs bin check with args in exactly env and returns its
-// exit status and stderr.
-func sidecarCheck(t *testing.T, bin string, args, env []string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"check"}, args...)...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), strings.TrimSpace(stderr.String())
-	}
-	t.Fatalf("sidecar check: %v", err)
-	return 0, ""
 }
 
 // sidecar.sharding.stopDrainTimeout null is 0s for a native sidecar,

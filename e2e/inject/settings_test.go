@@ -1,10 +1,7 @@
 package inject
 
 import (
-	"bytes"
-	"errors"
 	"maps"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -320,21 +317,9 @@ func sidecarCheck(t *testing.T, bin string, c *corev1.Container, over []string) 
 		name, value, _ := strings.Cut(kv, "=")
 		env[name] = value
 	}
-	cmd := exec.Command(bin, append([]string{"check"}, c.Args...)...)
-	cmd.Env = []string{}
+	envList := []string{}
 	for name, v := range env {
-		cmd.Env = append(cmd.Env, name+"="+v)
+		envList = append(envList, name+"="+v)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, stderr.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), strings.TrimSpace(stderr.String())
-	}
-	t.Fatalf("sidecar check: %v", err)
-	return 0, ""
+	return sidecartest.SidecarCheck(t, bin, c.Args, envList)
 }

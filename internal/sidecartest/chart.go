@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -238,4 +239,25 @@ func ContainerNamed(cs []corev1.Container, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// SidecarCheck runs bin check with args in exactly env, as a container
+// given them would run the sidecar, and returns its exit status and
+// stderr; a binary that cannot run fails t.
+func SidecarCheck(t testing.TB, bin string, args, env []string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"check"}, args...)...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), strings.TrimSpace(stderr.String())
+	}
+	t.Fatalf("sidecar check: %v", err)
+	return 0, ""
 }
