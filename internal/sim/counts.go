@@ -37,6 +37,15 @@ type groupCounts struct {
 	// overlaps counts the events at which two replicas claimed the same
 	// keys (each a violation).
 	overlaps int
+	// claims is checkKeys' buffer, kept between events.
+	claims []keyClaim
+}
+
+// keyClaim is a replica's claim of one shard's keys at an instant.
+type keyClaim struct {
+	r     *replica
+	shard int
+	rng   shard.Range
 }
 
 // memberMark is the count mark of a member record.
@@ -290,12 +299,8 @@ func (r *replica) leaveOnceIdle(w *world) {
 // ranges meet at this instant: the one invariant no election checks, as
 // the shards of two counts are different elections.
 func (gc *groupCounts) checkKeys(w *world) {
-	type claim struct {
-		r     *replica
-		shard int
-		rng   shard.Range
-	}
-	var claims []claim
+	claims := gc.claims[:0]
+	defer func() { gc.claims = claims }()
 	for i, el := range w.elections {
 		l := el.check.leader
 		if l == nil || l.crashed || !l.clock.Now().Before(el.check.leaderUntil) {
@@ -306,7 +311,7 @@ func (gc *groupCounts) checkKeys(w *world) {
 			continue
 		}
 		rng, _ := shard.RangeOf(i, r.n)
-		claims = append(claims, claim{r, i, rng})
+		claims = append(claims, keyClaim{r, i, rng})
 	}
 	var twice []string
 	for i, a := range claims {
