@@ -166,6 +166,51 @@ most 63, so the group (the lease name by default) has at most 145. */}}
 {{- fail (printf "leader-sidecar-lib: sidecar.renewInterval (%s) must be less than sidecar.renewDeadline (%s) minus 1.2 x sidecar.retryPeriod (%s), so a failed renewal is retried before the leader stops claiming" $c.renewInterval $c.renewDeadline $c.retryPeriod) }}
 {{- end }}
 {{- end }}
+{{- /* As shardsConfig.sizeKubeRate (cmd/sidecar/shards.go): in shard mode
+on Leases a --kube-api-qps below 2 requests per shard per renew interval
+cannot carry the shards. The chart has no value of its own for the rate: it
+reads it where it can be given, sidecar.extraEnv (LEADER_SIDECAR_KUBE_API_QPS)
+and sidecar.extraArgs (--kube-api-qps=V or --kube-api-qps V), which win, as
+a flag wins over its variable. The renew interval is sidecar.renewInterval,
+else election.DefaultRenewInterval: leaseDuration / 3, or half of
+renewDeadline minus 1.2 x retryPeriod when that is less. */}}
+{{- if and $c.sharding.enabled (eq $c.backend "lease") }}
+{{- $qps := "" }}
+{{- range $e := $c.extraEnv }}
+{{- if and (kindIs "map" $e) (eq (toString $e.name) "LEADER_SIDECAR_KUBE_API_QPS") }}
+{{- $qps = toString $e.value }}
+{{- end }}
+{{- end }}
+{{- $valueNext := false }}
+{{- range $a := $c.extraArgs }}
+{{- $a = toString $a }}
+{{- if $valueNext }}
+{{- $qps = $a }}
+{{- $valueNext = false }}
+{{- else if hasPrefix "--kube-api-qps=" $a }}
+{{- $qps = trimPrefix "--kube-api-qps=" $a }}
+{{- else if eq $a "--kube-api-qps" }}
+{{- $valueNext = true }}
+{{- end }}
+{{- end }}
+{{- if regexMatch "^[0-9]+(\\.[0-9]*)?$" $qps }}
+{{- $intervalMs := 0.0 }}
+{{- if ne (toString $c.renewInterval) "" }}
+{{- $intervalMs = include "leader-sidecar-lib.milliseconds" (list "sidecar.renewInterval" $c.renewInterval) | float64 }}
+{{- else }}
+{{- $room := subf $renew (mulf $retry 1.2) }}
+{{- $intervalMs = divf $lease 3 }}
+{{- if ge $intervalMs $room }}
+{{- $intervalMs = divf $room 2 }}
+{{- end }}
+{{- end }}
+{{- $shards := int64 $c.sharding.shards }}
+{{- $least := divf (mulf 2 $shards 1000) $intervalMs }}
+{{- if lt (float64 $qps) $least }}
+{{- fail (printf "leader-sidecar-lib: --kube-api-qps %s (in sidecar.extraArgs or sidecar.extraEnv) cannot carry %d shards renewed every %vms: at least %.4g, 2 requests per shard per renew interval, are needed; leave it unset for %.4g" $qps $shards $intervalMs $least (mulf $least 1.5)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- /* maxRecordLeaseDuration: "" for the sidecar's default, else at least leaseDuration. */}}
 {{- if ne (toString $c.maxRecordLeaseDuration) "" }}
 {{- $bound := include "leader-sidecar-lib.milliseconds" (list "sidecar.maxRecordLeaseDuration" $c.maxRecordLeaseDuration) | float64 }}
