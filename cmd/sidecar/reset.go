@@ -10,108 +10,200 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
+	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 )
 
-const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [--max-record-lease-duration d]
+const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [flags]
+       sidecar reset --backend lease [--lease-name <name>] [-n <namespace>] [flags]
 
-Resets an election's record in an SQLite file: the one way to clear it, as
-the file refuses to delete a record (a candidate that found none could
-lead beside a holder that still runs). The record is not removed: it is
-written back released (no holder, no hand-off in progress) with its token
-kept, so candidates may take it at once and the next leader's token is
-above every token issued before. What your resources remember of tokens
-stays valid.
+Resets an election's record, in an SQLite file or a Lease: the one way to
+clear it, as the SQLite file refuses to delete a record, and a Lease
+deleted restarts its token (a candidate that found none could lead beside
+a holder that still runs). The record is not removed: it is written back
+released (no holder, no hand-off in progress) with its token kept, so
+candidates may take it at once and the next leader's token is above every
+token issued before. What your resources remember of tokens stays valid.
 
 It never takes the record from a holder that may still run. A record that
-names a holder is watched for its lease duration (at most
---max-record-lease-duration, the bound the election's sidecars trust, as
-they do), and reset only if nobody wrote it meanwhile (written with a
-compare-and-swap on the version read); a holder that renews keeps it. Stop the election's sidecars first (each
-releases as it stops) to reset at once.
+names a holder, or was emptied by something other than a release, is
+watched for its lease duration (at most --max-record-lease-duration, the
+bound the election's sidecars trust, as they do), and reset only if nobody
+wrote it meanwhile (written with a compare-and-swap on the version read);
+a holder that renews keeps it. Stop the election's sidecars first (each
+releases as it stops) to reset at once. A record already released is left
+as it is.
 
-Exit status: 0 once the record is released, or when there is none; 1 when
-a holder renewed it, or the file does not exist (nothing is created) or
-could not be read or written, with the reason; 2 for bad usage.
+On Leases it is what the charts' uninstall runs (a post-delete hook): the
+uninstall takes the sidecars' RBAC away before they can release, so the
+Lease would name a Pod that is gone until its lease passes, and a quick
+reinstall would wait it out. With --if-abandoned a record that its holder
+renews is left, with exit status 0: the election is in use elsewhere.
+
+Exit status: 0 once the record is released, or when there is none (or,
+with --if-abandoned, when a holder renews it); 1 when a holder renewed it,
+or the file does not exist (nothing is created) or the store could not be
+read or written, with the reason; 2 for bad usage.
 `
 
-// runReset is "sidecar reset": it writes an SQLite election's record back
+// resetConfig is what sidecar reset is asked.
+type resetConfig struct {
+	backend, sqlitePath, name      string
+	namespace, kubeconfig, context string
+	leaseDuration, bound           time.Duration
+	ifAbandoned                    bool
+	set                            *pflag.FlagSet
+}
+
+func newResetConfig() *resetConfig {
+	c := &resetConfig{}
+	fs := newFlagSet("sidecar reset")
+	c.set = fs
+	fs.StringVar(&c.backend, "backend", "sqlite", "where the election's record is: sqlite (--sqlite-path) or lease (a Lease on the API server)")
+	fs.StringVar(&c.sqlitePath, "sqlite-path", "", "the SQLite database file of the election (required with --backend sqlite)")
+	fs.StringVar(&c.name, "lease-name", "leader-sidecar", "name of the election (the SQLite row, or the Lease)")
+	fs.StringVarP(&c.namespace, "namespace", "n", "", "namespace of the Lease (default: the kubeconfig context's, as kubectl; in a Pod, the Pod's)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default: the files in $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	fs.StringVar(&c.context, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.DurationVar(&c.leaseDuration, "lease-duration", election.DefaultLeaseDuration,
+		"the election's lease duration (its sidecars' --lease-duration): how long a record emptied by hand is waited out, as its holder may still claim it")
+	fs.DurationVar(&c.bound, "max-record-lease-duration", election.DefaultMaxRecordLeaseDuration(election.DefaultLeaseDuration),
+		"the longest lease duration of the record waited out, as the election's sidecars bound it (their --max-record-lease-duration)")
+	fs.BoolVar(&c.ifAbandoned, "if-abandoned", false, "leave a record that its holder renews while reset watches, and exit 0: the election is in use elsewhere")
+	return c
+}
+
+func (c *resetConfig) check() error {
+	switch {
+	case c.backend != "sqlite" && c.backend != "lease":
+		return oneOf("--backend", c.backend, []string{"sqlite", "lease"})
+	case c.backend == "sqlite" && c.sqlitePath == "":
+		return errors.New("--sqlite-path: required: the election's database file")
+	case c.backend == "lease" && c.set.Changed("sqlite-path"):
+		return errors.New("--sqlite-path: only with --backend sqlite")
+	case c.name == "":
+		return errors.New("--lease-name: must not be empty")
+	case c.leaseDuration <= 0:
+		return fmt.Errorf("--lease-duration: must be greater than 0, got %v", c.leaseDuration)
+	case c.bound <= 0:
+		return fmt.Errorf("--max-record-lease-duration: must be greater than 0, got %v", c.bound)
+	}
+	if c.backend == "sqlite" {
+		for _, f := range []string{"namespace", "kubeconfig", "context"} {
+			if c.set.Changed(f) {
+				return fmt.Errorf("--%s: only with --backend lease", f)
+			}
+		}
+	}
+	return nil
+}
+
+// runReset is "sidecar reset": it writes an election's record back
 // released, its token kept, once no holder can still claim it. A signal
 // ends the wait at once.
 func runReset(ctx context.Context, p process, args []string) int {
-	fs := newFlagSet("sidecar reset")
-	path := fs.String("sqlite-path", "", "the SQLite database file of the election (required)")
-	name := fs.String("lease-name", "leader-sidecar", "name of the election (the SQLite row)")
-	bound := fs.Duration("max-record-lease-duration", election.DefaultMaxRecordLeaseDuration(election.DefaultLeaseDuration),
-		"the longest lease duration of the record waited out, as the election's sidecars bound it (their --max-record-lease-duration)")
-	err := parseArgs(fs, args, resetUsage, p.stdout)
+	c := newResetConfig()
+	err := parseArgs(c.set, args, resetUsage, p.stdout)
 	switch {
 	case errors.Is(err, pflag.ErrHelp):
 		return 0
 	case err != nil:
 		fmt.Fprintf(p.stderr, "sidecar reset: %v\n", err)
 		return 2
-	case fs.NArg() > 0:
-		fmt.Fprintf(p.stderr, "sidecar reset: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	case *path == "":
-		fmt.Fprintln(p.stderr, "sidecar reset: --sqlite-path: required: the election's database file")
-		return 2
-	case *name == "":
-		fmt.Fprintln(p.stderr, "sidecar reset: --lease-name: must not be empty")
-		return 2
-	case *bound <= 0:
-		fmt.Fprintf(p.stderr, "sidecar reset: --max-record-lease-duration: must be greater than 0, got %v\n", *bound)
+	case c.set.NArg() > 0:
+		fmt.Fprintf(p.stderr, "sidecar reset: unexpected argument %q\n", c.set.Arg(0))
 		return 2
 	}
-	// Open creates a missing file: a path that names none (a typo) would
-	// otherwise become an empty election database, "reset".
-	if _, err := os.Stat(*path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%s does not exist", *path)
-		}
-		fmt.Fprintf(p.stderr, "sidecar reset: --sqlite-path: %v\n", err)
-		return 1
+	if err := c.check(); err != nil {
+		fmt.Fprintf(p.stderr, "sidecar reset: %v\n", err)
+		return 2
 	}
 	ctx, cancel := cancelOnSignal(ctx, p.signals)
 	defer cancel()
-	b, err := sqlite.Open(ctx, sqlite.Options{Path: *path, Election: *name})
+	b, where, err := c.open(ctx, p.environ)
 	if err != nil {
-		fmt.Fprintf(p.stderr, "sidecar reset: --sqlite-path: %v\n", err)
+		fmt.Fprintf(p.stderr, "sidecar reset: %v\n", err)
 		return 1
 	}
 	defer func() { _ = b.Close() }()
-	msg, err := resetRecord(ctx, b, *bound)
+	msg, err := resetRecord(ctx, b, c.leaseDuration, c.bound, c.ifAbandoned)
 	if err != nil {
-		fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", *name, *path, err)
+		fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", c.name, where, err)
 		return 1
 	}
-	fmt.Fprintf(p.stdout, "election %q in %s: %s\n", *name, *path, msg)
+	fmt.Fprintf(p.stdout, "election %q in %s: %s\n", c.name, where, msg)
 	return 0
 }
 
+// open opens the election's store and says where it is.
+func (c *resetConfig) open(ctx context.Context, environ []string) (backend.Backend, string, error) {
+	if c.backend == "lease" {
+		getenv := func(k string) string { v, _ := lookup(environ, k); return v }
+		cfg, ns, err := kubeclient.KubectlConfig(c.kubeconfig, c.context, getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		if c.namespace != "" {
+			ns = c.namespace
+		}
+		client, err := kubeclient.NewClient(cfg, kubeclient.Options{UserAgent: "leader-sidecar-reset/" + currentVersion()})
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := lease.New(lease.Options{Client: client, Namespace: ns, Name: c.name})
+		if err != nil {
+			return nil, "", err
+		}
+		return b, "namespace " + ns, nil
+	}
+	// Open creates a missing file: a path that names none (a typo) would
+	// otherwise become an empty election database, "reset".
+	if _, err := os.Stat(c.sqlitePath); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%s does not exist", c.sqlitePath)
+		}
+		return nil, "", fmt.Errorf("--sqlite-path: %w", err)
+	}
+	b, err := sqlite.Open(ctx, sqlite.Options{Path: c.sqlitePath, Election: c.name})
+	if err != nil {
+		return nil, "", fmt.Errorf("--sqlite-path: %w", err)
+	}
+	return b, c.sqlitePath, nil
+}
+
 // resetRecord writes the record back released with its token, after
-// waiting out its holder's lease (at most bound) unless it names none, and
-// says what it did.
-func resetRecord(ctx context.Context, b backend.Backend, bound time.Duration) (string, error) {
+// waiting it out (at most bound) unless it is released already, and says
+// what it did: a holder's record for the lease it declares, which its
+// holder wrote; a record emptied by hand for at least the election's
+// leaseDuration too, as its holder may still claim it (and would take it
+// back). With ifAbandoned a record written meanwhile is left, and that is
+// no error.
+func resetRecord(ctx context.Context, b backend.Backend, leaseDuration, bound time.Duration, ifAbandoned bool) (string, error) {
 	rec, version, err := b.Get(ctx)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		return "no record: nothing to reset", nil
 	case err != nil:
 		return "", err
+	case election.IsReleaseShape(rec) && rec.Handoff.IsZero():
+		return fmt.Sprintf("released already at token %d", rec.Transitions), nil
 	}
-	if rec.HolderIdentity != "" {
-		wait := min(time.Duration(rec.LeaseDurationSeconds)*time.Second, bound)
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("stopped while waiting out the lease of holder %q: %w", rec.HolderIdentity, ctx.Err())
-		case <-time.After(wait):
-		}
+	wait := time.Duration(rec.LeaseDurationSeconds) * time.Second
+	if rec.HolderIdentity == "" {
+		wait = max(wait, leaseDuration)
+	}
+	wait = min(wait, bound)
+	select {
+	case <-ctx.Done():
+		return "", fmt.Errorf("stopped while waiting out the lease of holder %q: %w", rec.HolderIdentity, ctx.Err())
+	case <-time.After(wait):
 	}
 	_, err = b.Update(ctx, version, election.ReleaseShape(rec.Transitions, time.Now()))
 	switch {
+	case errors.Is(err, backend.ErrConflict) && ifAbandoned:
+		return fmt.Sprintf("left as it is: it was written while reset waited (holder %q renewed it, or another took it), so the election is in use", rec.HolderIdentity), nil
 	case errors.Is(err, backend.ErrConflict):
 		return "", fmt.Errorf("the record changed while reset waited (holder %q renewed it, or another took it): it is in use; "+
 			"stop the election's sidecars first", rec.HolderIdentity)

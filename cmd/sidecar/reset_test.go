@@ -12,6 +12,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 func openElection(t *testing.T, path, name string) *sqlite.Backend {
@@ -160,3 +161,73 @@ func TestResetWaitsNoLongerThanTheBound(t *testing.T) {
 		t.Errorf("--max-record-lease-duration 0s: exit %d, stderr %q; want 2 naming the flag", code, stderr)
 	}
 }
+
+// TestResetWaitsOutARecordEmptiedByHand: a record with no holder that is
+// not the release shape (emptied by hand, under a holder that may still
+// claim it and would take it back) is waited out for the election's lease
+// duration, as a candidate waits it out: the holder that takes it back
+// meanwhile keeps it. A record already released is left as it is.
+func TestResetWaitsOutARecordEmptiedByHand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	b := openElection(t, path, "billing")
+	now := time.Now()
+	emptied := backend.Record{LeaseDurationSeconds: 0, AcquireTime: now.Add(-time.Minute), RenewTime: now, Transitions: 9}
+	v, err := b.Create(t.Context(), emptied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takenBack := make(chan error, 1)
+	go func() { // the holder, still claiming, takes its record back
+		time.Sleep(300 * time.Millisecond)
+		back := backend.Record{HolderIdentity: "holder_1", LeaseDurationSeconds: 2, AcquireTime: now, RenewTime: time.Now(), Transitions: 9}
+		_, err := b.Update(context.Background(), v, back)
+		takenBack <- err
+	}()
+	code, _, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing", "--lease-duration", "2s")
+	if err := <-takenBack; err != nil {
+		t.Fatalf("the holder could not take its emptied record back: reset wrote over it first (%v); reset: exit %d, %q", err, code, stderr)
+	}
+	if code != 1 || !strings.Contains(stderr, "changed while reset waited") {
+		t.Fatalf("reset of an emptied record taken back: exit %d, stderr %q; want 1, the record changed", code, stderr)
+	}
+
+	released := filepath.Join(t.TempDir(), "released.db")
+	r := openElection(t, released, "billing")
+	rv, err := r.Create(t.Context(), election.ReleaseShape(4, time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", released, "--lease-name", "billing")
+	if code != 0 || !strings.Contains(stdout, "released already at token 4") {
+		t.Fatalf("reset of a released record: exit %d, %q %q; want 0, released already", code, stdout, stderr)
+	}
+	if _, after, _ := r.Get(t.Context()); after != rv {
+		t.Fatalf("reset wrote a released record again: version %s, was %s", after, rv)
+	}
+}
+
+// TestResetIfAbandonedLeavesARenewedRecord: with --if-abandoned, a record
+// its holder renews while reset watches is left, and that is exit 0.
+func TestResetIfAbandonedLeavesARenewedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	b := openElection(t, path, "billing")
+	now := time.Now()
+	live := backend.Record{HolderIdentity: "live_1", LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: 3}
+	v, err := b.Create(t.Context(), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		live.RenewTime = time.Now()
+		_, _ = b.Update(context.Background(), v, live)
+	}()
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing", "--if-abandoned")
+	if code != 0 || !strings.Contains(stdout, "left as it is") {
+		t.Fatalf("reset --if-abandoned of a renewed record: exit %d, %q %q; want 0, left as it is", code, stdout, stderr)
+	}
+	if rec, _, _ := b.Get(t.Context()); rec.HolderIdentity != "live_1" {
+		t.Fatalf("after reset --if-abandoned the record names %q, want live_1", rec.HolderIdentity)
+	}
+}
+

@@ -48,12 +48,18 @@ func dropVerb(rules []rbacv1.PolicyRule, verb string) []rbacv1.PolicyRule {
 	return out
 }
 
-// serviceAccount creates a ServiceAccount bound to a Role with rules and
-// returns a kubeconfig that impersonates it.
+// serviceAccount creates a ServiceAccount "elector" bound to a Role with
+// rules and returns a kubeconfig that impersonates it.
 func serviceAccount(t *testing.T, k *sidecartest.KubeEnv, ns string, rules []rbacv1.PolicyRule) string {
 	t.Helper()
+	return namedServiceAccount(t, k, ns, "elector", rules)
+}
+
+// namedServiceAccount is serviceAccount with a name of its own, for its
+// ServiceAccount, Role and RoleBinding.
+func namedServiceAccount(t *testing.T, k *sidecartest.KubeEnv, ns, name string, rules []rbacv1.PolicyRule) string {
+	t.Helper()
 	ctx := context.Background()
-	const name = "elector"
 	meta := metav1.ObjectMeta{Name: name, Namespace: ns}
 	if _, err := k.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

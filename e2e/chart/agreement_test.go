@@ -202,13 +202,13 @@ var agreementCases = []agreementCase{
 
 	// Shard mode, refused by the sidecar too.
 	{name: "sharding of 64 on Leases below the least rate", values: `sharding: {enabled: true, shards: 64}, extraArgs: ["--kube-api-qps", "25.5"]`,
-		refuse: "--kube-api-qps 25.5 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 64 shards renewed every 5000ms: at least 25.6",
+		refuse:  "--kube-api-qps 25.5 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 64 shards renewed every 5000ms: at least 25.6",
 		sidecar: []string{"--kube-api-qps=25.5", "LEADER_SIDECAR_SHARDS=64"}, says: "--kube-api-qps: 25.5 cannot carry 64 shards renewed every 5s"},
 	{name: "sharding of 16 on Leases; a rate in extraEnv below the least", values: `renewInterval: 2s, sharding: {enabled: true, shards: 16}, extraEnv: [{name: LEADER_SIDECAR_KUBE_API_QPS, value: "15"}]`,
 		refuse:  "--kube-api-qps 15 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 16 shards renewed every 2000ms: at least 16",
 		sidecar: []string{"LEADER_SIDECAR_KUBE_API_QPS=15", "LEADER_SIDECAR_RENEW_INTERVAL=2s", "LEADER_SIDECAR_SHARDS=16"}, says: "--kube-api-qps: 15 cannot carry 16 shards renewed every 2s"},
 	{name: "sharding on Leases; the least rate of a derived renew interval", values: `leaseDuration: 3s, renewDeadline: 2500ms, sharding: {enabled: true, shards: 1}, extraArgs: ["--kube-api-qps=39"]`,
-		refuse: "--kube-api-qps 39 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 1 shards renewed every 50ms: at least 40",
+		refuse:  "--kube-api-qps 39 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 1 shards renewed every 50ms: at least 40",
 		sidecar: []string{"--kube-api-qps=39", "LEADER_SIDECAR_LEASE_DURATION=3s", "LEADER_SIDECAR_RENEW_DEADLINE=2500ms", "LEADER_SIDECAR_SHARDS=1"}, says: "--kube-api-qps: 39 cannot carry 1 shards renewed every 50ms"},
 	{name: "sharding of 257 shards", values: "sharding: {enabled: true, shards: 257}", refuse: "sidecar.sharding.shards must be a whole number from 1 to 256",
 		schema: "at '/sidecar/sharding/shards'", sidecar: []string{"LEADER_SIDECAR_SHARDS=257"}, says: "--shards: must be from 0 (one leader) to 256"},

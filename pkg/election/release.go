@@ -144,3 +144,7 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 func ReleaseShape(token int64, now time.Time) backend.Record {
 	return backend.Record{LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: token}
 }
+
+// IsReleaseShape reports whether rec is in the shape ReleaseShape gives:
+// the one record a candidate takes at once, without waiting it out.
+func IsReleaseShape(rec backend.Record) bool { return isRelease(rec) }
