@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +30,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 // The charts on a real API server (envtest, started by the first test that
@@ -101,8 +106,8 @@ func TestChartServerSideDryRun(t *testing.T) {
 
 // TestChartPodSecurityRestricted admits the Deployment's Pod template as a
 // Pod (dry-run) in a namespace that enforces Pod Security "restricted": the
-// lease backend passes; the sqlite backend's hostPath volume is refused, as
-// the chart documents.
+// lease backend passes, and so does its uninstall hook's Job; the sqlite
+// backend's hostPath volume is refused, as the chart documents.
 func TestChartPodSecurityRestricted(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
@@ -123,7 +128,8 @@ func TestChartPodSecurityRestricted(t *testing.T) {
 			if _, err := k.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, ns, c.Values()))
+			r := sidecartest.RenderChart(t, dir, ns, c.Values())
+			dep := sidecartest.One[*appsv1.Deployment](t, r)
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "probe-pod", Namespace: ns, Labels: dep.Spec.Template.Labels},
 				Spec:       dep.Spec.Template.Spec,
@@ -137,6 +143,19 @@ func TestChartPodSecurityRestricted(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("Pod Security restricted refused the Pod: %v", err)
+			}
+			hooks := 0
+			for _, o := range r.Hooks {
+				if job, ok := o.(*batchv1.Job); ok {
+					hooks++
+					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hook-pod", Namespace: ns}, Spec: job.Spec.Template.Spec}
+					if _, err := k.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+						t.Fatalf("Pod Security restricted refused the uninstall hook's Pod: %v", err)
+					}
+				}
+			}
+			if hooks != 1 {
+				t.Fatalf("%d hook Jobs rendered, want the uninstall hook's", hooks)
 			}
 		})
 	}
@@ -253,8 +272,11 @@ func TestChartRBACForReal(t *testing.T) {
 // TestChartLeaseSurvivesUninstall installs the example chart with
 // sidecar.lease.create on the API server with a real helm, moves the Lease
 // on as a few terms would, uninstalls, and checks that the Lease and its
-// token are still there; then installs the same release again, which must
-// adopt the kept Lease rather than fail or reset it.
+// token are still there; runs the chart's post-delete hook as its Job
+// would (this API server runs no Jobs, so helm skips its hooks), under
+// the hook's own ServiceAccount and Role, which releases the Lease of the
+// holder that is gone, token kept; then installs the same release again,
+// which must adopt the kept Lease rather than fail or reset it.
 func TestChartLeaseSurvivesUninstall(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
@@ -279,13 +301,13 @@ func TestChartLeaseSurvivesUninstall(t *testing.T) {
 	leases := k.Client.CoordinationV1().Leases(ns)
 	l := k.Lease(t, ns, name)
 	l.Spec.HolderIdentity = ptr.To("demo-0_x")
-	l.Spec.LeaseDurationSeconds = ptr.To[int32](15)
+	l.Spec.LeaseDurationSeconds = ptr.To[int32](2)
 	l.Spec.LeaseTransitions = ptr.To[int32](token)
 	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	helmIn("uninstall", sidecartest.ChartRelease)
+	helmIn("uninstall", sidecartest.ChartRelease, "--no-hooks")
 	if _, err := k.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 		t.Fatal("helm uninstall left the Deployment: the check below would prove nothing")
 	}
@@ -293,8 +315,56 @@ func TestChartLeaseSurvivesUninstall(t *testing.T) {
 		t.Fatalf("after helm uninstall the Lease's token is %v, want %d", l.Spec.LeaseTransitions, token)
 	}
 
+	rendered, err := sidecartest.TemplateChart(t, dir, ns, "sidecar:\n  lease:\n    create: true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runUninstallHook(t, k, ns, sidecartest.DecodeManifests(t, rendered))
+	if rec := lease.RecordOf(k.Lease(t, ns, name)); !election.IsReleaseShape(rec) || rec.Transitions != token {
+		t.Fatalf("after the post-delete hook %s the Lease is %+v; want the release shape at token %d", job, rec, token)
+	}
+
 	helmIn("install", sidecartest.ChartRelease, chart, "--values", values)
 	if l := k.Lease(t, ns, name); l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != token {
 		t.Fatalf("after installing again the Lease's token is %v, want %d", l.Spec.LeaseTransitions, token)
 	}
+}
+
+// runUninstallHook creates the post-delete hook's ServiceAccount, Role and
+// RoleBinding from the rendering r, runs its Job's container (the real
+// binary, with the Job's arguments) as that ServiceAccount, and fails t
+// unless it exits 0 having released the Lease. It returns the Job's name.
+func runUninstallHook(t *testing.T, k *sidecartest.KubeEnv, ns string, r *sidecartest.Rendered) string {
+	t.Helper()
+	ctx := context.Background()
+	var job *batchv1.Job
+	for _, o := range r.Hooks {
+		var err error
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = k.Client.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = k.Client.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = k.Client.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.Job:
+			job = o
+		default:
+			t.Fatalf("a hook of kind %T", o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if job == nil {
+		t.Fatal("no post-delete hook Job rendered")
+	}
+	pod := job.Spec.Template.Spec
+	kc := k.Kubeconfig(t, "system:serviceaccount:"+ns+":"+pod.ServiceAccountName)
+	cmd := exec.Command(sidecartest.Binary(t), append(pod.Containers[0].Args, "--kubeconfig", kc)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "released at token") {
+		t.Fatalf("the hook's container %v: %v\n%s", pod.Containers[0].Args, err, out)
+	}
+	return job.Name
 }

@@ -105,6 +105,10 @@ func ChartMatrix() []ChartCase {
 type Rendered struct {
 	Objects []runtime.Object
 	Raw     []*unstructured.Unstructured
+	// Hooks and HookRaw are the objects Helm runs as hooks (those with a
+	// helm.sh/hook annotation), apart: they are not the release's.
+	Hooks   []runtime.Object
+	HookRaw []*unstructured.Unstructured
 }
 
 // RenderChart runs helm template on the example chart in dir with values
@@ -170,6 +174,11 @@ func decodeManifests(stream string) (*Rendered, error) {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(jsonDoc); err != nil {
 			return nil, err
+		}
+		if _, hook := u.GetAnnotations()["helm.sh/hook"]; hook {
+			r.Hooks = append(r.Hooks, obj)
+			r.HookRaw = append(r.HookRaw, u)
+			continue
 		}
 		r.Objects = append(r.Objects, obj)
 		r.Raw = append(r.Raw, u)

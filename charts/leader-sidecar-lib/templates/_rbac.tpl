@@ -141,11 +141,124 @@ spec: {}
 {{- end }}
 
 {{/*
+The release of the Lease on helm uninstall (sidecar.releaseOnUninstall,
+lease backend outside shard mode, when the chart makes the RBAC): a
+post-delete hook. Helm deletes the sidecars' Role and RoleBinding as it
+deletes their Deployment, before the stopping leader can release, so the
+Lease would name a Pod that is gone until its lease passes, and a quick
+reinstall would wait it out. Once the release's objects are deleted, a Job
+of the sidecar's image, under a ServiceAccount of its own that may get and
+update that one Lease, runs `sidecar reset --backend lease --if-abandoned`:
+it waits out the holder's lease as any candidate would (so a holder that
+could still run is never overlapped) and writes the release, token kept;
+a Lease that some live holder renews meanwhile is in use elsewhere and is
+left. The hook's objects are deleted once it succeeds.
+*/}}
+{{- define "leader-sidecar-lib.uninstallRelease" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if and $c.releaseOnUninstall $c.rbac.create (eq $c.backend "lease") (not $c.sharding.enabled) }}
+{{- $name := printf "%s-release" (include "leader-sidecar-lib.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- $lease := include "leader-sidecar-lib.leaseName" . }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  annotations:
+    helm.sh/hook: post-delete
+    helm.sh/hook-weight: "-1"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  annotations:
+    helm.sh/hook: post-delete
+    helm.sh/hook-weight: "-1"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+rules:
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [{{ $lease | quote }}]
+    verbs: [get, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  annotations:
+    helm.sh/hook: post-delete
+    helm.sh/hook-weight: "-1"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $name }}
+    namespace: {{ .Release.Namespace }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+  annotations:
+    helm.sh/hook: post-delete
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 3
+  ttlSecondsAfterFinished: 600
+  template:
+    metadata:
+      labels:
+        {{- include "leader-sidecar-lib.labels" . | nindent 8 }}
+    spec:
+      restartPolicy: Never
+      serviceAccountName: {{ $name }}
+      securityContext:
+        {{- include "leader-sidecar-lib.podSecurityContext" . | nindent 8 }}
+      containers:
+        - name: release
+          image: {{ include "leader-sidecar-lib.imageRef" $c.image | quote }}
+          imagePullPolicy: {{ $c.image.pullPolicy }}
+          terminationMessagePolicy: FallbackToLogsOnError
+          args:
+            - reset
+            - --backend=lease
+            - --namespace={{ .Release.Namespace }}
+            - --lease-name={{ $lease }}
+            - --lease-duration={{ $c.leaseDuration }}
+            {{- if ne (toString $c.maxRecordLeaseDuration) "" }}
+            - --max-record-lease-duration={{ $c.maxRecordLeaseDuration }}
+            {{- end }}
+            - --if-abandoned
+          securityContext:
+            {{- include "leader-sidecar-lib.containerSecurityContext" . | nindent 12 }}
+          resources:
+            requests:
+              cpu: 10m
+              memory: 16Mi
+            limits:
+              memory: 64Mi
+{{- end }}
+{{- end }}
+
+{{/*
 All of the above, as a multi-document YAML stream: put
 `{{ include "leader-sidecar-lib.rbac" . }}` alone in a template file.
 */}}
 {{- define "leader-sidecar-lib.rbac" -}}
-{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" }}
+{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" "uninstallRelease" }}
 {{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
 ---
 {{ . }}
