@@ -126,7 +126,7 @@ func (e *env) namespace(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = e.try(ctx, e.helm, "uninstall", "--namespace", name, "--wait", "--timeout", "20s", "demo")
+		_, _ = e.try(ctx, e.helm, "uninstall", "--namespace", name, "--no-hooks", "--wait", "--timeout", "20s", "demo")
 		_ = e.client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name

@@ -44,7 +44,7 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = shell(ctx, "helm uninstall --wait --timeout 20s "+release)
+		_, _ = shell(ctx, "helm uninstall --no-hooks --wait --timeout 20s "+release)
 	})
 	mustShell(t, ctx, commands[1])
 	const ns = "default"
