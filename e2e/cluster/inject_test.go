@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,9 +82,11 @@ func installInjector() error {
 	}
 	installed := time.Now()
 	// Policies take a moment to become active: dry-run a labelled Pod in
-	// the namespace default until it comes back injected.
+	// the namespace default until it comes back injected (on the sqlite
+	// backend, which needs no RBAC the namespace lacks).
 	probe := injecttest.LabelledPod("probe")
 	probe.Spec.ServiceAccountName = "default"
+	probe.Annotations["leader-sidecar.io/backend"] = "sqlite"
 	tries := 0
 	for {
 		tries++
@@ -171,12 +174,26 @@ func apply(t *testing.T, ctx context.Context, manifest string) {
 // the release the tests share: the injector chart's Role and RoleBinding
 // for serviceAccount and lease (its namespaces values, rendered alone),
 // applied with the ServiceAccount.
-func prepareNamespace(t *testing.T, ctx context.Context, ns, serviceAccount, lease string) {
+func prepareNamespace(t *testing.T, ctx context.Context, ns, serviceAccount, lease string, set ...string) {
 	t.Helper()
-	rbac := cl.run(t, ctx, cl.helm, "template", "leader-sidecar-injector", "charts/leader-sidecar-injector",
+	rbac := cl.run(t, ctx, cl.helm, append([]string{"template", "leader-sidecar-injector", "charts/leader-sidecar-injector",
 		"--namespace", injectorNamespace, "--show-only", "templates/namespaces.yaml",
-		"--set", fmt.Sprintf("namespaces[0].namespace=%s,namespaces[0].serviceAccount=%s,namespaces[0].lease=%s", ns, serviceAccount, lease))
+		"--set", fmt.Sprintf("namespaces[0].namespace=%s,namespaces[0].serviceAccount=%s,namespaces[0].lease=%s", ns, serviceAccount, lease)},
+		set...)...)
 	apply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: %s, namespace: %s}\n---\n%s", serviceAccount, ns, rbac))
+	// The authorizer learns of RBAC objects from a watch, and admission
+	// asks it: wait until it allows the Lease.
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + ns + ":" + serviceAccount,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases",
+			Name: lease, Verb: "update"}}}
+	eventually(t, ctx, "the namespace's Role in effect", func() (bool, string) {
+		got, err := cl.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Allowed, got.Status.Reason
+	})
 }
 
 // images are the sidecar's and the example app's image references, as
@@ -314,7 +331,10 @@ func TestInjectorAdmission(t *testing.T) {
 	ns := cl.namespace(t)
 	where := injecttest.Where{Admit: injecttest.DryRun(cl.client), Namespace: ns,
 		Excluded: []string{injectorNamespace, "kube-system"}}
-	for _, n := range append([]string{ns}, where.Excluded...) {
+	// The shapes take every readiness mode: pod-condition's rights, and the
+	// deletion cost's (the label's).
+	prepareNamespace(t, ctx, ns, injecttest.ServiceAccount, "orders", "--set", "namespaces[0].readinessMode=pod-condition")
+	for _, n := range where.Excluded {
 		serviceAccount(t, ctx, n, injecttest.ServiceAccount)
 	}
 	// The docs' command that shows whether the cluster serves the API.

@@ -71,7 +71,7 @@ func TestInjectAgreesWithLibraryChart(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	for _, c := range agreementCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ns := k.Namespace(t)
+			ns := preparedNamespace(t, k)
 			values := "sidecar:\n  native: true\n  leaseName: orders\n  " +
 				strings.ReplaceAll(strings.TrimSpace(c.values), "\n", "\n  ") + "\n"
 			dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, ns, values))

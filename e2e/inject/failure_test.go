@@ -3,9 +3,13 @@ package inject
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
 // Failure containment: a broken parameter (the image key removed from a
@@ -14,7 +18,7 @@ import (
 // are admitted as they are.
 func TestInjectBrokenParameterRefusesOnlyOptedIn(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	data := paramData(t)
 	delete(data, "image")
 	useNamespaceParam(t, k, ns, data)
@@ -38,7 +42,7 @@ func TestInjectBrokenParameterRefusesOnlyOptedIn(t *testing.T) {
 // injected and is refused, saying so.
 func TestInjectNoLeaseRefused(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	pod := plainPod("orders-0")
 	pod.Labels = map[string]string{injectLabel: "true"}
 	_, err := dryRun(t.Context(), k, ns, pod)
@@ -52,7 +56,7 @@ func TestInjectNoLeaseRefused(t *testing.T) {
 // others.
 func TestInjectNamespaceWithoutItsParameter(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	nsObj, err := k.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +81,7 @@ func TestInjectNamespaceWithoutItsParameter(t *testing.T) {
 // than injecting a sidecar that would exit at its start.
 func TestInjectBadAnnotationRefused(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	for annotation, value := range map[string]string{
 		"leader-sidecar.io/backend":             "etcd",
 		"leader-sidecar.io/readiness":           "leader",
@@ -98,7 +102,7 @@ func TestInjectBadAnnotationRefused(t *testing.T) {
 // annotation, not one that blames the policy.
 func TestInjectOffSwitchNamed(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	for _, value := range []string{"false", "true"} {
 		pod := labelledPod("orders-0")
 		pod.Annotations[markerAnnotation] = value
@@ -115,7 +119,7 @@ func TestInjectOffSwitchNamed(t *testing.T) {
 // opted-in Pods are refused, the message naming the ConfigMap and its key.
 func TestInjectNamespaceParameterValueNamed(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	data := paramData(t)
 	data["leaseDuration"] = "15"
 	useNamespaceParam(t, k, ns, data)
@@ -123,4 +127,54 @@ func TestInjectNamespaceParameterValueNamed(t *testing.T) {
 	_ = awaitDryRun(t, k, ns, labelledPod("orders-0"), func(_ *corev1.Pod, err error) bool {
 		return err != nil && strings.Contains(err.Error(), want)
 	})
+}
+
+// TestInjectUnpreparedNamespaceRefused: an opted-in Pod whose
+// ServiceAccount may not use its Lease (a namespace nobody prepared) is
+// refused at admission, with a message that names the ServiceAccount,
+// what it may not do and the step that prepares the namespace, rather
+// than admitted to stay unready for good; so is one whose readiness mode
+// writes what it may not write. A Pod the namespace is prepared for, and
+// one on the sqlite backend, are admitted.
+func TestInjectUnpreparedNamespaceRefused(t *testing.T) {
+	k := injector(t)
+	ns := k.Namespace(t)
+	_, err := dryRun(t.Context(), k, ns, labelledPod("orders-0"))
+	for _, want := range []string{"ServiceAccount orders lacks what its sidecar needs in namespace " + ns + ": get, update and watch on the Lease orders.",
+		"add {namespace: " + ns + ", serviceAccount: orders, lease: orders} to the namespaces values of the leader-sidecar-injector release"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("an opted-in Pod in a namespace nobody prepared: %v; want refused saying %q", err, want)
+		}
+	}
+	sqlite := labelledPod("orders-1")
+	sqlite.Annotations["leader-sidecar.io/backend"] = "sqlite"
+	mustDryRun(t, k, ns, sqlite)
+
+	// Prepared for the Lease, but not for the label of label mode.
+	meta := metav1.ObjectMeta{Name: "lease-only", Namespace: ns}
+	if _, err := k.Client.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"orders"}, Verbs: []string{"get", "update", "watch"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Client.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: meta,
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: meta.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "orders", Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// RBAC reaches the authorizer's cache within moments.
+	var got *corev1.Pod
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if got, err = dryRun(t.Context(), k, ns, labelledPod("orders-2")); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || sidecartest.ContainerNamed(got.Spec.InitContainers, sidecarName) == nil {
+		t.Fatalf("an opted-in Pod whose ServiceAccount may use its Lease: %v; want it admitted with the sidecar", err)
+	}
+	label := labelledPod("orders-3")
+	label.Annotations["leader-sidecar.io/readiness"] = "label"
+	if _, err := dryRun(t.Context(), k, ns, label); err == nil || !strings.Contains(err.Error(), "and patch on pods (readiness mode label)") {
+		t.Fatalf("an opted-in Pod in label mode whose ServiceAccount may not patch Pods: %v; want refused naming it", err)
+	}
 }

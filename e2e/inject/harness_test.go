@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -103,7 +105,7 @@ func install(t *testing.T, k *sidecartest.KubeEnv) error {
 	}
 	// Policies take a moment to become active: dry-run a labelled Pod
 	// until it comes back injected.
-	probeNS := k.Namespace(t)
+	probeNS := preparedNamespace(t, k)
 	tries := 0
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		tries++
@@ -118,6 +120,45 @@ func install(t *testing.T, k *sidecartest.KubeEnv) error {
 	}
 	fmt.Fprintf(os.Stderr, "inject: the policy injected after %v (%d dry runs)\n", time.Since(start).Round(time.Millisecond), tries)
 	return nil
+}
+
+// preparedNamespace is a namespace of the test's own, prepared as
+// docs/injection.md's step 2 does (more broadly: any Lease, and the Pod's
+// condition and label), for the ServiceAccount of injecttest's Pods.
+func preparedNamespace(t *testing.T, k *sidecartest.KubeEnv) string {
+	t.Helper()
+	ns := k.Namespace(t)
+	ctx := context.Background()
+	meta := metav1.ObjectMeta{Name: "leader-sidecar", Namespace: ns}
+	role := &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update", "watch", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
+	}}
+	if _, err := k.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: meta,
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: meta.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: injecttest.ServiceAccount, Namespace: ns}}}
+	if _, err := k.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer learns of RBAC objects from a watch: wait until it
+	// allows what admission will ask, so that no test races it.
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + ns + ":" + injecttest.ServiceAccount,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases",
+			Name: "orders", Verb: "update"}}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err == nil && got.Status.Allowed {
+			return ns
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Role of namespace %s is not in effect 10s after it was created: %v", ns, err)
+		}
+	}
 }
 
 // renderInjector runs helm template on the injector chart of the

@@ -20,7 +20,7 @@ import (
 // the injector's namespace are excluded.
 func where(t *testing.T) injecttest.Where {
 	k := injector(t)
-	return injecttest.Where{Admit: injecttest.DryRun(k.Client), Namespace: k.Namespace(t),
+	return injecttest.Where{Admit: injecttest.DryRun(k.Client), Namespace: preparedNamespace(t, k),
 		Excluded: []string{"kube-system", injectorNamespace}}
 }
 
@@ -38,7 +38,7 @@ func TestInjectUnlabelledUnchanged(t *testing.T) { injecttest.UnlabelledUnchange
 // leader-sidecar.io/settings=namespace uses its own parameter ConfigMap.
 func TestInjectNamespaceSettings(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	data := paramData(t)
 	data["logLevel"] = "debug"
 	useNamespaceParam(t, k, ns, data)
@@ -56,7 +56,7 @@ func TestInjectNamespaceSettings(t *testing.T) {
 // container being restricted too.
 func TestInjectPodSecurityRestricted(t *testing.T) {
 	k := injector(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	nsObj, err := k.Client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

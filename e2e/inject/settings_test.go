@@ -223,7 +223,7 @@ func urlCase(url, refuse string) settingCase {
 func TestInjectSettingsAgreeWithTheSidecar(t *testing.T) {
 	k := injector(t)
 	bin := sidecartest.Binary(t)
-	ns := k.Namespace(t)
+	ns := preparedNamespace(t, k)
 	base := sidecartest.ContainerNamed(mustDryRun(t, k, ns, labelledPod("orders-0")).Spec.InitContainers, sidecarName)
 	if base == nil {
 		t.Fatal("labelledPod was not injected")

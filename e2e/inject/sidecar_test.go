@@ -23,7 +23,7 @@ func TestInjectSeesASidecarUnderAnotherName(t *testing.T) {
 		{"plain container", "native: false"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ns := k.Namespace(t)
+			ns := preparedNamespace(t, k)
 			values := "sidecar:\n  name: election\n  leaseName: orders\n  " + c.values + "\n"
 			dep := sidecartest.One[*appsv1.Deployment](t, sidecartest.RenderChart(t, dir, ns, values))
 			labels := map[string]string{injectLabel: "true"}
