@@ -5,7 +5,10 @@
 // the server binaries are missing: Start says how to install them.
 //
 // A test binary starts one server (Once) and stops it in TestMain; each
-// test works in tables or databases of its own.
+// test works in tables or databases of its own. A failover test starts a
+// Pair of its own: a primary and a streaming standby made from it with
+// pg_basebackup, replicated synchronously or not, whose standby it can cut
+// off and promote after crashing the primary.
 package pgtest
 
 import (
@@ -33,6 +36,7 @@ type Server struct {
 	// LogPath is the server's log file.
 	LogPath string
 	stop    func() error
+	crash   func() error
 }
 
 // URL is the server's address as a postgres:// URL (the socket directory

@@ -13,37 +13,100 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// start runs initdb and postgres. As root, both run as the postgres user,
+// host is where the servers run: the directory of the binaries and, as
+// root, the postgres user that initdb, postgres and pg_basebackup run as,
 // since PostgreSQL refuses root.
-func start() (*Server, error) {
+type host struct {
+	bin  string
+	cred *syscall.Credential // nil unless running as root
+}
+
+func newHost() (*host, error) {
 	bin, err := findPostgres()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
-	if err != nil {
-		return nil, err
-	}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	h := &host{bin: bin}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("running as root, and no postgres user to run the server as (%v); %s", err, InstallHint)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		h.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	return h, nil
+}
+
+// tempDir makes a directory for one server (its socket, data and log),
+// owned by the user the server runs as.
+func (h *host) tempDir() (string, error) {
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return "", err
+	}
+	if h.cred != nil {
+		if err := os.Chown(dir, int(h.cred.Uid), int(h.cred.Gid)); err != nil {
 			os.RemoveAll(dir)
-			return nil, err
+			return "", err
 		}
 	}
-	data, logPath := filepath.Join(dir, "data"), filepath.Join(dir, "postgres.log")
+	return dir, nil
+}
+
+// command is one of the server's binaries, run as the server's user and
+// killed if the thread that started it ends.
+func (h *host) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(h.bin, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: h.cred}
+	return cmd
+}
+
+// initdb makes a new cluster in dir/data.
+func (h *host) initdb(dir string) error {
+	out, err := h.command("initdb", "-D", filepath.Join(dir, "data"), "-U", "postgres",
+		"-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// settings are the server settings of every test server: no TCP port, and
+// speed over durability against a crash of the machine (a crash of the
+// server loses nothing the kernel has).
+var settings = []string{
+	"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
+	"-c", "full_page_writes=off", "-c", "max_connections=100",
+}
+
+// start starts one server: initdb, then postgres.
+func start() (*Server, error) {
+	h, err := newHost()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := h.tempDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.initdb(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return h.run(dir)
+}
+
+// run runs postgres on dir/data, its socket in dir, with settings and
+// extra, and waits until it accepts connections.
+func (h *host) run(dir string, extra ...string) (*Server, error) {
+	logPath := filepath.Join(dir, "postgres.log")
 	started, exited := make(chan error, 1), make(chan error, 1)
 	var proc *os.Process
 	// The parent-death signal fires when the thread that started the child
@@ -51,23 +114,15 @@ func start() (*Server, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-			"-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
-		initdb.SysProcAttr = attr
-		if out, err := initdb.CombinedOutput(); err != nil {
-			started <- fmt.Errorf("initdb: %v\n%s", err, out)
-			return
-		}
 		logFile, err := os.Create(logPath)
 		if err != nil {
 			started <- err
 			return
 		}
 		defer logFile.Close()
-		server := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", "5432",
-			"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
-			"-c", "full_page_writes=off", "-c", "max_connections=100")
-		server.Stdout, server.Stderr, server.SysProcAttr = logFile, logFile, attr
+		args := append([]string{"-D", filepath.Join(dir, "data"), "-k", dir, "-p", "5432"}, settings...)
+		server := h.command("postgres", append(args, extra...)...)
+		server.Stdout, server.Stderr = logFile, logFile
 		if err := server.Start(); err != nil {
 			started <- fmt.Errorf("starting postgres: %w", err)
 			return
@@ -80,17 +135,25 @@ func start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	var once sync.Once
+	var stopErr error
+	// halt sends sig and waits for the server to exit, once.
+	halt := func(sig syscall.Signal) error {
+		once.Do(func() {
+			_ = proc.Signal(sig)
+			select {
+			case <-exited:
+			case <-time.After(15 * time.Second):
+				_ = proc.Kill()
+				<-exited
+				stopErr = errors.New("postgres did not stop within 15s; killed")
+			}
+		})
+		return stopErr
+	}
 	stop := func() error {
 		defer os.RemoveAll(dir)
-		_ = proc.Signal(syscall.SIGINT) // fast shutdown
-		select {
-		case <-exited:
-			return nil
-		case <-time.After(15 * time.Second):
-			_ = proc.Kill()
-			<-exited
-			return errors.New("postgres did not stop within 15s; killed")
-		}
+		return halt(syscall.SIGINT) // fast shutdown
 	}
 	dsn := fmt.Sprintf("host=%s port=5432 user=postgres dbname=postgres sslmode=disable", dir)
 	if err := waitReady(dsn, exited); err != nil {
@@ -98,7 +161,58 @@ func start() (*Server, error) {
 		_ = stop()
 		return nil, fmt.Errorf("%w\npostgres log:\n%s", err, log)
 	}
-	return &Server{DSN: dsn, SocketDir: dir, LogPath: logPath, stop: stop}, nil
+	return &Server{DSN: dsn, SocketDir: dir, LogPath: logPath, stop: stop,
+		crash: func() error { return halt(syscall.SIGQUIT) }}, nil // immediate shutdown
+}
+
+// startPair starts a primary, then a standby made from it with
+// pg_basebackup -R that streams its WAL, and waits until it streams.
+func startPair(mode Replication) (*Pair, error) {
+	h, err := newHost()
+	if err != nil {
+		return nil, err
+	}
+	pdir, err := h.tempDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.initdb(pdir); err != nil {
+		os.RemoveAll(pdir)
+		return nil, err
+	}
+	var primaryExtra []string
+	if mode == Synchronous {
+		primaryExtra = []string{"-c", "synchronous_standby_names=" + StandbyName}
+	}
+	primary, err := h.run(pdir, primaryExtra...)
+	if err != nil {
+		return nil, err
+	}
+	sdir, err := h.tempDir()
+	if err != nil {
+		_ = primary.Stop()
+		return nil, err
+	}
+	backup := h.command("pg_basebackup", "-D", filepath.Join(sdir, "data"), "-R", "-X", "stream",
+		"-h", pdir, "-p", "5432", "-U", "postgres", "--no-sync")
+	if out, err := backup.CombinedOutput(); err != nil {
+		_ = primary.Stop()
+		os.RemoveAll(sdir)
+		return nil, fmt.Errorf("pg_basebackup: %v\n%s", err, out)
+	}
+	// The standby names itself to the primary (application_name) with its
+	// cluster_name, which synchronous_standby_names lists.
+	standby, err := h.run(sdir, "-c", "cluster_name="+StandbyName, "-c", "hot_standby=on")
+	if err != nil {
+		_ = primary.Stop()
+		return nil, err
+	}
+	p := &Pair{Primary: primary, Standby: standby, Mode: mode}
+	if err := p.awaitStreaming(true); err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	return p, nil
 }
 
 // findPostgres returns the directory of initdb and postgres: the newest
@@ -116,11 +230,11 @@ func findPostgres() (string, error) {
 		}
 	}
 	for _, d := range dirs {
-		if isFile(filepath.Join(d, "initdb")) && isFile(filepath.Join(d, "postgres")) {
+		if isFile(filepath.Join(d, "initdb")) && isFile(filepath.Join(d, "postgres")) && isFile(filepath.Join(d, "pg_basebackup")) {
 			return d, nil
 		}
 	}
-	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found in /usr/lib/postgresql/*/bin or $PATH; " + InstallHint)
+	return "", errors.New("PostgreSQL server binaries (initdb, postgres, pg_basebackup) not found in /usr/lib/postgresql/*/bin or $PATH; " + InstallHint)
 }
 
 func isFile(p string) bool {

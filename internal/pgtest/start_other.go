@@ -4,6 +4,8 @@ package pgtest
 
 import "errors"
 
-func start() (*Server, error) {
-	return nil, errors.New("the PostgreSQL tests start their server on Linux only")
-}
+var errLinuxOnly = errors.New("the PostgreSQL tests start their servers on Linux only")
+
+func start() (*Server, error) { return nil, errLinuxOnly }
+
+func startPair(Replication) (*Pair, error) { return nil, errLinuxOnly }
