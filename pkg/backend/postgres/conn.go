@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -94,6 +95,45 @@ func (p *conns) query(ctx context.Context, sql string, args ...[]byte) ([][][]by
 	}
 	defer p.put(c)
 	return run(ctx, c, sql, args...)
+}
+
+// durable raises the transaction's synchronous_commit to on unless it is
+// on or remote_apply already: the commit then waits until the WAL is
+// flushed on the server and, where synchronous_standby_names names
+// standbys, on the synchronous standbys too, whatever the server's, the
+// database's or the role's default (off, local or remote_write would
+// acknowledge a write that a failover can lose). set_config(..., true)
+// lasts until the end of the transaction.
+const durable = `SELECT set_config('synchronous_commit', 'on', true)
+	WHERE current_setting('synchronous_commit') NOT IN ('on', 'remote_apply')`
+
+// write runs sql, a record write, with args on a connection of the pool,
+// in one transaction with durable, so that its commit is acknowledged
+// only once a failover to a synchronous standby cannot lose it. Both go
+// in one round trip: the statements of a batch (a pipeline ended by one
+// Sync) run in one implicit transaction.
+func (p *conns) write(ctx context.Context, sql string, args ...[]byte) ([][][]byte, error) {
+	c, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.put(c)
+	batch := &pgconn.Batch{}
+	batch.ExecParams(durable, nil, nil, nil, nil)
+	batch.ExecParams(sql, args, nil, nil, nil)
+	results, err := c.ExecBatch(ctx, batch).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+	}
+	if len(results) != 2 {
+		return nil, fmt.Errorf("a write answered %d results, want 2", len(results))
+	}
+	return results[1].Rows, nil
 }
 
 // run runs sql with args on c.

@@ -109,8 +109,10 @@ var (
 )
 
 // Open connects to the server, creates the table, its triggers and
-// functions if missing, and checks that the table can be written. Every
-// error names the server and table, never the password.
+// functions if missing, and checks that the table can be written. It
+// warns in the log when the server streams to asynchronous standbys only
+// (see the package doc, Failover). Every error names the server and
+// table, never the password.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
@@ -134,6 +136,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		b.pool.close()
 		return nil, b.fail("open", err)
 	}
+	b.checkReplication(ctx)
 	b.closing, b.stop = context.WithCancel(context.Background())
 	return b, nil
 }

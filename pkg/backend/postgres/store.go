@@ -98,13 +98,13 @@ func micros(t time.Time) ([]byte, error) {
 }
 
 // Create implements backend.Backend: an INSERT that does nothing when the
-// name is taken.
+// name is taken, committed durably (conns.write).
 func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Version, error) {
 	args, err := recordArgs(rec)
 	if err != nil {
 		return "", b.fail("create", err)
 	}
-	rows, err := b.pool.query(ctx, `INSERT INTO `+b.table+` (name, holder, lease_duration_seconds,
+	rows, err := b.pool.write(ctx, `INSERT INTO `+b.table+` (name, holder, lease_duration_seconds,
 	acquire_time, renew_time, transitions, handoff, group_mark)
 	VALUES ($1, $2, $3, `+fromMicros(4)+`, `+fromMicros(5)+`, $6, $7, $8)
 	ON CONFLICT (name) DO NOTHING RETURNING version`,
@@ -119,7 +119,7 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 }
 
 // Update implements backend.Backend: an UPDATE whose WHERE clause is the
-// compare-and-swap. Of racing writers from one version, PostgreSQL lets
+// compare-and-swap, committed durably (conns.write). Of racing writers from one version, PostgreSQL lets
 // the first to commit change the row and re-checks the others' WHERE
 // against the row it wrote, so they change nothing.
 func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
@@ -131,7 +131,7 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	if err != nil {
 		from = -1 // a version never issued matches no row
 	}
-	rows, err := b.pool.query(ctx, `UPDATE `+b.table+` SET version = DEFAULT, holder = $3,
+	rows, err := b.pool.write(ctx, `UPDATE `+b.table+` SET version = DEFAULT, holder = $3,
 	lease_duration_seconds = $4, acquire_time = `+fromMicros(5)+`, renew_time = `+fromMicros(6)+`,
 	transitions = $7, handoff = $8, group_mark = $9 WHERE name = $1 AND version = $2 RETURNING version`,
 		append([][]byte{text(b.opts.Election), text(strconv.FormatInt(from, 10))}, args...)...)
