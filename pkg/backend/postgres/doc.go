@@ -63,18 +63,61 @@
 // # What it requires of PostgreSQL
 //
 // PostgreSQL 11 or later (EXECUTE FUNCTION in triggers), and that a
-// committed write is not lost. A crash and restart of the server loses
-// nothing committed with synchronous_commit on. A failover to an
-// asynchronous replica can: the promoted replica may lack the last writes,
-// so a record can go back to an earlier holder and token, and the next
-// acquire then issues a token that was already claimed, and two leaders
-// can briefly both believe they lead. Run the table on a server whose
-// commits are synchronously replicated (synchronous_standby_names with
-// synchronous_commit = on or remote_apply) if a failover must not repeat
-// tokens; otherwise that is the documented risk of a failover, as it is
-// of restoring etcd from a backup. A resource that checks tokens (package
-// fence) refuses a token lower than one it saw, so a repeated token is
-// accepted only by a resource that never saw the higher one.
+// write it was told is committed is never lost, by a crash or by a
+// failover: a token is handed out twice only when the store forgets a term
+// that a holder began.
+//
+// Every record write (Create, Update) commits with synchronous_commit at
+// least on: in the same round trip and the same transaction it runs
+// set_config('synchronous_commit', 'on', true) unless the session has on
+// or remote_apply already, whatever the server's, database's or role's
+// default. So a crash and restart loses no acknowledged write, and where
+// synchronous_standby_names names standbys, a write is acknowledged only
+// once the synchronous standbys have flushed it: an acquire that a
+// candidate was told of, and claims, is on them. A promotion replays all
+// the WAL a standby received, even one whose replay was paused, so a
+// failover to a synchronous standby keeps every term that began. While no
+// synchronous standby answers, writes wait: no term starts or is renewed,
+// and the leader stops claiming at its renew deadline; the write lands
+// once a standby is back.
+//
+// What the backend requires for failover, then: promote only a standby
+// that synchronous_standby_names names (with ANY or FIRST n, the one that
+// has the most WAL), as Patroni's synchronous_mode and the managed
+// services' synchronous replicas do. A failover to an asynchronous
+// standby can lose the last writes: the promoted server's record may name
+// an earlier holder and token. Candidates still running that saw the
+// lost token continue above it (package election), but one that never saw
+// it (started after the failover, or that missed the write) issues that
+// token again, to another holder: two holders then have one token, and
+// for a moment both can believe they lead. Open warns in the log when the
+// server streams to standbys none of which is synchronous (pg_stat_replication
+// has rows, synchronous_standby_names is empty), and when it names
+// synchronous standbys of which none streams. It warns rather than
+// refuses: it sees only the standbys streaming at that moment (not one
+// restoring from a WAL archive, nor one disconnected), replicas kept for
+// reads or disaster recovery may never be promoted automatically, and a
+// storage-level replication (as some managed services use) shows none.
+// After a failover to an asynchronous standby, raise transitions above
+// every token handed out (docs/backends.md, "When tokens go back").
+//
+// A resource that checks tokens (package fence) refuses a lower token and
+// the same token from another holder (fence.ErrTokenReused), so a repeated
+// token's second holder cannot write where the first one wrote, provided
+// the guard's table did not fail over with the records. If it did, in the
+// same database, the first holder's writes made before the failover are
+// lost with its term (a standby has a prefix of the primary's WAL, and a
+// holder writes only after its acquire committed), and whichever holder of
+// the repeated token writes there first after the failover binds it.
+//
+// An epoch that rises at every failover (the timeline ID, which every
+// promotion raises) could keep tokens rising without synchronous
+// replication, but not within the backend contract: the token is the
+// stored transitions, which package election raises by one per term and
+// every store keeps as written, so the backend would have to present a
+// token that no write stored, and the tokens of one election would no
+// longer count its terms. A synchronously replicated commit keeps the
+// token as it is.
 //
 // # Connections and the password
 //
