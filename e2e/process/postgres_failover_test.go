@@ -373,10 +373,9 @@ type lagging struct {
 // wrong. Sidecar A leads, and the standby has its term; the standby is
 // then cut off from the primary, as one that lags. A is killed, and
 // sidecar B, started then, may acquire the next term once A's lease has
-// run out. The
-// primary crashes and B goes with it (as on the primary's machine), so
-// that no running candidate remembers B's token; the standby is promoted,
-// and two new sidecars elect a leader on it. Every claim is followed by a
+// run out. The primary crashes and B goes with it (as on the primary's
+// machine), so that no running candidate remembers B's token; the
+// standby is promoted, and two new sidecars elect a leader on it. Every claim is followed by a
 // guarded write outside the pair and one, with a row of data, in it.
 func failOverBehind(t *testing.T, mode pgtest.Replication) lagging {
 	t.Helper()
@@ -405,14 +404,18 @@ func failOverBehind(t *testing.T, mode pgtest.Replication) lagging {
 	early := sidecartest.IdentityOf(t, b)
 	w.add(b)
 	// B leads a lease after it started, or, where its acquire waits for the
-	// standby, not at all: twice that bounds the wait.
+	// standby, not at all: twice that bounds the wait, which ends once the
+	// guard outside has answered a write of B's.
 	earlyClaimed := false
 	for deadline := time.Now().Add(2*sidecartest.LeaseDuration + time.Second); time.Now().Before(deadline) && !earlyClaimed; time.Sleep(10 * time.Millisecond) {
 		w.mu.Lock()
 		for _, g := range w.writes {
-			earlyClaimed = earlyClaimed || g.term.Holder == early
+			earlyClaimed = earlyClaimed || (g.where == outside && g.term.Holder == early)
 		}
 		w.mu.Unlock()
+	}
+	for _, c := range w.log.Claims() {
+		earlyClaimed = earlyClaimed || c.Who == early
 	}
 	crashed := time.Now()
 	if err := p.CrashPrimary(); err != nil {
@@ -441,9 +444,8 @@ func failOverBehind(t *testing.T, mode pgtest.Replication) lagging {
 
 // With a synchronous standby, the term B would have begun while the
 // standby lagged never begins: its acquire waits for the standby, so B
-// never claims. After the failover the new
-// leader's token is one above A's, claimed by one holder only, and the
-// guard accepts its writes.
+// never claims. After the failover the new leader's token is one above
+// A's, claimed by one holder only, and the guard accepts its writes.
 func TestPostgresFailoverToALaggingSynchronousStandbyRepeatsNoToken(t *testing.T) {
 	t.Parallel()
 	r := failOverBehind(t, pgtest.Synchronous)

@@ -111,8 +111,8 @@ var (
 // Open connects to the server, creates the table, its triggers and
 // functions if missing, and checks that the table can be written. It
 // warns in the log when the server streams to asynchronous standbys only
-// (see the package doc, Failover). Every error names the server and
-// table, never the password.
+// (see the package doc: What it requires of PostgreSQL). Every error
+// names the server and table, never the password.
 func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
