@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,8 +27,9 @@ type host struct {
 	cred *syscall.Credential // nil unless running as root
 }
 
-func newHost() (*host, error) {
-	bin, err := findPostgres()
+// newHost finds the binaries, initdb, postgres and those named in more.
+func newHost(more ...string) (*host, error) {
+	bin, err := findPostgres(more...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +170,7 @@ func (h *host) run(dir string, extra ...string) (*Server, error) {
 // startPair starts a primary, then a standby made from it with
 // pg_basebackup -R that streams its WAL, and waits until it streams.
 func startPair(mode Replication) (*Pair, error) {
-	h, err := newHost()
+	h, err := newHost("pg_basebackup")
 	if err != nil {
 		return nil, err
 	}
@@ -215,9 +217,10 @@ func startPair(mode Replication) (*Pair, error) {
 	return p, nil
 }
 
-// findPostgres returns the directory of initdb and postgres: the newest
-// /usr/lib/postgresql/<version>/bin (Debian's layout), else from $PATH.
-func findPostgres() (string, error) {
+// findPostgres returns the directory of initdb, postgres and the binaries
+// named in more: the newest /usr/lib/postgresql/<version>/bin (Debian's
+// layout) that has them all, else the one of initdb in $PATH.
+func findPostgres(more ...string) (string, error) {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	version := func(d string) float64 {
 		v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(d)), 64)
@@ -229,12 +232,14 @@ func findPostgres() (string, error) {
 			dirs = append(dirs, filepath.Dir(real))
 		}
 	}
+	names := append([]string{"initdb", "postgres"}, more...)
 	for _, d := range dirs {
-		if isFile(filepath.Join(d, "initdb")) && isFile(filepath.Join(d, "postgres")) && isFile(filepath.Join(d, "pg_basebackup")) {
+		if !slices.ContainsFunc(names, func(name string) bool { return !isFile(filepath.Join(d, name)) }) {
 			return d, nil
 		}
 	}
-	return "", errors.New("PostgreSQL server binaries (initdb, postgres, pg_basebackup) not found in /usr/lib/postgresql/*/bin or $PATH; " + InstallHint)
+	return "", fmt.Errorf("PostgreSQL server binaries (%s) not found in /usr/lib/postgresql/*/bin or $PATH; %s",
+		strings.Join(names, ", "), InstallHint)
 }
 
 func isFile(p string) bool {
