@@ -83,17 +83,16 @@
 //
 // What the backend requires for failover, then: promote only a standby
 // that synchronous_standby_names names (with ANY or FIRST n, the one that
-// has the most WAL), as Patroni's synchronous_mode and the managed
-// services' synchronous replicas do. A failover to an asynchronous
-// standby can lose the last writes: the promoted server's record may name
-// an earlier holder and token. Candidates still running that saw the
-// lost token continue above it (package election), but one that never saw
-// it (started after the failover, or that missed the write) issues that
-// token again, to another holder: two holders then have one token, and
+// has the most WAL), as Patroni's synchronous_mode does. A failover to an
+// asynchronous standby can lose the last writes: the promoted server's
+// record may name an earlier holder and token. Candidates still running
+// that saw the lost token continue above it (package election), but one
+// that never saw it (started after the failover, or that missed the
+// write) issues that token again, to another holder: two holders then have one token, and
 // for a moment both can believe they lead. Open warns in the log when the
-// server streams to standbys none of which is synchronous (pg_stat_replication
-// has rows, synchronous_standby_names is empty), and when it names
-// synchronous standbys of which none streams. It warns rather than
+// server streams to standbys none of which is synchronous
+// (pg_stat_replication has rows, synchronous_standby_names is empty), and
+// when it names synchronous standbys of which none streams. It warns rather than
 // refuses: it sees only the standbys streaming at that moment (not one
 // restoring from a WAL archive, nor one disconnected), replicas kept for
 // reads or disaster recovery may never be promoted automatically, and a
