@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/postgres"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
@@ -18,11 +20,12 @@ import (
 
 const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [flags]
        sidecar reset --backend lease [--lease-name <name>] [-n <namespace>] [flags]
+       sidecar reset --backend postgres [--postgres-url <url>] [--lease-name <name>] [flags]
 
-Resets an election's record, in an SQLite file or a Lease: the one way to
-clear it, as the SQLite file refuses to delete a record, and a Lease
-deleted restarts its token (a candidate that found none could lead beside
-a holder that still runs). The record is not removed: it is written back
+Resets an election's record, in an SQLite file, a Lease or a PostgreSQL
+table: the one way to clear it, as the SQLite file and the PostgreSQL
+table refuse to delete a record, and a Lease deleted restarts its token (a
+candidate that found none could lead beside a holder that still runs). The record is not removed: it is written back
 released (no holder, no hand-off in progress) with its token kept, so
 candidates may take it at once and the next leader's token is above every
 token issued before. What your resources remember of tokens stays valid.
@@ -54,6 +57,7 @@ type resetConfig struct {
 	namespace, kubeconfig, context string
 	leaseDuration, bound           time.Duration
 	ifAbandoned                    bool
+	postgres                       postgresConfig
 	set                            *pflag.FlagSet
 }
 
@@ -61,9 +65,9 @@ func newResetConfig() *resetConfig {
 	c := &resetConfig{}
 	fs := newFlagSet("sidecar reset")
 	c.set = fs
-	fs.StringVar(&c.backend, "backend", "sqlite", "where the election's record is: sqlite (--sqlite-path) or lease (a Lease on the API server)")
+	fs.StringVar(&c.backend, "backend", "sqlite", "where the election's record is: sqlite (--sqlite-path), lease (a Lease on the API server) or postgres (--postgres-url)")
 	fs.StringVar(&c.sqlitePath, "sqlite-path", "", "the SQLite database file of the election (required with --backend sqlite)")
-	fs.StringVar(&c.name, "lease-name", "leader-sidecar", "name of the election (the SQLite row, or the Lease)")
+	fs.StringVar(&c.name, "lease-name", "leader-sidecar", "name of the election (the SQLite or PostgreSQL row, or the Lease)")
 	fs.StringVarP(&c.namespace, "namespace", "n", "", "namespace of the Lease (default: the kubeconfig context's, as kubectl; in a Pod, the Pod's)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file (default: the files in $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	fs.StringVar(&c.context, "context", "", "kubeconfig context to use (default: the current context)")
@@ -71,17 +75,18 @@ func newResetConfig() *resetConfig {
 		"the election's lease duration (its sidecars' --lease-duration): how long a record emptied by hand is waited out, as its holder may still claim it")
 	fs.DurationVar(&c.bound, "max-record-lease-duration", election.DefaultMaxRecordLeaseDuration(election.DefaultLeaseDuration),
 		"the longest lease duration of the record waited out, as the election's sidecars bound it (their --max-record-lease-duration)")
+	c.postgres.add(fs)
 	fs.BoolVar(&c.ifAbandoned, "if-abandoned", false, "leave a record that its holder renews while reset watches, and exit 0: the election is in use elsewhere")
 	return c
 }
 
 func (c *resetConfig) check() error {
 	switch {
-	case c.backend != "sqlite" && c.backend != "lease":
-		return oneOf("--backend", c.backend, []string{"sqlite", "lease"})
+	case !slices.Contains([]string{"sqlite", "lease", "postgres"}, c.backend):
+		return oneOf("--backend", c.backend, []string{"sqlite", "lease", "postgres"})
 	case c.backend == "sqlite" && c.sqlitePath == "":
 		return errors.New("--sqlite-path: required: the election's database file")
-	case c.backend == "lease" && c.set.Changed("sqlite-path"):
+	case c.backend != "sqlite" && c.set.Changed("sqlite-path"):
 		return errors.New("--sqlite-path: only with --backend sqlite")
 	case c.name == "":
 		return errors.New("--lease-name: must not be empty")
@@ -90,14 +95,21 @@ func (c *resetConfig) check() error {
 	case c.bound <= 0:
 		return fmt.Errorf("--max-record-lease-duration: must be greater than 0, got %v", c.bound)
 	}
-	if c.backend == "sqlite" {
+	if c.backend != "lease" {
 		for _, f := range []string{"namespace", "kubeconfig", "context"} {
 			if c.set.Changed(f) {
 				return fmt.Errorf("--%s: only with --backend lease", f)
 			}
 		}
 	}
-	return nil
+	if c.backend != "postgres" {
+		for _, f := range []string{"postgres-url", "postgres-schema", "postgres-table", "postgres-signal"} {
+			if c.set.Changed(f) {
+				return fmt.Errorf("--%s: only with --backend postgres", f)
+			}
+		}
+	}
+	return c.postgres.check(c.backend == "postgres")
 }
 
 // runReset is "sidecar reset": it writes an election's record back
@@ -139,6 +151,16 @@ func runReset(ctx context.Context, p process, args []string) int {
 
 // open opens the election's store and says where it is.
 func (c *resetConfig) open(ctx context.Context, environ []string) (backend.Backend, string, error) {
+	if c.backend == "postgres" {
+		// Polled: a reset reads, waits and writes once, and needs no
+		// connection for LISTEN.
+		b, err := postgres.Open(ctx, postgres.Options{URL: c.postgres.url, Schema: c.postgres.schema, Table: c.postgres.table,
+			Election: c.name, Signal: postgres.SignalPoll})
+		if err != nil {
+			return nil, "", fmt.Errorf("--postgres-url: %w", err)
+		}
+		return b, "PostgreSQL table " + c.postgres.table, nil
+	}
 	if c.backend == "lease" {
 		getenv := func(k string) string { v, _ := lookup(environ, k); return v }
 		cfg, ns, err := kubeclient.KubectlConfig(c.kubeconfig, c.context, getenv)

@@ -264,3 +264,38 @@ func TestPostgresLockRunsOneCommandAtATime(t *testing.T) {
 		t.Fatalf("journal %v with tokens %v; want two runs one after the other, the second with a higher token", words, tokens)
 	}
 }
+
+// TestPostgresResetReleasesAnAbandonedRecord: the leader and its standby
+// are killed (no release), so the record names a holder that is gone.
+// sidecar reset --backend postgres waits out its lease and writes the
+// release, token kept, without printing the password; a sidecar started
+// afterwards leads at once with the next token.
+func TestPostgresResetReleasesAnAbandonedRecord(t *testing.T) {
+	t.Parallel()
+	all := startOnPostgres(t, "reset_abandoned", 2, "--lease-name", "billing")
+	_, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	for _, s := range all {
+		s.Signal(syscall.SIGKILL)
+		s.WaitExit(10 * time.Second)
+	}
+
+	url := strings.Replace(postgresServer.Server(t).URL("postgres"), "postgres@", "postgres:"+neverLogged+"@", 1)
+	began := time.Now()
+	cmd := exec.Command(sidecartest.Binary(t), "reset", "--backend", "postgres", "--postgres-table", "reset_abandoned", "--lease-name", "billing",
+		"--lease-duration", sidecartest.LeaseDuration.String())
+	cmd.Args = append(cmd.Args, "--postgres-url", url)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "released at token") {
+		t.Fatalf("sidecar reset --backend postgres: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), neverLogged) {
+		t.Fatalf("sidecar reset printed the password:\n%s", out)
+	}
+	if took := time.Since(began); took < sidecartest.LeaseDuration {
+		t.Fatalf("reset released after %v, before the holder's lease of %v could pass", took, sidecartest.LeaseDuration)
+	}
+	again := startOnPostgres(t, "reset_abandoned", 1, "--lease-name", "billing")
+	if _, next := sidecartest.AwaitLeader(t, again, sidecartest.LeaseDuration-500*time.Millisecond); next != token+1 {
+		t.Fatalf("token after the reset %d, want %d", next, token+1)
+	}
+}
