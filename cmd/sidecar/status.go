@@ -17,6 +17,7 @@ import (
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/lease"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/postgres"
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 	"github.com/leader-sidecar/leader-sidecar/pkg/statusview"
@@ -45,7 +46,9 @@ across machines: a standby takes over once it has seen the record
 unchanged for a lease duration on its own clock.
 
 With --backend sqlite it reads the SQLite file of local elections
-(--sqlite-path), read-only.
+(--sqlite-path), read-only. With --backend postgres it reads the table of
+records (--postgres-url, --postgres-schema, --postgres-table) in a
+read-only transaction, creating nothing; --watch reads it every second.
 
 Exit status: 0 once shown (with --watch, on SIGINT or SIGTERM); 1 when the
 store could not be read; 2 for bad usage.
@@ -63,6 +66,7 @@ type statusConfig struct {
 	output         string
 	watch          bool
 	sqlitePath     string
+	postgres       postgresConfig
 	requestTimeout time.Duration
 	set            *pflag.FlagSet
 }
@@ -73,8 +77,8 @@ var statusOutputs = []string{"", "wide", "json"}
 func newStatusConfig(name string) *statusConfig {
 	c := &statusConfig{set: newFlagSet(name)}
 	fs := c.set
-	fs.StringVar(&c.backend, "backend", "lease", "where the elections are: lease (Leases on the API server) or sqlite (a SQLite file)")
-	docMeaning(fs, "backend", "`lease`: Leases on the API server; `sqlite`: the elections of a SQLite file (`--sqlite-path`)")
+	fs.StringVar(&c.backend, "backend", "lease", "where the elections are: lease (Leases on the API server), sqlite (a SQLite file) or postgres (a PostgreSQL table)")
+	docMeaning(fs, "backend", "`lease`: Leases on the API server; `sqlite`: the elections of a SQLite file (`--sqlite-path`); `postgres`: the elections of a PostgreSQL table (`--postgres-url`, `--postgres-schema`, `--postgres-table`)")
 	fs.StringVarP(&c.namespace, "namespace", "n", "", "namespace to show (default: the kubeconfig context's, as kubectl)")
 	docDefault(fs, "namespace", "the context's, else `default`")
 	docMeaning(fs, "namespace", "namespace to show; in a Pod without a kubeconfig, the Pod's")
@@ -94,6 +98,8 @@ func newStatusConfig(name string) *statusConfig {
 	fs.BoolVarP(&c.watch, "watch", "w", false, "after the list, print an election's row again whenever its holder, token, hand-off or state changes")
 	docMeaning(fs, "watch", "after the list, print an election's row again whenever its holder, token, hand-off or state changes; with `-o json`, one object a line")
 	fs.StringVar(&c.sqlitePath, "sqlite-path", "", "the SQLite file of the elections (with --backend sqlite)")
+	c.postgres.add(fs)
+	docMeaning(fs, "postgres-table", "table of records to read, with `--backend postgres`; status creates nothing, and a table that does not exist is an error")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", 30*time.Second, "how long to wait for each answer of the API server (not a watch)")
 	return c
 }
@@ -110,23 +116,40 @@ func (c *statusConfig) check() error {
 		return fmt.Errorf("--request-timeout: must be greater than 0, got %v", c.requestTimeout)
 	}
 	leaseOnly := []string{"namespace", "all-namespaces", "kubeconfig", "context", "selector", "all-leases"}
-	switch c.backend {
-	case "lease":
-		if c.set.Changed("sqlite-path") {
-			return errors.New("--sqlite-path: only with --backend sqlite")
-		}
-	case "sqlite":
-		for _, f := range leaseOnly {
+	postgresOnly := []string{"postgres-url", "postgres-schema", "postgres-table", "postgres-signal"}
+	only := func(flags []string, backend string) error {
+		for _, f := range flags {
 			if c.set.Changed(f) {
-				return fmt.Errorf("--%s: only with --backend lease", f)
+				return fmt.Errorf("--%s: only with --backend %s", f, backend)
 			}
+		}
+		return nil
+	}
+	if !slices.Contains([]string{"lease", "sqlite", "postgres"}, c.backend) {
+		return oneOf("--backend", c.backend, []string{"lease", "sqlite", "postgres"})
+	}
+	if c.backend != "sqlite" && c.set.Changed("sqlite-path") {
+		return errors.New("--sqlite-path: only with --backend sqlite")
+	}
+	if c.backend != "postgres" {
+		if err := only(postgresOnly, "postgres"); err != nil {
+			return err
+		}
+	}
+	switch c.backend {
+	case "sqlite":
+		if err := only(leaseOnly, "lease"); err != nil {
+			return err
 		}
 		if c.sqlitePath == "" {
 			return errors.New("--sqlite-path: required with --backend sqlite: the elections' database file")
 		}
 		return nil
-	default:
-		return oneOf("--backend", c.backend, []string{"lease", "sqlite"})
+	case "postgres":
+		if err := only(leaseOnly, "lease"); err != nil {
+			return err
+		}
+		return c.postgres.check(true)
 	}
 	if c.allNamespaces && c.set.Changed("namespace") {
 		return errors.New("--namespace and --all-namespaces: give one of them")
@@ -181,8 +204,11 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 // source opens the store c names: the API server's Leases (the
 // kubeconfig and namespace found as kubectl finds them), or a SQLite file.
 func (c *statusConfig) source(environ []string) (statusview.Source, error) {
-	if c.backend == "sqlite" {
+	switch c.backend {
+	case "sqlite":
 		return sqliteElections{path: c.sqlitePath}, nil
+	case "postgres":
+		return postgresElections{opts: postgres.Options{URL: c.postgres.url, Schema: c.postgres.schema, Table: c.postgres.table}}, nil
 	}
 	getenv := func(k string) string { v, _ := lookup(environ, k); return v }
 	cfg, ns, err := kubeclient.KubectlConfig(c.kubeconfig, c.context, getenv)
@@ -330,6 +356,43 @@ func (s sqliteElections) Follow(ctx context.Context, updates chan<- statusview.U
 		select {
 		case <-ctx.Done():
 		case <-time.After(sqlitePollInterval):
+		}
+	}
+}
+
+// postgresElections are the elections of a PostgreSQL table, read in a
+// read-only transaction; nothing is created.
+type postgresElections struct{ opts postgres.Options }
+
+func (s postgresElections) Read(ctx context.Context) ([]statusview.Election, error) {
+	stored, err := postgres.ReadAll(ctx, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	els := make([]statusview.Election, 0, len(stored))
+	for _, st := range stored {
+		els = append(els, statusview.Election{Name: st.Name, Record: st.Record, Version: st.Version})
+	}
+	return els, nil
+}
+
+// postgresPollInterval is how often --watch reads a PostgreSQL table:
+// one connection and one query each time.
+const postgresPollInterval = time.Second
+
+// Follow reads the table every postgresPollInterval, as sqliteElections
+// reads its file.
+func (s postgresElections) Follow(ctx context.Context, updates chan<- statusview.Update, warn func(error)) {
+	for ctx.Err() == nil {
+		els, err := s.Read(ctx)
+		if err != nil && ctx.Err() == nil {
+			warn(err)
+		} else if err == nil && !statusview.Send(ctx, updates, statusview.Update{Full: true, Elections: els}) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(postgresPollInterval):
 		}
 	}
 }

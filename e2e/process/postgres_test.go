@@ -1,6 +1,7 @@
 package process
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -297,5 +298,47 @@ func TestPostgresResetReleasesAnAbandonedRecord(t *testing.T) {
 	again := startOnPostgres(t, "reset_abandoned", 1, "--lease-name", "billing")
 	if _, next := sidecartest.AwaitLeader(t, again, sidecartest.LeaseDuration-500*time.Millisecond); next != token+1 {
 		t.Fatalf("token after the reset %d, want %d", next, token+1)
+	}
+}
+
+// TestPostgresStatus runs sidecar status --backend postgres on the table
+// two sidecars elect through: the election shows with the leader as its
+// holder and its token, held; the password is never printed; a table that
+// does not exist is an error that names it, and status does not create it.
+func TestPostgresStatus(t *testing.T) {
+	t.Parallel()
+	all := startOnPostgres(t, "status_table", 2, "--lease-name", "billing")
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	url := strings.Replace(postgresServer.Server(t).URL("postgres"), "postgres@", "postgres:"+neverLogged+"@", 1)
+	status := func(table string, args ...string) (string, error) {
+		cmd := exec.Command(sidecartest.Binary(t), append([]string{"status", "--backend", "postgres", "--postgres-url", url,
+			"--postgres-table", table}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), neverLogged) {
+			t.Fatalf("sidecar status printed the password:\n%s", out)
+		}
+		return string(out), err
+	}
+	out, err := status("status_table", "-o", "json")
+	if err != nil {
+		t.Fatalf("sidecar status --backend postgres: %v\n%s", err, out)
+	}
+	var list struct {
+		Elections []struct {
+			Name, Holder, State string
+			Token               int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out)
+	}
+	if len(list.Elections) != 1 || list.Elections[0].Name != "billing" || list.Elections[0].Holder != sidecartest.IdentityOf(t, leader) ||
+		list.Elections[0].Token != token || list.Elections[0].State != "held" {
+		t.Fatalf("status shows %+v; want billing held by %s at token %d", list.Elections, sidecartest.IdentityOf(t, leader), token)
+	}
+	for range 2 { // the second read proves the first created nothing
+		if out, err := status("no_such_table"); err == nil || !strings.Contains(out, "no_such_table does not exist") {
+			t.Fatalf("status of a table that does not exist: %v\n%s", err, out)
+		}
 	}
 }
