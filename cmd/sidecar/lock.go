@@ -316,7 +316,7 @@ func buildLocker(ctx context.Context, cfg lockConfig, p process, log *slog.Logge
 	opts := httpapi.Options{Done: streamsDone, ReleaseTimeout: cfg.killGrace + 2*el.renewDeadline}
 	gate := newStepDownGate()
 	api := httpapi.NewAppHandler(lockElector{elector, gate}, info, opts)
-	servers, err := listen(log, []listener{{"app", cfg.httpAddress, api}})
+	servers, err := listen(log, []listener{{"app", "--http-address", cfg.httpAddress, api}})
 	if err != nil {
 		st.close()
 		return nil, err

@@ -107,8 +107,8 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 		opts.AppHealthy = gate.Healthy
 	}
 	servers, err := listen(log, []listener{
-		{"app", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
-		{"ops", cfg.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
+		{"app", "--http-address", cfg.httpAddress, httpapi.NewAppHandler(elector, info, opts)},
+		{"ops", "--ops-address", cfg.opsAddress, httpapi.NewOpsHandler(elector, info, opts)},
 	})
 	if err != nil {
 		return nil, err
@@ -307,9 +307,11 @@ func newEventRecorder(cfg sidecarConfig, pod kubeevents.Pod, kube *kubeclient.Cl
 	return nil, func() {}
 }
 
+// listener is one of the sidecar's HTTP listeners: its name in the logs,
+// the flag that sets its address, and what it serves.
 type listener struct {
-	name, address string
-	handler       http.Handler
+	name, flag, address string
+	handler             http.Handler
 }
 
 type server struct {
@@ -337,7 +339,7 @@ func listen(log *slog.Logger, ls []listener) ([]server, error) {
 			for _, s := range servers {
 				_ = s.ln.Close()
 			}
-			return nil, fmt.Errorf("%s listener: %w", l.name, err)
+			return nil, fmt.Errorf("%s: the %s listener: %w", l.flag, l.name, err)
 		}
 		log.Info("serving", "listener", l.name, "address", ln.Addr().String())
 		servers = append(servers, server{

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
@@ -74,5 +79,40 @@ func TestRevisionFromTheDownwardAPI(t *testing.T) {
 		if got := podFromEnv(c.env).revision; got != c.want {
 			t.Errorf("%q: revision %q, want %q", c.env, got, c.want)
 		}
+	}
+}
+
+// TestPortInUseNamesTheFlag: a listener whose port is taken stops the
+// sidecar before it joins the election, with an error that names the flag
+// that set the address, for each listener.
+func TestPortInUseNamesTheFlag(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, flag := range []string{"--http-address", "--ops-address"} {
+		db := filepath.Join(t.TempDir(), "leader.db")
+		// Not cancelled at once, as runArgs does: the listeners are bound
+		// once the store is open. A sidecar that binds runs until then.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		var errOut bytes.Buffer
+		code := run(ctx, []string{"--sqlite-path", db, "--http-address", "127.0.0.1:0", "--ops-address", "127.0.0.1:0",
+			flag, taken.Addr().String()}, nil, io.Discard, &errOut)
+		cancel()
+		stderr := errOut.String()
+		if code != 1 || !strings.Contains(stderr, flag+": the ") || !strings.Contains(stderr, "address already in use") {
+			t.Errorf("%s on a port in use: exit %d, stderr %q; want 1 naming %s", flag, code, stderr, flag)
+		}
+	}
+}
+
+// TestSQLiteOpenErrorNamesTheFile: an open that fails (here, cancelled at
+// once) names the file the operator gave, then the election.
+func TestSQLiteOpenErrorNamesTheFile(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "leader.db")
+	code, _, stderr := runArgs(t, []string{"--sqlite-path", db, "--lease-name", "billing"})
+	if code != 1 || !strings.Contains(stderr, `sqlite: open `+db+` (election \"billing\")`) {
+		t.Fatalf("exit %d, stderr %q; want 1 naming the file %s, then the election", code, stderr, db)
 	}
 }

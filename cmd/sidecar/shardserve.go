@@ -110,8 +110,8 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 	streamsDone := make(chan struct{}) // ends the open /shards/watch streams
 	opts := httpapi.Options{Metrics: m.Handler(), AnyHost: cfg.exposeAppAPI(), Done: streamsDone}
 	servers, err := listen(log, []listener{
-		{"app", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
-		{"ops", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},
+		{"app", "--http-address", cfg.httpAddress, httpapi.NewShardsAppHandler(g, opts)},
+		{"ops", "--ops-address", cfg.opsAddress, httpapi.NewShardsOpsHandler(g, opts)},
 	})
 	if err != nil {
 		return err

@@ -10,11 +10,15 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// fail wraps err from operation op with the election and, for the failures
+// fail wraps err from operation op with the election (and, opening, the
+// file) and, for the failures
 // an operator can act on, a sentence naming the file and what to check.
 // Sentinel and context errors stay reachable through errors.Is, and SQLite's
 // own error through errors.As.
 func (b *Backend) fail(op string, err error) error {
+	if op == "open" { // the file, which the operator gave, first
+		return fmt.Errorf("sqlite: open %s (election %q): %w", b.path, b.election, b.explain(err))
+	}
 	return fmt.Errorf("sqlite: %s %q: %w", op, b.election, b.explain(err))
 }
 
