@@ -230,4 +230,3 @@ func TestResetIfAbandonedLeavesARenewedRecord(t *testing.T) {
 		t.Fatalf("after reset --if-abandoned the record names %q, want live_1", rec.HolderIdentity)
 	}
 }
-
