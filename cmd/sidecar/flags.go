@@ -73,6 +73,39 @@ func applyEnv(fs *pflag.FlagSet, environ []string) error {
 	return err
 }
 
+// givenOnCommandLine is the names of the flags of fs that the command
+// line set, read before applyEnv sets the others from the environment.
+func givenOnCommandLine(fs *pflag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
+	return given
+}
+
+// blameEnv puts the variable in front of a check's error that names a
+// flag the environment set (the command line did not), as the user wrote
+// the variable, not the flag: LEADER_SIDECAR_BACKEND="etcd": --backend: ...
+func blameEnv(err error, given map[string]bool, environ []string) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "--") {
+		return err
+	}
+	name := strings.TrimPrefix(msg, "--")
+	if i := strings.IndexAny(name, ": ,"); i >= 0 {
+		name = name[:i]
+	}
+	if given[name] {
+		return err
+	}
+	value, ok := lookup(environ, envName(name))
+	if !ok {
+		return err
+	}
+	if name == "postgres-url" { // never the password
+		value = redactPostgresURL(value)
+	}
+	return fmt.Errorf("%s=%q: %w", envName(name), value, err)
+}
+
 // unknownEnv warns of every LEADER_SIDECAR_* variable that no command
 // reads and that sidecar lock does not set, sorted: a misspelt variable is
 // otherwise silently ignored.

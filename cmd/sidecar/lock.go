@@ -30,11 +30,14 @@ func runLock(ctx context.Context, p process, args []string) int {
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
+	given := givenOnCommandLine(cfg.set)
 	if err == nil {
 		err = applyEnv(cfg.set, p.environ)
 	}
 	if err == nil {
-		err = cfg.check(p.environ)
+		if err = cfg.check(p.environ); err != nil {
+			err = blameEnv(err, given, p.environ)
+		}
 	}
 	var ce *supervise.CommandError
 	if errors.As(err, &ce) {

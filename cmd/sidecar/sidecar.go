@@ -70,7 +70,9 @@ func parseSidecar(p process, args []string, usage, takes string) (_ sidecarConfi
 		return sidecarConfig{}, true, nil
 	case err == nil && cfg.set.NArg() > 0:
 		err = fmt.Errorf("unexpected argument %q: %s", cfg.set.Arg(0), takes)
-	case err == nil:
+	}
+	given := givenOnCommandLine(cfg.set)
+	if err == nil {
 		err = applyEnv(cfg.set, p.environ)
 	}
 	if err == nil && cfg.version { // LEADER_SIDECAR_VERSION=true
@@ -78,7 +80,9 @@ func parseSidecar(p process, args []string, usage, takes string) (_ sidecarConfi
 		return sidecarConfig{}, true, nil
 	}
 	if err == nil {
-		err = cfg.check(p.environ)
+		if err = cfg.check(p.environ); err != nil {
+			err = blameEnv(err, given, p.environ)
+		}
 	}
 	if err != nil {
 		return sidecarConfig{}, false, err
