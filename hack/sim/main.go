@@ -6,8 +6,14 @@
 //	go run ./hack/sim -seed-start 4242 -seeds 1 -v   # replay one schedule
 //	go run ./hack/sim -shards 8 -candidates 3        # a shard group
 //	go run ./hack/sim -shards 8 -seeds 20 -digest    # one figure for the whole range
+//	go run ./hack/sim -seeds 5000 -first-violation   # stop at the first broken seed
 //
 // It prints "N schedules, V violations" and exits 1 if V > 0. With
+// -first-violation it stops at the first broken schedule in the order of
+// the seeds, prints its trace and "first violation: seed S, after N
+// schedules" (N counts the seeds from -seed-start to S), and exits 1; a
+// range with none ends as without the flag. make mutants reads that line.
+// With
 // -digest it also prints a hash of every schedule's summary in the order
 // of the seeds (sim.Result.Summary): two builds that print the same
 // digest for a range of seeds played every schedule of it the same way.
@@ -48,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	progress := fs.Duration("progress", 0, "print the figures so far every this much wall time (0: only at the end)")
 	trusted := fs.Duration("trusted-record-lease", 0, "every candidate's MaxRecordLeaseDuration (default: the simulator's bound, 30s); a longer one lets hostile lease durations break liveness")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	firstViolation := fs.Bool("first-violation", false, "stop at the first schedule, in the order of the seeds, that breaks an invariant, and print it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -92,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	results := make(chan sim.Result)
 	errs := make(chan error, 1)
 	next := make(chan int64)
+	stop := make(chan struct{}) // closed to send no more seeds
 	var wg sync.WaitGroup
 	for range *workers {
 		wg.Add(1)
@@ -113,8 +121,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 	go func() {
+	send:
 		for s := *start; s < *start+*seeds; s++ {
-			next <- s
+			select {
+			case next <- s:
+			case <-stop:
+				break send
+			}
 		}
 		close(next)
 		wg.Wait()
@@ -125,9 +138,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var virtual time.Duration
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
 	var settledMax time.Duration
-	// Results arrive in any order; the digest and the summaries take them
-	// in the order of the seeds.
+	// Results arrive in any order; the digest, the summaries and the first
+	// violation take them in the order of the seeds.
 	sum, early, nextSeed := sim.NewDigest(), map[int64]sim.Result{}, *start
+	var first *sim.Result // the first broken schedule in the order of the seeds
 	var tick <-chan time.Time
 	if *progress > 0 {
 		t := time.NewTicker(*progress)
@@ -148,14 +162,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			r = got
 		}
+		if first != nil {
+			continue // the schedules that were running when it was found
+		}
 		done++
-		if *digest || *summaries {
+		if *digest || *summaries || *firstViolation {
 			early[r.Seed] = r
-			for next, ok := early[nextSeed]; ok; next, ok = early[nextSeed] {
+			for next, ok := early[nextSeed]; ok && first == nil; next, ok = early[nextSeed] {
 				delete(early, nextSeed)
 				sum.Add(next)
 				if *summaries {
 					fmt.Fprintln(stdout, next.Summary())
+				}
+				if *firstViolation && len(next.Violations) > 0 {
+					first = &next
+					close(stop)
 				}
 				nextSeed++
 			}
@@ -169,7 +190,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(r.Violations) > 0 {
 			broken++
 		}
-		if (len(r.Violations) > 0 && reported < int64(*report)) || *verbose {
+		if (len(r.Violations) > 0 && reported < int64(*report) && !*firstViolation) || *verbose {
 			reported++
 			printSchedule(stdout, r)
 		}
@@ -179,6 +200,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sim: %v\n", err)
 		return 2
 	default:
+	}
+	if first != nil {
+		printSchedule(stdout, *first)
+		fmt.Fprintf(stdout, "first violation: seed %d, after %d schedules (seeds %d to %d in order, %d violations among the %d schedules run), wall time %v\n",
+			first.Seed, first.Seed-*start+1, *start, first.Seed, broken, done, time.Since(began).Round(time.Millisecond))
+		return 1
 	}
 	fmt.Fprintf(stdout, "virtual time %v, %d events, %d terms, wall time %v\n",
 		virtual.Round(time.Second), events, terms, time.Since(began).Round(time.Millisecond))
