@@ -19,12 +19,17 @@
 #               election's simulator (make sim)
 #   make test-build
 #               compiles what make test runs without running it
+#   make mutants
+#               seeds each bug of the catalogues (mutants.txt beside the
+#               code) into a copy of the repository and fails unless the
+#               check meant to catch it does; not part of make test, run
+#               before a release (hack/mutants)
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build image release run unit test test-build test-build-race test-build-cross vet deps sim clean
+.PHONY: all build image release run unit test test-build test-build-race test-build-cross vet deps sim mutants clean
 
 all: build
 
@@ -124,6 +129,14 @@ test-build-cross:
 SIM_SEEDS ?= 10000
 sim:
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/sim -seeds $(SIM_SEEDS)
+
+# make mutants: every seeded bug of the catalogues (the mutants.txt files
+# beside the code they mutate) in a copy of the repository, each against
+# the check meant to catch it, after every check passed on the copy
+# unmodified. MUTANTS=id,id runs only those.
+MUTANTS ?=
+mutants:
+	CGO_ENABLED=0 $(GO) run -trimpath ./hack/mutants $(if $(MUTANTS),-only $(MUTANTS))
 
 clean:
 	rm -rf bin dist
