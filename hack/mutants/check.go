@@ -150,6 +150,32 @@ func (r runner) test(ctx context.Context, c check) outcome {
 	return o
 }
 
+// dirs returns the directories of the packages check c builds: hack/sim
+// and what it imports, or the test package and what it and its tests
+// import. A mutant in any other directory cannot be caught by c.
+func (r runner) dirs(ctx context.Context, c check) (map[string]bool, error) {
+	root, rel := r.dir, "./hack/sim"
+	args := []string{"list", "-deps", "-f", "{{.Dir}}"}
+	if c.kind == "test" {
+		var err error
+		if root, rel, err = moduleOf(r.dir, c.pkg); err != nil {
+			return nil, err
+		}
+		args = append(args, "-test")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, rel)...)
+	cmd.Dir, cmd.Env = root, r.env
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go %s in %s: %w", strings.Join(append(args, rel), " "), root, err)
+	}
+	dirs := map[string]bool{}
+	for _, d := range strings.Fields(string(out)) {
+		dirs[d] = true
+	}
+	return dirs, nil
+}
+
 // moduleOf returns the root of the module that holds pkg (a directory of
 // the copy dir, "./x/y") and pkg's path from it.
 func moduleOf(dir, pkg string) (root, rel string, err error) {

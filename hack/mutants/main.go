@@ -164,11 +164,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	// The packages each check builds: a check that does not build the
+	// mutated file cannot catch its mutant, whatever it runs.
+	builds := map[string]map[string]bool{}
+	for _, c := range distinctChecks(mutants) {
+		parsed, _ := parseCheck(c)
+		if builds[c], err = r.dirs(ctx, parsed); err != nil {
+			fmt.Fprintf(stderr, "mutants: %v\n", err)
+			return 1
+		}
+	}
 	var results []result
 	failed := false
 	for _, m := range mutants {
 		parsed, _ := parseCheck(m.check)
 		path := filepath.Join(dir, m.file)
+		if !builds[m.check][filepath.Dir(path)] {
+			o := outcome{broken: "it does not build " + filepath.Dir(m.file) + ", so it cannot catch the mutant"}
+			results = append(results, result{mutant: m, line: lines[m.id], check: parsed, outcome: o})
+			fmt.Fprintf(stdout, "%s (%s:%d): %s\n", m.id, m.file, lines[m.id], results[len(results)-1].verdict())
+			failed = true
+			continue
+		}
 		original := sources[m.file]
 		mutated, _ := apply(m, original)
 		if err := writeKeepingMode(path, mutated); err != nil {
