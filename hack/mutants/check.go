@@ -152,22 +152,40 @@ func (r runner) test(ctx context.Context, c check) outcome {
 
 // dirs returns the directories of the packages check c builds: hack/sim
 // and what it imports, or the test package and what it and its tests
-// import. A mutant in any other directory cannot be caught by c.
+// import, and, for tests that start the sidecar binary (through
+// internal/sidecartest, which builds ./cmd/sidecar), what the binary
+// imports. A mutant in any other directory cannot be caught by c.
 func (r runner) dirs(ctx context.Context, c check) (map[string]bool, error) {
 	root, rel := r.dir, "./hack/sim"
-	args := []string{"list", "-deps", "-f", "{{.Dir}}"}
-	if c.kind == "test" {
+	test := c.kind == "test"
+	if test {
 		var err error
 		if root, rel, err = moduleOf(r.dir, c.pkg); err != nil {
 			return nil, err
 		}
+	}
+	dirs, err := r.deps(ctx, root, rel, test)
+	if err != nil || !dirs[filepath.Join(r.dir, "internal", "sidecartest")] {
+		return dirs, err
+	}
+	binary, err := r.deps(ctx, r.dir, "./cmd/sidecar", false)
+	for d := range binary {
+		dirs[d] = true
+	}
+	return dirs, err
+}
+
+func (r runner) deps(ctx context.Context, root, rel string, test bool) (map[string]bool, error) {
+	args := []string{"list", "-deps", "-f", "{{.Dir}}"}
+	if test {
 		args = append(args, "-test")
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, rel)...)
+	args = append(args, rel)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir, cmd.Env = root, r.env
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go %s in %s: %w", strings.Join(append(args, rel), " "), root, err)
+		return nil, fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), root, err)
 	}
 	dirs := map[string]bool{}
 	for _, d := range strings.Fields(string(out)) {
