@@ -148,6 +148,11 @@ func TestReadTest(t *testing.T) {
 	if passing.failed || passing.ran != 1 || passing.broken != "" {
 		t.Fatalf("passing: %+v", passing)
 	}
+	repeated := readTest(1, events(`{"Action":"run","Test":"TestA"}`, `{"Action":"pass","Test":"TestA"}`,
+		`{"Action":"run","Test":"TestA"}`, `{"Action":"fail","Test":"TestA"}`, `{"Action":"fail"}`))
+	if !repeated.failed || repeated.ran != 2 || repeated.test != "TestA" {
+		t.Fatalf("failing on its second run (-count): %+v", repeated)
+	}
 	if o := readTest(0, events(`{"Action":"output","Output":"testing: warning: no tests to run\n"}`, `{"Action":"pass"}`)); o.broken != "no test matched" {
 		t.Fatalf("no test run: %+v", o)
 	}

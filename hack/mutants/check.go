@@ -23,7 +23,9 @@ import (
 //	                              schedule (-first-violation); caught if one is
 //	test <package> <go test flags> go test on one package, stopped at the
 //	                              first failing test (-failfast); caught if one
-//	                              fails
+//	                              fails. -count=N (after the runner's
+//	                              -count=1) runs a test that catches a
+//	                              mutant only at times N times over
 //
 // A test package is a path from the repository's root (./pkg/shard); one
 // in a module of its own (./pkg/fence) is tested from that module's root.
@@ -223,13 +225,14 @@ type testEvent struct {
 	Output string
 }
 
-// readTest reads go test -json's events: how many tests started up to the
-// first that failed, or in all.
+// readTest reads go test -json's events: how many tests (and subtests)
+// started up to the first that failed, or in all; a test run again by
+// -count counts again.
 func readTest(code int, out []byte) outcome {
 	o := outcome{output: out}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
-	started := map[string]bool{}
+	started := 0 // runs of tests, a test run again (-count) counted again
 	var buildErrors []string
 	for sc.Scan() {
 		var e testEvent
@@ -244,9 +247,9 @@ func readTest(code int, out []byte) outcome {
 		}
 		switch {
 		case e.Action == "run":
-			started[e.Test] = true
+			started++
 		case e.Action == "fail" && o.test == "":
-			o.test, o.ran = e.Test, len(started)
+			o.test, o.ran = e.Test, started
 		}
 	}
 	switch {
@@ -254,9 +257,9 @@ func readTest(code int, out []byte) outcome {
 		o.failed = true
 	case code != 0 && bytes.Contains(out, []byte("panic: test timed out")):
 		// A mutant that makes a test hang is caught by the timeout.
-		o.failed, o.test, o.ran = true, "(the -timeout)", len(started)
-	case code == 0 && len(started) > 0:
-		o.ran = len(started)
+		o.failed, o.test, o.ran = true, "(the -timeout)", started
+	case code == 0 && started > 0:
+		o.ran = started
 	case code == 0:
 		o.broken = "no test matched"
 	case len(buildErrors) > 0:
