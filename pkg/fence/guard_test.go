@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
@@ -60,10 +62,26 @@ func TestMemoryGuardDoesNotRecordAFailedWrite(t *testing.T) {
 }
 
 // Concurrent writers with random tokens from two holders that reuse them:
-// every write that runs follows the one that ran before it.
+// every write that runs follows the one that ran before it, and no two
+// writes run at once (Do serialises them: a write that yields inside Do
+// lets no other check and write in). Each write yields in the middle, so
+// that a guard that checked under its lock and wrote after it would let
+// writes overlap and land out of order.
 func TestMemoryGuardConcurrent(t *testing.T) {
 	g := fence.NewMemoryGuard()
 	var ran []fence.TermID // appended inside Do, under the guard's lock
+	var writing, overlaps atomic.Int64
+	write := func(term fence.TermID) func() error {
+		return func() error {
+			if writing.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			runtime.Gosched()
+			ran = append(ran, term)
+			writing.Add(-1)
+			return nil
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		holder := fmt.Sprintf("app-%d_1", i%2)
@@ -72,7 +90,7 @@ func TestMemoryGuardConcurrent(t *testing.T) {
 			defer wg.Done()
 			for range 200 {
 				term := fence.TermID{Token: rand.Int64N(50), Holder: holder}
-				err := g.Do("billing", term, func() error { ran = append(ran, term); return nil })
+				err := g.Do("billing", term, write(term))
 				if err != nil && !errors.Is(err, fence.ErrStaleToken) {
 					t.Error(err)
 				}
@@ -80,6 +98,9 @@ func TestMemoryGuardConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if n := overlaps.Load(); n > 0 {
+		t.Fatalf("a write began while another ran, %d times: Do does not serialise writes", n)
+	}
 	for i := 1; i < len(ran); i++ {
 		prev, cur := ran[i-1], ran[i]
 		if cur.Token < prev.Token || (cur.Token == prev.Token && cur.Holder != prev.Holder) {
