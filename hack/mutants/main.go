@@ -153,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "FAILS on the unmodified tree: %s: %s, %v\n", c, describeFailure(parsed, o), o.took.Round(100*time.Millisecond))
 			printTail(stdout, o.output)
 		default:
-			fmt.Fprintf(stdout, "passes on the unmodified tree: %s (%d %s, %v)\n", c, o.ran, unit(parsed), o.took.Round(100*time.Millisecond))
+			fmt.Fprintf(stdout, "passes on the unmodified tree: %s (%s, %v)\n", c, count(o.ran, unit(parsed)), o.took.Round(100*time.Millisecond))
 		}
 		if ctx.Err() != nil {
 			return 1
@@ -237,11 +237,11 @@ func (r result) verdict() string {
 	case o.broken != "":
 		return fmt.Sprintf("NOT caught: %s gave no answer (%s)", r.mutant.check, o.broken)
 	case !o.failed:
-		return fmt.Sprintf("NOT caught by %s (%d %s passed)", r.mutant.check, o.ran, unit(r.check))
+		return fmt.Sprintf("NOT caught by %s (%s passed)", r.mutant.check, count(o.ran, unit(r.check)))
 	case r.check.kind == "sim":
-		return fmt.Sprintf("caught by %s after %d schedules (first catching seed %d)", r.mutant.check, o.ran, o.seed)
+		return fmt.Sprintf("caught by %s after %s (first catching seed %d)", r.mutant.check, count(o.ran, "schedule"), o.seed)
 	}
-	return fmt.Sprintf("caught by %s after %d tests (first failing %s)", r.mutant.check, o.ran, o.test)
+	return fmt.Sprintf("caught by %s after %s (first failing %s)", r.mutant.check, count(o.ran, "test"), o.test)
 }
 
 func describeFailure(c check, o outcome) string {
@@ -256,9 +256,17 @@ func describeFailure(c check, o outcome) string {
 
 func unit(c check) string {
 	if c.kind == "sim" {
-		return "schedules"
+		return "schedule"
 	}
-	return "tests"
+	return "test"
+}
+
+// count is "1 test", "2 tests".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // writeTable prints the results as the Markdown table of
@@ -273,9 +281,9 @@ func writeTable(w io.Writer, results []result) {
 		case !o.failed:
 			after, first = "NOT caught", ""
 		case r.check.kind == "sim":
-			after, first = fmt.Sprintf("%d schedules", o.ran), fmt.Sprintf("seed %d", o.seed)
+			after, first = count(o.ran, "schedule"), fmt.Sprintf("seed %d", o.seed)
 		default:
-			after, first = fmt.Sprintf("%d tests", o.ran), "`"+o.test+"`"
+			after, first = count(o.ran, "test"), "`"+o.test+"`"
 		}
 		fmt.Fprintf(w, "| `%s` | `%s:%d` | %s | `%s` | %s | %s |\n", r.id, r.file, r.line, r.breaks, r.mutant.check, after, first)
 	}
