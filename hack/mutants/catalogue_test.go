@@ -162,7 +162,17 @@ func TestReadTest(t *testing.T) {
 		t.Fatalf("build failure: %+v", build)
 	}
 	hung := readTest(1, events(`{"Action":"run","Test":"TestA"}`, `{"Action":"output","Output":"panic: test timed out after 1s\n"}`, `{"Action":"fail"}`))
-	if !hung.failed || hung.ran != 1 {
+	if !hung.failed || hung.ran != 1 || !strings.HasPrefix(hung.test, "TestA (the test binary died: panic: test timed out") {
 		t.Fatalf("a test that hangs: %+v", hung)
+	}
+	crashed := readTest(1, events(`{"Action":"run","Test":"TestA"}`, `{"Action":"pass","Test":"TestA"}`,
+		`{"Action":"run","Test":"TestB"}`, `{"Action":"run","Test":"TestB/one"}`,
+		`{"Action":"output","Test":"TestB/one","Output":"fatal error: concurrent map writes\n"}`,
+		`{"Action":"output","Output":"FAIL\tp\t0.007s\n"}`, `{"Action":"fail"}`))
+	if !crashed.failed || crashed.ran != 3 || crashed.test != "TestB/one (the test binary died: fatal error: concurrent map writes)" {
+		t.Fatalf("a test binary that died in a test: %+v", crashed)
+	}
+	if o := readTest(1, events(`{"Action":"run","Test":"TestA"}`, `{"Action":"pass","Test":"TestA"}`, `{"Action":"output","Output":"panic: in TestMain\n"}`, `{"Action":"fail"}`)); o.failed {
+		t.Fatalf("a binary that died outside any test caught nothing: %+v", o)
 	}
 }

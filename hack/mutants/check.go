@@ -227,13 +227,18 @@ type testEvent struct {
 
 // readTest reads go test -json's events: how many tests (and subtests)
 // started up to the first that failed, or in all; a test run again by
-// -count counts again.
+// -count counts again. A test binary that died while a test ran (a
+// runtime fatal error such as concurrent map writes, a panic, the
+// -timeout) reports no failure of that test: the test that was running is
+// the one that caught the mutant.
 func readTest(code int, out []byte) outcome {
 	o := outcome{output: out}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	started := 0 // runs of tests, a test run again (-count) counted again
+	running := map[string]bool{}
 	var buildErrors []string
+	var died, lastStarted string
 	for sc.Scan() {
 		var e testEvent
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
@@ -242,22 +247,37 @@ func readTest(code int, out []byte) outcome {
 		if e.Action == "build-output" && !strings.HasPrefix(e.Output, "#") {
 			buildErrors = append(buildErrors, strings.TrimSpace(e.Output))
 		}
+		if e.Action == "output" && died == "" && (strings.HasPrefix(e.Output, "fatal error: ") || strings.HasPrefix(e.Output, "panic: ")) {
+			died = strings.TrimSpace(e.Output)
+		}
 		if e.Test == "" {
 			continue
 		}
-		switch {
-		case e.Action == "run":
+		switch e.Action {
+		case "run":
 			started++
-		case e.Action == "fail" && o.test == "":
-			o.test, o.ran = e.Test, started
+			running[e.Test], lastStarted = true, e.Test
+		case "pass", "skip":
+			delete(running, e.Test)
+		case "fail":
+			delete(running, e.Test)
+			if o.test == "" {
+				o.test, o.ran = e.Test, started
+			}
 		}
 	}
 	switch {
 	case o.test != "" && code != 0:
 		o.failed = true
-	case code != 0 && bytes.Contains(out, []byte("panic: test timed out")):
-		// A mutant that makes a test hang is caught by the timeout.
-		o.failed, o.test, o.ran = true, "(the -timeout)", started
+	case code != 0 && died != "" && len(running) > 0:
+		// The innermost test still running, the last one started if it is.
+		t := lastStarted
+		if !running[t] {
+			for name := range running {
+				t = max(t, name)
+			}
+		}
+		o.failed, o.test, o.ran = true, t+" (the test binary died: "+died+")", started
 	case code == 0 && started > 0:
 		o.ran = started
 	case code == 0:
