@@ -3,7 +3,7 @@
 //
 //	go run ./hack/mutants                  # every mutant
 //	go run ./hack/mutants -list            # the catalogue
-//	go run ./hack/mutants -only sqlite-cas-ignores-version,shard-cap-ignored
+//	go run ./hack/mutants -only sqlite-update-ignores-version,shard-cap-ignored
 //
 // A check that passes on a broken build proves little; one that fails on
 // it proves it can fail. So every check runs first on the unmodified copy
@@ -11,9 +11,11 @@
 // each mutant, its one line is replaced, its check runs, and the line is
 // put back. Each mutant prints "caught by <check> after N schedules (first
 // catching seed S)" or "after N tests (first failing T)", or "NOT caught";
-// a mutant not caught, a check that fails on the real code, or a catalogue
-// line that is not found exactly once fails the run (exit 1). A table of
-// the results ends the output, for docs/development.md.
+// a mutant not caught, a check that fails on the real code, a catalogue
+// line that is not found exactly once, a mutant that does not compile, or
+// a check that does not build the mutated package (so could not catch it
+// whatever it ran) fails the run (exit 1). A table of the results ends
+// the output, for docs/development.md.
 //
 // # The catalogue, beside the code
 //
