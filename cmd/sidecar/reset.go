@@ -16,11 +16,14 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend/sqlite"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/kubeclient"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shard"
+	"github.com/leader-sidecar/leader-sidecar/pkg/shardgroup"
 )
 
 const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [flags]
        sidecar reset --backend lease [--lease-name <name>] [-n <namespace>] [flags]
        sidecar reset --backend postgres [--postgres-url <url>] [--lease-name <name>] [flags]
+       sidecar reset ... --shards <N> [--shard-group <group>]
 
 Resets an election's record, in an SQLite file, a Lease or a PostgreSQL
 table: the one way to clear it, as the SQLite file and the PostgreSQL
@@ -37,7 +40,8 @@ bound the election's sidecars trust, as they do), and reset only if nobody
 wrote it meanwhile (written with a compare-and-swap on the version read);
 a holder that renews keeps it. Stop the election's sidecars first (each
 releases as it stops) to reset at once. A record already released is left
-as it is.
+as it is. With --shards it resets a shard group's N shard records at once:
+it reads them all, waits once, and writes each with a compare-and-swap.
 
 On Leases it is what the charts' uninstall runs (a post-delete hook): the
 uninstall takes the sidecars' RBAC away before they can release, so the
@@ -57,6 +61,8 @@ type resetConfig struct {
 	namespace, kubeconfig, context string
 	leaseDuration, bound           time.Duration
 	ifAbandoned                    bool
+	shards                         int
+	group                          string
 	postgres                       postgresConfig
 	set                            *pflag.FlagSet
 }
@@ -75,6 +81,8 @@ func newResetConfig() *resetConfig {
 		"the election's lease duration (its sidecars' --lease-duration): how long a record emptied by hand is waited out, as its holder may still claim it")
 	fs.DurationVar(&c.bound, "max-record-lease-duration", election.DefaultMaxRecordLeaseDuration(election.DefaultLeaseDuration),
 		"the longest lease duration of the record waited out, as the election's sidecars bound it (their --max-record-lease-duration)")
+	fs.IntVar(&c.shards, "shards", 0, "reset the shard records of a shard group of this many shards (<group>-shard-<i>), not --lease-name's election")
+	fs.StringVar(&c.group, "shard-group", "", "with --shards: the group (default: --lease-name)")
 	c.postgres.add(fs)
 	fs.BoolVar(&c.ifAbandoned, "if-abandoned", false, "leave a record that its holder renews while reset watches, and exit 0: the election is in use elsewhere")
 	return c
@@ -90,6 +98,10 @@ func (c *resetConfig) check() error {
 		return errors.New("--sqlite-path: only with --backend sqlite")
 	case c.name == "":
 		return errors.New("--lease-name: must not be empty")
+	case c.shards < 0 || c.shards > shard.MaxShards:
+		return fmt.Errorf("--shards: must be from 0 (one election) to %d, got %d", shard.MaxShards, c.shards)
+	case c.shards == 0 && c.set.Changed("shard-group"):
+		return errors.New("--shard-group: only with --shards")
 	case c.leaseDuration <= 0:
 		return fmt.Errorf("--lease-duration: must be greater than 0, got %v", c.leaseDuration)
 	case c.bound <= 0:
@@ -134,34 +146,42 @@ func runReset(ctx context.Context, p process, args []string) int {
 	}
 	ctx, cancel := cancelOnSignal(ctx, p.signals)
 	defer cancel()
-	b, where, err := c.open(ctx, p.environ)
+	open, where, err := c.opener(p.environ)
 	if err != nil {
 		fmt.Fprintf(p.stderr, "sidecar reset: %v\n", err)
 		return 1
 	}
-	defer func() { _ = b.Close() }()
-	msg, err := resetRecord(ctx, b, c.leaseDuration, c.bound, c.ifAbandoned)
-	if err != nil {
-		fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", c.name, where, err)
-		return 1
+	code := 0
+	for _, r := range resetRecords(ctx, open, c.names(), c.leaseDuration, c.bound, c.ifAbandoned) {
+		if r.err != nil {
+			fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", r.name, where, r.err)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(p.stdout, "election %q in %s: %s\n", r.name, where, r.msg)
 	}
-	fmt.Fprintf(p.stdout, "election %q in %s: %s\n", c.name, where, msg)
-	return 0
+	return code
 }
 
-// open opens the election's store and says where it is.
-func (c *resetConfig) open(ctx context.Context, environ []string) (backend.Backend, string, error) {
-	if c.backend == "postgres" {
+// storeOpener opens the store's record of one election, by name.
+type storeOpener func(ctx context.Context, name string) (backend.Backend, error)
+
+// opener checks that the store can be reached and returns how to open an
+// election's record in it, and where it is.
+func (c *resetConfig) opener(environ []string) (storeOpener, string, error) {
+	switch c.backend {
+	case "postgres":
 		// Polled: a reset reads, waits and writes once, and needs no
 		// connection for LISTEN.
-		b, err := postgres.Open(ctx, postgres.Options{URL: c.postgres.url, Schema: c.postgres.schema, Table: c.postgres.table,
-			Election: c.name, Signal: postgres.SignalPoll})
-		if err != nil {
-			return nil, "", fmt.Errorf("--postgres-url: %w", err)
-		}
-		return b, "PostgreSQL table " + c.postgres.table, nil
-	}
-	if c.backend == "lease" {
+		return func(ctx context.Context, name string) (backend.Backend, error) {
+			b, err := postgres.Open(ctx, postgres.Options{URL: c.postgres.url, Schema: c.postgres.schema, Table: c.postgres.table,
+				Election: name, Signal: postgres.SignalPoll})
+			if err != nil {
+				return nil, fmt.Errorf("--postgres-url: %w", err)
+			}
+			return b, nil
+		}, "PostgreSQL table " + c.postgres.table, nil
+	case "lease":
 		getenv := func(k string) string { v, _ := lookup(environ, k); return v }
 		cfg, ns, err := kubeclient.KubectlConfig(c.kubeconfig, c.context, getenv)
 		if err != nil {
@@ -174,11 +194,9 @@ func (c *resetConfig) open(ctx context.Context, environ []string) (backend.Backe
 		if err != nil {
 			return nil, "", err
 		}
-		b, err := lease.New(lease.Options{Client: client, Namespace: ns, Name: c.name})
-		if err != nil {
-			return nil, "", err
-		}
-		return b, "namespace " + ns, nil
+		return func(_ context.Context, name string) (backend.Backend, error) {
+			return lease.New(lease.Options{Client: client, Namespace: ns, Name: name})
+		}, "namespace " + ns, nil
 	}
 	// Open creates a missing file: a path that names none (a typo) would
 	// otherwise become an empty election database, "reset".
@@ -188,49 +206,131 @@ func (c *resetConfig) open(ctx context.Context, environ []string) (backend.Backe
 		}
 		return nil, "", fmt.Errorf("--sqlite-path: %w", err)
 	}
-	b, err := sqlite.Open(ctx, sqlite.Options{Path: c.sqlitePath, Election: c.name})
-	if err != nil {
-		return nil, "", fmt.Errorf("--sqlite-path: %w", err)
-	}
-	return b, c.sqlitePath, nil
+	return func(ctx context.Context, name string) (backend.Backend, error) {
+		b, err := sqlite.Open(ctx, sqlite.Options{Path: c.sqlitePath, Election: name})
+		if err != nil {
+			return nil, fmt.Errorf("--sqlite-path: %w", err)
+		}
+		return b, nil
+	}, c.sqlitePath, nil
 }
 
-// resetRecord writes the record back released with its token, after
-// waiting it out (at most bound) unless it is released already, and says
-// what it did: a holder's record for the lease it declares, which its
-// holder wrote; a record emptied by hand for at least the election's
+// names are the elections to reset: --lease-name, or with --shards the
+// group's shard records.
+func (c *resetConfig) names() []string {
+	if c.shards == 0 {
+		return []string{c.name}
+	}
+	group := c.group
+	if group == "" {
+		group = c.name
+	}
+	names := make([]string, c.shards)
+	for i := range names {
+		names[i] = shardgroup.ShardRecord(group, i)
+	}
+	return names
+}
+
+// resetOutcome is what reset did with one election's record.
+type resetOutcome struct {
+	name string
+	msg  string
+	err  error
+	// Read in the first pass, written in the second.
+	rec     backend.Record
+	version backend.Version
+	wait    time.Duration
+	done    bool
+}
+
+// resetRecords writes each named record back released with its token,
+// once nobody can still claim it, and says what it did with each. It
+// reads them all, waits once (the longest of their waits: a record seen
+// unchanged for longer than its own wait is as safe to take), then writes
+// each with a compare-and-swap on the version it read. A record is waited
+// out as a candidate would: a holder's for the lease it declares, which
+// its holder wrote; one emptied by hand for at least the election's
 // leaseDuration too, as its holder may still claim it (and would take it
-// back). With ifAbandoned a record written meanwhile is left, and that is
-// no error.
-func resetRecord(ctx context.Context, b backend.Backend, leaseDuration, bound time.Duration, ifAbandoned bool) (string, error) {
-	rec, version, err := b.Get(ctx)
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return "no record: nothing to reset", nil
-	case err != nil:
-		return "", err
-	case election.IsReleaseShape(rec) && rec.Handoff.IsZero():
-		return fmt.Sprintf("released already at token %d", rec.Transitions), nil
+// back); at most bound. One released already is left as it is. With
+// ifAbandoned a record written meanwhile is left, and that is no error.
+// Each record's store is opened for one step and closed, so that many
+// records never hold many connections.
+func resetRecords(ctx context.Context, open storeOpener, names []string, leaseDuration, bound time.Duration, ifAbandoned bool) []resetOutcome {
+	out := make([]resetOutcome, len(names))
+	step := func(o *resetOutcome, do func(backend.Backend) error) {
+		b, err := open(ctx, o.name)
+		if err != nil {
+			o.err, o.done = err, true
+			return
+		}
+		defer func() { _ = b.Close() }()
+		if err := do(b); err != nil {
+			o.err, o.done = err, true
+		}
 	}
-	wait := time.Duration(rec.LeaseDurationSeconds) * time.Second
-	if rec.HolderIdentity == "" {
-		wait = max(wait, leaseDuration)
+	var longest time.Duration
+	for i, name := range names {
+		o := &out[i]
+		o.name = name
+		step(o, func(b backend.Backend) error {
+			rec, version, err := b.Get(ctx)
+			switch {
+			case errors.Is(err, backend.ErrNotFound):
+				o.msg, o.done = "no record: nothing to reset", true
+				return nil
+			case err != nil:
+				return err
+			case election.IsReleaseShape(rec) && rec.Handoff.IsZero():
+				o.msg, o.done = fmt.Sprintf("released already at token %d", rec.Transitions), true
+				return nil
+			}
+			o.rec, o.version = rec, version
+			o.wait = time.Duration(rec.LeaseDurationSeconds) * time.Second
+			if rec.HolderIdentity == "" {
+				o.wait = max(o.wait, leaseDuration)
+			}
+			longest = max(longest, min(o.wait, bound))
+			return nil
+		})
 	}
-	wait = min(wait, bound)
+	pending := false
+	for _, o := range out {
+		pending = pending || !o.done
+	}
+	if !pending {
+		return out
+	}
 	select {
 	case <-ctx.Done():
-		return "", fmt.Errorf("stopped while waiting out the lease of holder %q: %w", rec.HolderIdentity, ctx.Err())
-	case <-time.After(wait):
+		for i := range out {
+			if !out[i].done {
+				out[i].err = fmt.Errorf("stopped while waiting out the lease of holder %q: %w", out[i].rec.HolderIdentity, ctx.Err())
+			}
+		}
+		return out
+	case <-time.After(longest):
 	}
-	_, err = b.Update(ctx, version, election.ReleaseShape(rec.Transitions, time.Now()))
-	switch {
-	case errors.Is(err, backend.ErrConflict) && ifAbandoned:
-		return fmt.Sprintf("left as it is: it was written while reset waited (holder %q renewed it, or another took it), so the election is in use", rec.HolderIdentity), nil
-	case errors.Is(err, backend.ErrConflict):
-		return "", fmt.Errorf("the record changed while reset waited (holder %q renewed it, or another took it): it is in use; "+
-			"stop the election's sidecars first", rec.HolderIdentity)
-	case err != nil:
-		return "", err
+	for i := range out {
+		o := &out[i]
+		if o.done {
+			continue
+		}
+		step(o, func(b backend.Backend) error {
+			_, err := b.Update(ctx, o.version, election.ReleaseShape(o.rec.Transitions, time.Now()))
+			switch {
+			case errors.Is(err, backend.ErrConflict) && ifAbandoned:
+				o.msg = fmt.Sprintf("left as it is: it was written while reset waited (holder %q renewed it, or another took it), so the election is in use", o.rec.HolderIdentity)
+				return nil
+			case errors.Is(err, backend.ErrConflict):
+				return fmt.Errorf("the record changed while reset waited (holder %q renewed it, or another took it): it is in use; "+
+					"stop the election's sidecars first", o.rec.HolderIdentity)
+			case err != nil:
+				return err
+			}
+			o.msg = fmt.Sprintf("released at token %d (the next leader's token is above it)", o.rec.Transitions)
+			return nil
+		})
 	}
-	return fmt.Sprintf("released at token %d (the next leader's token is above it)", rec.Transitions), nil
+	return out
 }

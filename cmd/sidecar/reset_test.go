@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +229,66 @@ func TestResetIfAbandonedLeavesARenewedRecord(t *testing.T) {
 	}
 	if rec, _, _ := b.Get(t.Context()); rec.HolderIdentity != "live_1" {
 		t.Fatalf("after reset --if-abandoned the record names %q, want live_1", rec.HolderIdentity)
+	}
+}
+
+// TestResetShardGroup: --shards resets a group's shard records in one
+// wait: those of holders that are gone are released with their tokens,
+// one released already is left, and one a live holder renews meanwhile is
+// left with exit 1, naming it.
+func TestResetShardGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "leader.db")
+	now := time.Now()
+	records := []backend.Record{
+		{HolderIdentity: "gone_1", LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: 4},
+		election.ReleaseShape(6, now),
+		{HolderIdentity: "gone_2", LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: 9},
+		{HolderIdentity: "live_3", LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, Transitions: 2},
+	}
+	stores := make([]*sqlite.Backend, len(records))
+	versions := make([]backend.Version, len(records))
+	for i, rec := range records {
+		stores[i] = openElection(t, path, fmt.Sprintf("jobs-shard-%d", i))
+		v, err := stores[i].Create(t.Context(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions[i] = v
+	}
+	renewed := make(chan error, 1)
+	go func() { // shard 3's holder renews while reset watches
+		time.Sleep(300 * time.Millisecond)
+		live := records[3]
+		live.RenewTime = time.Now()
+		_, err := stores[3].Update(context.Background(), versions[3], live)
+		renewed <- err
+	}()
+	began := time.Now()
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path, "--shards", "4", "--shard-group", "jobs")
+	if err := <-renewed; err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || !strings.Contains(stderr, `election "jobs-shard-3"`) || !strings.Contains(stderr, "live_3") {
+		t.Fatalf("reset of a group with a live shard: exit %d, stderr %q; want 1 naming jobs-shard-3 and its holder", code, stderr)
+	}
+	for _, want := range []string{`"jobs-shard-0" in ` + path + `: released at token 4`, `"jobs-shard-1" in ` + path + `: released already at token 6`,
+		`"jobs-shard-2" in ` + path + `: released at token 9`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("reset said %q, want %q", stdout, want)
+		}
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("reset of 4 shards took %v: it waited for each in turn, not once", took)
+	}
+	for i, want := range []int64{4, 6, 9} {
+		if rec, _, _ := stores[i].Get(t.Context()); !election.IsReleaseShape(rec) || rec.Transitions != want {
+			t.Errorf("shard %d after reset: %+v; want released at token %d", i, rec, want)
+		}
+	}
+	if rec, _, _ := stores[3].Get(t.Context()); rec.HolderIdentity != "live_3" {
+		t.Errorf("shard 3 after reset names %q, want live_3", rec.HolderIdentity)
+	}
+	if code, _, stderr := resetCmd(t, "--sqlite-path", path, "--shard-group", "jobs"); code != 2 || !strings.Contains(stderr, "--shard-group: only with --shards") {
+		t.Errorf("--shard-group without --shards: exit %d, stderr %q; want 2", code, stderr)
 	}
 }

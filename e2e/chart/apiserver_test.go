@@ -368,3 +368,32 @@ func runUninstallHook(t *testing.T, k *sidecartest.KubeEnv, ns string, r *sideca
 	}
 	return job.Name
 }
+
+// TestChartShardUninstallHookReleasesTheShards runs the post-delete hook
+// of a shard group of 3 as its Job would, under its own ServiceAccount
+// and Role, over shard Leases whose holders are gone: each is released,
+// its token kept.
+func TestChartShardUninstallHookReleasesTheShards(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	ns := k.Namespace(t)
+	now := metav1.NewMicroTime(time.Now())
+	for i := range 3 {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("jobs-shard-%d", i)}, Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(fmt.Sprintf("gone-%d_x", i)), LeaseDurationSeconds: ptr.To[int32](1),
+			AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To(int32(i + 5))}}
+		if _, err := k.Client.CoordinationV1().Leases(ns).Create(context.Background(), l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rendered, err := sidecartest.TemplateChart(t, dir, ns, "sidecar:\n  sharding:\n    enabled: true\n    shards: 3\n    group: jobs\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runUninstallHook(t, k, ns, sidecartest.DecodeManifests(t, rendered))
+	for i := range 3 {
+		if rec := lease.RecordOf(k.Lease(t, ns, fmt.Sprintf("jobs-shard-%d", i))); !election.IsReleaseShape(rec) || rec.Transitions != int64(i+5) {
+			t.Errorf("after the post-delete hook %s shard %d's Lease is %+v; want the release shape at token %d", job, i, rec, i+5)
+		}
+	}
+}

@@ -17,8 +17,8 @@ import (
 // succeeds) whose Role may get and update the one Lease and nothing else,
 // and whose Job runs sidecar reset --if-abandoned on that Lease (its Pod
 // passes Pod Security "restricted": TestChartPodSecurityRestricted).
-// Nothing is rendered where the sidecars release by themselves or there
-// is no single Lease.
+// In shard mode it covers the group's shard Leases. Nothing is rendered
+// where the sidecars release by themselves.
 func TestChartUninstallHook(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	const fullname = sidecartest.ChartRelease + "-leader-sidecar-example"
@@ -68,10 +68,33 @@ func TestChartUninstallHook(t *testing.T) {
 		t.Errorf("the hook's Pod restarts %s, want Never (the Job retries)", pod.RestartPolicy)
 	}
 
+	// Shard mode: the group's shard Leases, all of them by name.
+	r = sidecartest.RenderChart(t, dir, "apps", "sidecar:\n  sharding:\n    enabled: true\n    shards: 3\n    group: jobs\n")
+	var shardRole *rbacv1.Role
+	var shardJob *batchv1.Job
+	for _, o := range r.Hooks {
+		switch o := o.(type) {
+		case *rbacv1.Role:
+			shardRole = o
+		case *batchv1.Job:
+			shardJob = o
+		}
+	}
+	if shardRole == nil || shardJob == nil {
+		t.Fatalf("shard mode: hooks %v, want a Role and a Job", r.HookRaw)
+	}
+	if names := shardRole.Rules[0].ResourceNames; !slices.Equal(names, []string{"jobs-shard-0", "jobs-shard-1", "jobs-shard-2"}) {
+		t.Errorf("shard mode: the hook's Role names %v, want the group's 3 shard Leases", names)
+	}
+	for _, a := range []string{"--shards=3", "--shard-group=jobs", "--if-abandoned"} {
+		if !slices.Contains(shardJob.Spec.Template.Spec.Containers[0].Args, a) {
+			t.Errorf("shard mode: the hook's Job runs %v, want %s among its arguments", shardJob.Spec.Template.Spec.Containers[0].Args, a)
+		}
+	}
+
 	for _, values := range []string{
 		"sidecar:\n  releaseOnUninstall: false\n",
 		"sidecar:\n  backend: sqlite\n",
-		"sidecar:\n  sharding:\n    enabled: true\n",
 		"sidecar:\n  rbac:\n    create: false\n",
 	} {
 		if r := sidecartest.RenderChart(t, dir, "apps", values); len(r.Hooks) != 0 {

@@ -77,10 +77,10 @@ appHealth:
 # (it may stop before the app, which could still act as leader).
 releaseOnShutdown: null
 # On helm uninstall, release the Lease once its holder is gone, token kept,
-# so a reinstall leads at once (lease backend outside shard mode, with
-# rbac.create): a post-delete hook Job of the sidecar's image runs
+# so a reinstall leads at once (lease backend, with rbac.create; in shard
+# mode the shards' Leases): a post-delete hook Job of the sidecar's image runs
 # `sidecar reset --backend lease --if-abandoned` under a ServiceAccount
-# that may get and update that Lease only.
+# that may get and update those Leases only.
 releaseOnUninstall: true
 # Record Kubernetes Events on leadership changes (lease backend); false also
 # drops events from the Role.

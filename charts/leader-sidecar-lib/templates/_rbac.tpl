@@ -142,13 +142,15 @@ spec: {}
 
 {{/*
 The release of the Lease on helm uninstall (sidecar.releaseOnUninstall,
-lease backend outside shard mode, when the chart makes the RBAC): a
-post-delete hook. Helm deletes the sidecars' Role and RoleBinding as it
-deletes their Deployment, before the stopping leader can release, so the
+lease backend, when the chart makes the RBAC), or in shard mode of the
+group's shard Leases (<group>-shard-<i>; the members' Leases are owned by
+their Pods, or lapse): a post-delete hook. Helm deletes the sidecars'
+Role and RoleBinding as it deletes their Deployment, before the stopping
+leader can release, so the
 Lease would name a Pod that is gone until its lease passes, and a quick
 reinstall would wait it out. Once the release's objects are deleted, a Job
 of the sidecar's image, under a ServiceAccount of its own that may get and
-update that one Lease, runs `sidecar reset --backend lease --if-abandoned`:
+update those Leases only, runs `sidecar reset --backend lease --if-abandoned`:
 it waits out the holder's lease as any candidate would (so a holder that
 could still run is never overlapped) and writes the release, token kept;
 a Lease that some live holder renews meanwhile is in use elsewhere and is
@@ -156,9 +158,17 @@ left. The hook's objects are deleted once it succeeds.
 */}}
 {{- define "leader-sidecar-lib.uninstallRelease" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- if and $c.releaseOnUninstall $c.rbac.create (eq $c.backend "lease") (not $c.sharding.enabled) }}
+{{- if and $c.releaseOnUninstall $c.rbac.create (eq $c.backend "lease") }}
 {{- $name := printf "%s-release" (include "leader-sidecar-lib.fullname" . | trunc 55 | trimSuffix "-") }}
 {{- $lease := include "leader-sidecar-lib.leaseName" . }}
+{{- $group := toString $c.sharding.group | default $lease }}
+{{- $leases := list $lease }}
+{{- if $c.sharding.enabled }}
+{{- $leases = list }}
+{{- range $i := until (int $c.sharding.shards) }}
+{{- $leases = append $leases (printf "%s-shard-%d" $group $i) }}
+{{- end }}
+{{- end }}
 apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -183,7 +193,7 @@ metadata:
 rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    resourceNames: [{{ $lease | quote }}]
+    resourceNames: [{{ range $i, $l := $leases }}{{ if $i }}, {{ end }}{{ $l | quote }}{{ end }}]
     verbs: [get, update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -237,6 +247,10 @@ spec:
             - --backend=lease
             - --namespace={{ .Release.Namespace }}
             - --lease-name={{ $lease }}
+            {{- if $c.sharding.enabled }}
+            - --shards={{ int $c.sharding.shards }}
+            - --shard-group={{ $group }}
+            {{- end }}
             - --lease-duration={{ $c.leaseDuration }}
             {{- if ne (toString $c.maxRecordLeaseDuration) "" }}
             - --max-record-lease-duration={{ $c.maxRecordLeaseDuration }}
