@@ -166,16 +166,48 @@ func rootUsage() string {
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
 var version = ""
 
-// currentVersion is the stamped version, else the module version the
-// binary was built from, else "devel".
+// currentVersion is the stamped version, else what the build recorded
+// (versionOf).
 func currentVersion() string {
 	if version != "" {
 		return version
 	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	return versionOf(info.Main.Version, info.Settings)
+}
+
+// versionOf is the version of a binary built without -X main.version: the
+// module's version (go install ...@vX, or the pseudo-version go build
+// derives from the checkout's commit, v0.0.0-<time>-<commit>+dirty), else,
+// where the module has none (-buildvcs=false, or an older Go), "devel"
+// with the commit go build recorded, if any (its first 12 hex digits, and
+// "-dirty" for uncommitted changes).
+func versionOf(module string, settings []debug.BuildSetting) string {
+	if module != "" && module != "(devel)" {
+		return module
+	}
+	var revision, modified string
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if revision == "" {
+		return "devel"
+	}
+	if len(revision) > 12 {
+		revision = revision[:12]
+	}
+	if modified == "true" {
+		revision += "-dirty"
+	}
+	return "devel (" + revision + ")"
 }
 
 const versionUsage = `Usage: sidecar version

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -108,5 +109,28 @@ func TestVersionAndHelpCommands(t *testing.T) {
 	code, _, stderr := runArgs(t, []string{"help", "lok"})
 	if code != 2 || !strings.Contains(stderr, `"lok"`) || !strings.Contains(stderr, "lock") {
 		t.Errorf("sidecar help lok: exit %d, stderr %q; want 2 naming the word and the commands", code, stderr)
+	}
+}
+
+// TestVersionOfAPlainGoBuild: a binary built without -X main.version
+// names the module's version, else the commit go build recorded.
+func TestVersionOfAPlainGoBuild(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, c := range []struct {
+		module   string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"v1.2.3", vcs("f8f82d1aaaabbbbccccddddeeeeffff000011112", "false"), "v1.2.3"},
+		{"(devel)", vcs("f8f82d1aaaabbbbccccddddeeeeffff000011112", "false"), "devel (f8f82d1aaaab)"},
+		{"(devel)", vcs("f8f82d1aaaabbbbccccddddeeeeffff000011112", "true"), "devel (f8f82d1aaaab-dirty)"},
+		{"(devel)", nil, "devel"},
+		{"", nil, "devel"},
+	} {
+		if got := versionOf(c.module, c.settings); got != c.want {
+			t.Errorf("versionOf(%q, %v) = %q, want %q", c.module, c.settings, got, c.want)
+		}
 	}
 }
