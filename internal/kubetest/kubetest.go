@@ -63,7 +63,9 @@ func Start() (*Env, error) {
 	if err := os.Mkdir(certs, 0o700); err != nil {
 		return nil, err
 	}
-	apiServer := &envtest.APIServer{CertDir: certs}
+	// Start timeouts for a loaded machine: envtest's 20s for etcd was seen
+	// to run out (every try) beside a full make test and other work.
+	apiServer := &envtest.APIServer{CertDir: certs, StartTimeout: 2 * time.Minute}
 	// An open watch would hold a stopping API server for its default 20s.
 	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	env := &envtest.Environment{
@@ -71,7 +73,7 @@ func Start() (*Env, error) {
 		ControlPlane: envtest.ControlPlane{
 			APIServer: apiServer,
 			// In dir, so that its process can be told from others (PIDs).
-			Etcd: &envtest.Etcd{DataDir: filepath.Join(dir, "etcd")},
+			Etcd: &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), StartTimeout: time.Minute},
 		},
 	}
 	cfg, err := env.Start()
