@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/chartschema"
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/postgres"
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
@@ -25,25 +26,30 @@ const regenerate = "go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -up
 var repoRoot = filepath.Join("..", "..")
 
 // chartKinds are the lists the charts' schemas take from the binary:
-// the values of --backend but auto (a chart always names its store) and
-// those the charts cannot render yet (chartlessBackends), and the values
-// of --readiness-mode.
+// the values of --backend but auto (a chart always names its store), for
+// the injector also without those it cannot inject
+// (injectorlessBackends), the values of --readiness-mode and of
+// --postgres-signal.
 func chartKinds() chartschema.Kinds {
-	backends := slices.DeleteFunc(backendKinds(), func(kind string) bool {
-		return kind == autoBackend || slices.Contains(chartlessBackends, kind)
+	backends := slices.DeleteFunc(backendKinds(), func(kind string) bool { return kind == autoBackend })
+	injectorBackends := slices.DeleteFunc(slices.Clone(backends), func(kind string) bool {
+		return slices.Contains(injectorlessBackends, kind)
 	})
-	var modes []string
+	var modes, signals []string
 	for _, m := range podreadiness.Modes {
 		modes = append(modes, string(m))
 	}
-	return chartschema.Kinds{"backends": backends, "readinessModes": modes}
+	for _, s := range postgres.Signals {
+		signals = append(signals, string(s))
+	}
+	return chartschema.Kinds{"backends": backends, "injectorBackends": injectorBackends, "readinessModes": modes, "postgresSignals": signals}
 }
 
-// chartlessBackends are the stores the binary takes and the charts do
-// not: postgres needs a Secret for its URL, which no chart renders yet, so
-// a chart refuses backend: postgres rather than render a sidecar without
-// its server.
-var chartlessBackends = []string{"postgres"}
+// injectorlessBackends are the stores the binary and the charts take and
+// the injector does not: postgres needs a Secret with its URL, which
+// admission cannot make or name per workload, so the injector refuses
+// backend postgres rather than inject a sidecar without its server.
+var injectorlessBackends = []string{"postgres"}
 
 // Each chart's values.schema.json (and the injector's templates/_schema.tpl)
 // is what its sources and the binary's kinds generate; -update rewrites

@@ -87,6 +87,8 @@ var agreementCases = []agreementCase{
 	{name: "extra args and env", values: `extraArgs: ["--kube-api-qps=20"], extraEnv: [{name: LEADER_SIDECAR_KUBE_API_BURST, value: "30"}]`},
 	{name: "app health; all settings", values: "appHealth: {url: http://127.0.0.1:8080/healthz, period: 5s, failures: 2, timeout: 500ms}"},
 
+	{name: "backend postgres from a Secret", values: "backend: postgres, postgres: {existingSecret: db, key: dsn, schema: jobs, table: leaders, signal: poll}"},
+	{name: "backend postgres from a url", values: "backend: postgres, postgres: {url: \"postgres://app:pw@db/orders\"}, readiness: {mode: label}"},
 	{name: "sharding", values: "sharding: {enabled: true}"},
 	{name: "sharding; all settings", values: "sharding: {enabled: true, shards: 256, group: billing.jobs, rebalanceDelay: 0s, drainTimeout: 1m, stopDrainTimeout: 20s, maxPerMember: 3}"},
 	{name: "sharding; a stop that waits for the app", values: "sharding: {enabled: true, drainTimeout: 1m, stopDrainTimeout: 1m}"},
@@ -147,7 +149,7 @@ var agreementCases = []agreementCase{
 		sidecar: []string{"LEADER_SIDECAR_HTTP_ADDRESS=127.0.0.1:80", "LEADER_SIDECAR_APP_HEALTH_URL=http://127.0.0.1/healthz"}, says: ownListener},
 
 	// Refused by the sidecar too.
-	{name: "backend etcd", values: "backend: etcd", refuse: "sidecar.backend must be lease or sqlite", schema: "at '/sidecar/backend'",
+	{name: "backend etcd", values: "backend: etcd", refuse: "sidecar.backend must be lease, sqlite or postgres", schema: "at '/sidecar/backend'",
 		sidecar: []string{"LEADER_SIDECAR_BACKEND=etcd"}, says: "--backend: must be one of"},
 	{name: "readiness mode leader-only", values: "readiness: {mode: leader-only}", refuse: "sidecar.readiness.mode must be none, probe, pod-condition or label",
 		schema: "at '/sidecar/readiness/mode'", sidecar: []string{"LEADER_SIDECAR_READINESS_MODE=leader-only"}, says: "--readiness-mode: must be one of"},
@@ -210,6 +212,13 @@ var agreementCases = []agreementCase{
 	{name: "sharding on Leases; the least rate of a derived renew interval", values: `leaseDuration: 3s, renewDeadline: 2500ms, sharding: {enabled: true, shards: 1}, extraArgs: ["--kube-api-qps=39"]`,
 		refuse:  "--kube-api-qps 39 (in sidecar.extraArgs or sidecar.extraEnv) cannot carry 1 shards renewed every 50ms: at least 40",
 		sidecar: []string{"--kube-api-qps=39", "LEADER_SIDECAR_LEASE_DURATION=3s", "LEADER_SIDECAR_RENEW_DEADLINE=2500ms", "LEADER_SIDECAR_SHARDS=1"}, says: "--kube-api-qps: 39 cannot carry 1 shards renewed every 50ms"},
+	{name: "backend postgres without its connection string", values: "backend: postgres",
+		refuse: "sidecar.backend postgres needs its connection string"},
+	{name: "backend postgres with two connection strings", values: "backend: postgres, postgres: {existingSecret: db, url: \"postgres://db/x\"}",
+		refuse: "sidecar.postgres.existingSecret and sidecar.postgres.url exclude each other"},
+	{name: "sharding on postgres", values: "backend: postgres, postgres: {existingSecret: db}, sharding: {enabled: true}",
+		refuse:  "sidecar.sharding is not yet with sidecar.backend postgres",
+		sidecar: []string{"LEADER_SIDECAR_BACKEND=postgres", "LEADER_SIDECAR_POSTGRES_URL=postgres://db/x", "LEADER_SIDECAR_SHARDS=8"}, says: "--shards: not yet with --backend postgres"},
 	{name: "sharding of 257 shards", values: "sharding: {enabled: true, shards: 257}", refuse: "sidecar.sharding.shards must be a whole number from 1 to 256",
 		schema: "at '/sidecar/sharding/shards'", sidecar: []string{"LEADER_SIDECAR_SHARDS=257"}, says: "--shards: must be from 0 (one leader) to 256"},
 	{name: "sharding; max per member -1", values: "sharding: {enabled: true, maxPerMember: -1}", refuse: "sidecar.sharding.maxPerMember must be a whole number from 0",
@@ -247,7 +256,7 @@ var agreementCases = []agreementCase{
 	// The chart's own rules: what the sidecar never sees (the image, the
 	// Pod, the volume, the Lease object) or cannot check alone.
 	{name: "digest not sha256", values: "image: {digest: md5:abc}", refuse: "sidecar.image.digest must be sha256: and 64 hex digits", schema: "at '/sidecar/image/digest'"},
-	{name: "backend auto", values: "backend: auto", refuse: "sidecar.backend must be lease or sqlite", schema: "at '/sidecar/backend'"},
+	{name: "backend auto", values: "backend: auto", refuse: "sidecar.backend must be lease, sqlite or postgres", schema: "at '/sidecar/backend'"},
 	{name: "app health with wait for leadership", values: "waitForLeadership: true, appHealth: {url: http://127.0.0.1:8080/}",
 		refuse: "sidecar.appHealth.url and sidecar.waitForLeadership exclude each other"},
 	{name: "wait for leadership of a plain container", values: "native: false, waitForLeadership: true", refuse: "sidecar.waitForLeadership needs sidecar.native true"},
@@ -382,8 +391,13 @@ func containerCommand(t *testing.T, c corev1.Container) (args, env []string) {
 		if e.ValueFrom != nil {
 			f := e.ValueFrom.FieldRef
 			v, ok := "", false
-			if f != nil {
+			switch {
+			case f != nil:
 				v, ok = downward[f.FieldPath]
+			case e.ValueFrom.SecretKeyRef != nil && e.Name == "LEADER_SIDECAR_POSTGRES_URL":
+				// The Secret's connection string, which the test cannot
+				// read: one that parses, as the user's must.
+				v, ok = "postgres://app@db.example:5432/orders", true
 			}
 			if !ok {
 				t.Fatalf("container %s: cannot resolve %s from %+v", c.Name, e.Name, e.ValueFrom)

@@ -82,6 +82,7 @@ func Render(repo fs.FS, kinds Kinds) ([]File, error) {
 		return nil, err
 	}
 	var files []File
+	usedByAny := map[string]bool{}
 	for _, chart := range Charts {
 		source := path.Join("charts", chart, "schema", "chart.json")
 		own, err := readSource(repo, source)
@@ -104,10 +105,8 @@ func Render(repo fs.FS, kinds Kinds) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", chart, err)
 		}
-		for name := range kinds {
-			if !used[name] {
-				return nil, fmt.Errorf("%s: the kinds %q are in no {%q: %q} of the sources", chart, name, kindsKey, name)
-			}
+		for name := range used {
+			usedByAny[name] = true
 		}
 		data, err := encode(filled)
 		if err != nil {
@@ -120,6 +119,11 @@ func Render(repo fs.FS, kinds Kinds) ([]File, error) {
 				return nil, fmt.Errorf("%s: %w", chart, err)
 			}
 			files = append(files, helper)
+		}
+	}
+	for name := range kinds {
+		if !usedByAny[name] {
+			return nil, fmt.Errorf("the kinds %q are in no {%q: %q} of any chart's sources", name, kindsKey, name)
 		}
 	}
 	return files, nil

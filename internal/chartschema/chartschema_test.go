@@ -173,7 +173,7 @@ func TestRenderRefusesSourcesThatDisagree(t *testing.T) {
 // the lists given.
 func TestRenderOfTheRepositoryIsDeterministic(t *testing.T) {
 	repo := os.DirFS("../..")
-	kinds := Kinds{"backends": {"b1", "b2"}, "readinessModes": {"m1"}}
+	kinds := Kinds{"backends": {"b1", "b2"}, "injectorBackends": {"b1", "b2"}, "readinessModes": {"m1"}, "postgresSignals": {"s1"}}
 	first, err := Render(repo, kinds)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ native: true
 waitForLeadership: false
 # lease: a coordination.k8s.io/v1 Lease (any cluster). sqlite: one SQLite
 # file, for kind and single-node clusters only (see sqlite below).
+# postgres: one table in a PostgreSQL database (see postgres below).
 backend: lease
 # Name of the election (the Lease). Default: the release's full name.
 leaseName: ""
@@ -130,6 +131,20 @@ httpPort: 4040
 opsPort: 8081
 logFormat: json
 logLevel: info
+# backend postgres: one table in a PostgreSQL database. The connection
+# string (a postgres:// URL or key=value pairs, password included) comes
+# from the Secret existingSecret (key), or from url, which the chart puts
+# in a Secret of its own (<fullname>-postgres); give one of them.
+postgres:
+  existingSecret: ""
+  key: url
+  url: ""
+  # The table's schema ("": the search_path's first) and name; the table
+  # is created with its triggers if missing.
+  schema: ""
+  table: leader_records
+  # auto, notify (LISTEN/NOTIFY) or poll (behind a transaction-mode pooler).
+  signal: auto
 sqlite:
   # Directory of the database file, mounted from the volume below.
   dir: /var/lib/leader-sidecar

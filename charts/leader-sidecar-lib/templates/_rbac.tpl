@@ -268,11 +268,40 @@ spec:
 {{- end }}
 
 {{/*
+The Secret of backend postgres's connection string, when it is given as
+sidecar.postgres.url (with sidecar.postgres.existingSecret the user's
+Secret is read, and none is rendered).
+*/}}
+{{- define "leader-sidecar-lib.postgresSecret" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- if and (eq $c.backend "postgres") $c.postgres.url }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ include "leader-sidecar-lib.postgresSecretName" . }}
+  labels:
+    {{- include "leader-sidecar-lib.labels" . | nindent 4 }}
+type: Opaque
+stringData:
+  {{ $c.postgres.key }}: {{ $c.postgres.url | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The name of the Secret the sidecar reads backend postgres's connection
+string from.
+*/}}
+{{- define "leader-sidecar-lib.postgresSecretName" -}}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- $c.postgres.existingSecret | default (printf "%s-postgres" (include "leader-sidecar-lib.fullname" . | trunc 54 | trimSuffix "-")) }}
+{{- end }}
+
+{{/*
 All of the above, as a multi-document YAML stream: put
 `{{ include "leader-sidecar-lib.rbac" . }}` alone in a template file.
 */}}
 {{- define "leader-sidecar-lib.rbac" -}}
-{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" "uninstallRelease" }}
+{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" "postgresSecret" "uninstallRelease" }}
 {{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
 ---
 {{ . }}

@@ -221,6 +221,21 @@ env:
   - name: LEADER_SIDECAR_SHARD_MAX_PER_MEMBER
     value: {{ $c.sharding.maxPerMember | toString | quote }}
   {{- end }}
+  {{- if eq $c.backend "postgres" }}
+  - name: LEADER_SIDECAR_POSTGRES_URL
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "leader-sidecar-lib.postgresSecretName" . | quote }}
+        key: {{ $c.postgres.key | quote }}
+  {{- with $c.postgres.schema }}
+  - name: LEADER_SIDECAR_POSTGRES_SCHEMA
+    value: {{ . | quote }}
+  {{- end }}
+  - name: LEADER_SIDECAR_POSTGRES_TABLE
+    value: {{ $c.postgres.table | quote }}
+  - name: LEADER_SIDECAR_POSTGRES_SIGNAL
+    value: {{ $c.postgres.signal | quote }}
+  {{- end }}
   {{- if eq $c.backend "sqlite" }}
   - name: LEADER_SIDECAR_SQLITE_PATH
     value: {{ printf "%s/%s" $c.sqlite.dir $c.sqlite.file | quote }}

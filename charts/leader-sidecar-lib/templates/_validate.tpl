@@ -15,8 +15,18 @@ install never crash-loops. Two kinds of check:
 {{- if and $c.image.digest (not (regexMatch "^sha256:[0-9a-f]{64}$" (toString $c.image.digest))) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.image.digest must be sha256: and 64 hex digits, not %q" (toString $c.image.digest)) }}
 {{- end }}
-{{- if not (has $c.backend (list "lease" "sqlite")) }}
-{{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease or sqlite, not %q" (toString $c.backend)) }}
+{{- if not (has $c.backend (list "lease" "sqlite" "postgres")) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.backend must be lease, sqlite or postgres, not %q" (toString $c.backend)) }}
+{{- end }}
+{{- /* The chart's own: the connection string's Secret, which the sidecar
+never sees (it reads the variable the Secret fills). */}}
+{{- if eq $c.backend "postgres" }}
+{{- if and $c.postgres.existingSecret $c.postgres.url }}
+{{- fail "leader-sidecar-lib: sidecar.postgres.existingSecret and sidecar.postgres.url exclude each other: give the connection string in one place" }}
+{{- end }}
+{{- if not (or $c.postgres.existingSecret $c.postgres.url) }}
+{{- fail "leader-sidecar-lib: sidecar.backend postgres needs its connection string: sidecar.postgres.existingSecret (a Secret of the release's namespace with it under sidecar.postgres.key), or sidecar.postgres.url" }}
+{{- end }}
 {{- end }}
 {{- if not (has $c.readiness.mode (list "none" "probe" "pod-condition" "label")) }}
 {{- fail (printf "leader-sidecar-lib: sidecar.readiness.mode must be none, probe, pod-condition or label, not %q" (toString $c.readiness.mode)) }}
@@ -119,6 +129,10 @@ none, no app health URL, release on shutdown. */}}
 {{- end }}
 {{- if $c.appHealth.url }}
 {{- fail "leader-sidecar-lib: sidecar.appHealth.url gates one election; sidecar.sharding does not take it" }}
+{{- end }}
+{{- /* As shardsConfig.check (cmd/sidecar/shards.go). */}}
+{{- if eq $c.backend "postgres" }}
+{{- fail "leader-sidecar-lib: sidecar.sharding is not yet with sidecar.backend postgres (each shard would open connections of its own)" }}
 {{- end }}
 {{- if and (kindIs "bool" $c.releaseOnShutdown) (not $c.releaseOnShutdown) }}
 {{- fail "leader-sidecar-lib: a replica in shard mode always drains and releases its shards when it stops; sidecar.sharding does not take sidecar.releaseOnShutdown false" }}
