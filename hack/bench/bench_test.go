@@ -51,7 +51,7 @@ func TestSmoke(t *testing.T) {
 		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 2 × 2 |", "| client-go | 1/4 (750ms) | 2 × 2 |", "2 / 2",
 		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets", "idle RSS ≤ 16.0 MiB on both backends",
 		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
-		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| 4 | 3 | 2s | ["} {
+		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| shards | replicas | held after | window |", "| 2s | ["} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
 		}
