@@ -405,12 +405,17 @@ func failOverBehind(t *testing.T, mode pgtest.Replication) lagging {
 	w.add(b)
 	// B leads a lease after it started, or, where its acquire waits for the
 	// standby, not at all: twice that bounds the wait, which ends once the
-	// guard outside has answered a write of B's.
-	earlyClaimed := false
-	for deadline := time.Now().Add(2*sidecartest.LeaseDuration + time.Second); time.Now().Before(deadline) && !earlyClaimed; time.Sleep(10 * time.Millisecond) {
+	// guard outside has answered a write of B's and the pair's guard has
+	// accepted one (on a loaded machine the second can come tens of
+	// milliseconds after the first).
+	earlyClaimed, earlyOnPair := false, false
+	for deadline := time.Now().Add(2*sidecartest.LeaseDuration + time.Second); time.Now().Before(deadline) && !(earlyClaimed && earlyOnPair); time.Sleep(10 * time.Millisecond) {
 		w.mu.Lock()
 		for _, g := range w.writes {
-			earlyClaimed = earlyClaimed || (g.where == outside && g.term.Holder == early)
+			if g.term.Holder == early {
+				earlyClaimed = earlyClaimed || g.where == outside
+				earlyOnPair = earlyOnPair || (g.where == failedOver && g.err == nil)
+			}
 		}
 		w.mu.Unlock()
 	}
