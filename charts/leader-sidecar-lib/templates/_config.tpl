@@ -163,6 +163,12 @@ rbac:
   # Create the Role and RoleBinding with the least privilege the settings
   # above need.
   create: true
+  # With create, where the Role grants patch on pods (the deletion cost,
+  # label mode) and the cluster serves ValidatingAdmissionPolicy: a policy
+  # (cluster-scoped) that lets the sidecar's ServiceAccount change only the
+  # deletion cost annotation and the role label, and only on the Pod its
+  # token is bound to (RBAC cannot name the Pod).
+  podPatchPolicy: true
 serviceAccount:
   # null: the library creates the ServiceAccount unless the including chart
   # has its own top-level serviceAccount values (as helm create makes them),

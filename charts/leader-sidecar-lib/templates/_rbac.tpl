@@ -301,7 +301,7 @@ All of the above, as a multi-document YAML stream: put
 `{{ include "leader-sidecar-lib.rbac" . }}` alone in a template file.
 */}}
 {{- define "leader-sidecar-lib.rbac" -}}
-{{- range $t := list "serviceAccount" "role" "roleBinding" "lease" "postgresSecret" "uninstallRelease" }}
+{{- range $t := list "serviceAccount" "role" "roleBinding" "podPatchPolicy" "lease" "postgresSecret" "uninstallRelease" }}
 {{- with include (printf "leader-sidecar-lib.%s" $t) $ }}
 ---
 {{ . }}
