@@ -87,19 +87,21 @@ func TestChartSchemasAreGenerated(t *testing.T) {
 	}
 }
 
-// The enums of the backend and the readiness mode in each committed schema
-// (the library's sidecar.backend and sidecar.readiness.mode, the
-// injector's settings and namespaces) are the binary's lists, in order:
-// the chart accepts no store and no mode the sidecar refuses, and refuses
-// none it accepts.
+// The enums of the backend, the readiness mode and the PostgreSQL signal
+// in each committed schema (the library's sidecar.backend,
+// sidecar.readiness.mode and sidecar.postgres.signal, the injector's
+// settings and namespaces) are the binary's lists, in order: the chart
+// accepts no store, mode or signal the sidecar refuses, and refuses none it
+// accepts (the injector: but the stores it cannot inject).
 func TestChartSchemaKindsAreTheBinarys(t *testing.T) {
 	kinds := chartKinds()
 	library := map[string]string{
-		"properties/sidecar/properties/backend/enum":                   "backends",
-		"properties/sidecar/properties/readiness/properties/mode/enum": "readinessModes",
+		"properties/sidecar/properties/backend/enum":                    "backends",
+		"properties/sidecar/properties/readiness/properties/mode/enum":  "readinessModes",
+		"properties/sidecar/properties/postgres/properties/signal/enum": "postgresSignals",
 	}
 	injector := map[string]string{
-		"definitions/settings/properties/backend/enum":              "backends",
+		"definitions/settings/properties/backend/enum":              "injectorBackends",
 		"definitions/settings/properties/readinessMode/enum":        "readinessModes",
 		"properties/namespaces/items/properties/readinessMode/enum": "readinessModes",
 	}

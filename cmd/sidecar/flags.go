@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,8 +101,15 @@ func blameEnv(err error, given map[string]bool, environ []string) error {
 	if !ok {
 		return err
 	}
-	if name == "postgres-url" { // never the password
+	switch name { // never a password
+	case "postgres-url":
 		value = redactPostgresURL(value)
+	case "app-health-url":
+		if _, perr := url.Parse(value); perr != nil {
+			value = "(a URL that does not parse; not shown)"
+		} else {
+			value = redactURL(value)
+		}
 	}
 	return fmt.Errorf("%s=%q: %w", envName(name), value, err)
 }

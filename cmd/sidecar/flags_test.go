@@ -38,6 +38,8 @@ func TestCheckErrorsNameTheVariable(t *testing.T) {
 		{[]string{"check"}, []string{"LEADER_SIDECAR_RENEW_DEADLINE=20s"}, `sidecar: LEADER_SIDECAR_RENEW_DEADLINE="20s": --renew-deadline: must be less than the lease duration`, ""},
 		{[]string{"check", "--renew-deadline", "20s"}, []string{"LEADER_SIDECAR_RENEW_DEADLINE=20s"}, "sidecar: --renew-deadline: must be less than", "LEADER_SIDECAR_RENEW_DEADLINE="},
 		{[]string{"lock", "--sqlite-path", "x.db", "--", "true"}, []string{"LEADER_SIDECAR_RETRY_PERIOD=0s"}, `sidecar lock: LEADER_SIDECAR_RETRY_PERIOD="0s": --retry-period:`, ""},
+		{[]string{"check"}, []string{"LEADER_SIDECAR_APP_HEALTH_URL=http://probe:s3cret-Pw@10.0.0.7:8080/healthz"},
+			`sidecar: LEADER_SIDECAR_APP_HEALTH_URL="http://probe:xxxxx@10.0.0.7:8080/healthz": --app-health-url: must name a loopback host`, "s3cret-Pw"},
 		{[]string{"check", "--backend", "postgres"}, []string{"LEADER_SIDECAR_POSTGRES_URL=postgres://app:s3cret-Pw@db:notaport/x"},
 			`sidecar: LEADER_SIDECAR_POSTGRES_URL="(a URL that does not parse; not shown)": --postgres-url:`, "s3cret-Pw"},
 	} {
