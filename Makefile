@@ -29,7 +29,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build image release run unit test test-build test-build-race test-build-cross vet deps sim mutants clean
+.PHONY: all build image release run unit test test-build test-build-race test-build-cross vet deps sim mutants jepsen clean
 
 all: build
 
@@ -137,6 +137,17 @@ sim:
 MUTANTS ?=
 mutants:
 	CGO_ENABLED=0 $(GO) run -trimpath ./hack/mutants $(if $(MUTANTS),-only $(MUTANTS))
+
+# make jepsen: the set test (internal/settest) on SQLite and PostgreSQL
+# (e2e/process) and on a Lease (e2e/apiserver), each guarded and as its
+# unsafe baseline, with the nemesis running JEPSEN_DURATION instead of
+# make test's 12 s; JEPSEN_SEED replays a seed. One package at a time.
+JEPSEN_DURATION ?= 5m
+JEPSEN_SEED ?=
+jepsen:
+	LEADER_SIDECAR_JEPSEN_DURATION=$(JEPSEN_DURATION) LEADER_SIDECAR_JEPSEN_SEED=$(JEPSEN_SEED) \
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh | tail -1)" \
+	  $(GO) test -count=1 -v -p 1 -timeout 2h -run '^Test(Lease)?(FencedSetUnderFaults|UnfencedSetLosesWrites)$$' ./e2e/process/ ./e2e/apiserver/
 
 clean:
 	rm -rf bin dist

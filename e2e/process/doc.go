@@ -18,6 +18,23 @@
 //	go test -race -count=1 ./e2e/process/
 //	go test -race -count=1 -run 'TestSQLiteFileDeletedOrReplaced' ./e2e/process/
 //
+// The set test in the manner of Jepsen's lock-set (jepsen_test.go): three
+// sidecars elect on one SQLite file; each replica's app, a goroutine of
+// the test, appends ids of its own to one list in a PostgreSQL row while
+// it believes its sidecar leads, a read-modify-write in one transaction
+// with fence.SQLGuard's check of its term first; an app whose sidecar
+// does not answer keeps the term it last heard and writes with it. A
+// nemesis seeded by the clock (or LEADER_SIDECAR_JEPSEN_SEED), printed,
+// stops the leader's sidecar past the lease (SIGSTOP, SIGCONT) and kills
+// sidecars (SIGKILL), starting new ones in their place. The checker wants
+// every acknowledged append in the final list, no id twice, none from an
+// append that cannot have taken effect, and the history linearizable as a
+// list under atomic appends (github.com/anishathalye/porcupine); the
+// same run without the guard must break one of these. The nemesis runs
+// 12 s in make test, LEADER_SIDECAR_JEPSEN_DURATION in make jepsen:
+//
+//	LEADER_SIDECAR_JEPSEN_DURATION=5m go test -count=1 -v -run 'SetUnderFaults|SetLosesWrites' ./e2e/process/
+//
 // Tests that need a kube-apiserver are in e2e/apiserver, the charts' tests
 // in e2e/chart, the image's and the release's in e2e/packaging; the
 // harness they share (sidecar processes, /leader, the overlap sweeps) is

@@ -1,58 +1,80 @@
 package process
 
 import (
+	"database/sql"
 	"testing"
-	"time"
 
-	"github.com/anishathalye/porcupine"
+	"github.com/leader-sidecar/leader-sidecar/internal/settest"
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// TestFencedSetUnderFaults: three sidecars elect on one SQLite file; each
-// replica's app appends ids of its own to one list in PostgreSQL while it
-// believes its sidecar leads, checking its term with fence.SQLGuard in
-// the transaction of the read-modify-write. A seeded nemesis pauses the
-// leader's sidecar past the lease (its app keeps writing with the term it
-// last heard: a stale leader) and kills sidecars, starting new ones in
-// their place. Every acknowledged append is in the final list, no id is
-// there twice or without an append that may have taken effect, the guard
-// refused some appends (the stale leader existed), and porcupine finds the
-// history linearizable as a list under atomic appends.
-// LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis longer (make jepsen),
-// LEADER_SIDECAR_JEPSEN_SEED replays a seed.
+// The set test of internal/settest, in the manner of Jepsen's lock-set:
+// three sidecars elect, on one SQLite file and through the PostgreSQL
+// server; each replica's app appends ids of its own to one list in a
+// PostgreSQL row while it believes its sidecar leads; a seeded nemesis
+// pauses the leader's sidecar past the lease (its app keeps writing with
+// the term it last heard: a stale leader) and kills sidecars, starting
+// new ones in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
+// nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED replays a seed.
+
+// setStores are the stores the set test's sidecars elect through: each
+// returns a function that starts one more sidecar on the store of the
+// run whose list is in table.
+var setStores = []struct {
+	name   string
+	launch func(t *testing.T, table string) func() *sidecartest.Sidecar
+}{
+	{"sqlite", func(t *testing.T, _ string) func() *sidecartest.Sidecar {
+		file := sidecartest.DBPath(t)
+		return func() *sidecartest.Sidecar { return sidecartest.Launch(t, file) }
+	}},
+	{"postgres", func(t *testing.T, table string) func() *sidecartest.Sidecar {
+		env := []string{"LEADER_SIDECAR_POSTGRES_URL=" + postgresServer.Server(t).URL("postgres")}
+		return func() *sidecartest.Sidecar {
+			return sidecartest.Spawn(t, env, "--backend", "postgres", "--postgres-table", table+"_election")
+		}
+	}},
+}
+
+// setConfig is the set test's configuration: its list in table of the
+// package's PostgreSQL server, its sidecars started by launch.
+func setConfig(t *testing.T, table string, launch func(*testing.T, string) func() *sidecartest.Sidecar) settest.Config {
+	t.Helper()
+	db, err := sql.Open("pgx", postgresServer.Server(t).DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return settest.Config{DB: db, Table: table, Launch: launch(t, table)}
+}
+
+// TestFencedSetUnderFaults: with fence.SQLGuard checking each append's
+// term in its transaction, every acknowledged append is in the final
+// list, no id is there twice or without an append that may have taken
+// effect, the guard refused some appends (the stale leader existed), and
+// porcupine finds the history linearizable as a list under atomic
+// appends; on each store.
 func TestFencedSetUnderFaults(t *testing.T) {
 	t.Parallel()
-	seed, d := jepsenSeed(t), jepsenDuration(t)
-	t.Logf("seed %d (LEADER_SIDECAR_JEPSEN_SEED), nemesis for %v", seed, d)
-	r := newSetRun(t, "jepsen_fenced", true, 3)
-	final := r.run(seed, d)
-	v := r.check(final, 2*time.Minute)
-	t.Logf("guard on: %v; faults %v", v, r.faults)
-	if v.faults < 2 || v.acknowledged < 10 {
-		t.Errorf("%d faults and %d acknowledged appends: too few to test anything", v.faults, v.acknowledged)
-	}
-	if v.refused == 0 {
-		t.Errorf("the guard refused no append: the nemesis made no stale leader")
-	}
-	if v.lost != 0 || v.duplicated != 0 || v.phantom != 0 || v.linearizable != porcupine.Ok {
-		t.Errorf("with the guard: %d lost, %d duplicated, %d phantom, porcupine %s; want 0, 0, 0, Ok", v.lost, v.duplicated, v.phantom, v.linearizable)
+	for _, store := range setStores {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			settest.Fenced(t, setConfig(t, "jepsen_fenced_"+store.name, store.launch))
+		})
 	}
 }
 
 // TestUnfencedSetLosesWrites is the unsafe baseline: the same run with
 // the apps writing without the guard. The stale leader's appends
-// interleave with the new leader's, so the checker finds a violation: an
+// interleave with the new leader's, so the checker finds a violation (an
 // acknowledged append lost or doubled, or a history porcupine calls not
-// linearizable. It shows that the nemesis makes the faults the guard
-// must stop.
+// linearizable): the nemesis makes the faults the guard must stop.
 func TestUnfencedSetLosesWrites(t *testing.T) {
 	t.Parallel()
-	seed, d := jepsenSeed(t), jepsenDuration(t)
-	t.Logf("seed %d (LEADER_SIDECAR_JEPSEN_SEED), nemesis for %v", seed, d)
-	r := newSetRun(t, "jepsen_unfenced", false, 3)
-	final := r.run(seed, d)
-	v := r.check(final, 2*time.Minute)
-	t.Logf("guard off: %v; faults %v", v, r.faults)
-	if v.lost == 0 && v.duplicated == 0 && v.linearizable != porcupine.Illegal {
-		t.Errorf("without the guard the checker found no violation (%v): the nemesis did not make a stale leader write", v)
+	for _, store := range setStores {
+		t.Run(store.name, func(t *testing.T) {
+			t.Parallel()
+			settest.Unfenced(t, setConfig(t, "jepsen_unfenced_"+store.name, store.launch))
+		})
 	}
 }

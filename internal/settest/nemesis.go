@@ -1,0 +1,73 @@
+package settest
+
+import (
+	"context"
+	"math/rand/v2"
+	"syscall"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// nemesis injects faults until ctx ends, each after a wait of 0.5-2 s: the
+// leader's sidecar is stopped (SIGSTOP) for the lease and 2-4 s more,
+// then continued; or a sidecar, the leader one time in two, is killed
+// (SIGKILL) and a new one started in its place. The first fault is a
+// pause, the fault that makes a stale leader; after that three in five
+// are. Every sidecar runs again when it returns.
+func (r *Run) nemesis(ctx context.Context, rng *rand.Rand) {
+	wait := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	paused := false
+	for wait(500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))) {
+		leader := r.leaderSlot()
+		if leader < 0 {
+			continue
+		}
+		if !paused || rng.IntN(5) < 3 {
+			paused = true
+			s := r.slot(leader)
+			s.Signal(syscall.SIGSTOP)
+			r.count("pause")
+			time.Sleep(sidecartest.LeaseDuration + 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
+			s.Signal(syscall.SIGCONT)
+			continue
+		}
+		victim := leader
+		if rng.IntN(2) == 0 {
+			victim = rng.IntN(len(r.slots))
+		}
+		s := r.slot(victim)
+		s.Signal(syscall.SIGKILL)
+		s.WaitExit(10 * time.Second)
+		r.count("kill")
+		next := r.c.Launch()
+		next.WaitServing()
+		r.mu.Lock()
+		r.slots[victim] = next
+		r.mu.Unlock()
+	}
+}
+
+// leaderSlot is the replica whose sidecar answers leader:true, or -1.
+func (r *Run) leaderSlot() int {
+	for i := range r.slots {
+		if st, err := ask(r.slot(i)); err == nil && st.Leader {
+			return i
+		}
+	}
+	return -1
+}
+
+// count counts a fault of kind.
+func (r *Run) count(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[kind]++
+}

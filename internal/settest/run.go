@@ -1,0 +1,286 @@
+package settest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
+)
+
+// Config is what a run needs from its test.
+type Config struct {
+	// DB is the database of the list (a row of table Table, made by New)
+	// and of the guard's table (Table + "_fence"); PostgreSQL.
+	DB    *sql.DB
+	Table string
+	// Replicas is how many sidecars, each with its app (3 if 0).
+	Replicas int
+	// Launch starts one sidecar on the test's store without waiting for
+	// it to serve; the nemesis calls it again for each sidecar it kills.
+	Launch func() *sidecartest.Sidecar
+}
+
+// Duration is how long the nemesis runs: 12 s, or
+// LEADER_SIDECAR_JEPSEN_DURATION (make jepsen) for a long run.
+func Duration(t testing.TB) time.Duration {
+	t.Helper()
+	v := os.Getenv("LEADER_SIDECAR_JEPSEN_DURATION")
+	if v == "" {
+		return 12 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("LEADER_SIDECAR_JEPSEN_DURATION=%q: want a positive duration such as 5m", v)
+	}
+	return d
+}
+
+// Seed is LEADER_SIDECAR_JEPSEN_SEED, or the clock's.
+func Seed(t testing.TB) uint64 {
+	t.Helper()
+	if v := os.Getenv("LEADER_SIDECAR_JEPSEN_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LEADER_SIDECAR_JEPSEN_SEED=%q: want an unsigned integer", v)
+		}
+		return s
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// Fenced runs the set test with the guard and fails t unless the checker
+// finds nothing wrong, the guard refused some appends (the nemesis made a
+// stale leader), and there was a fault and ten acknowledged appends. It
+// returns the verdict.
+func Fenced(t *testing.T, c Config) Verdict {
+	t.Helper()
+	v := run(t, c, true)
+	if v.Faults < 1 || v.Acknowledged < 10 {
+		t.Errorf("%d faults and %d acknowledged appends: too few to test anything", v.Faults, v.Acknowledged)
+	}
+	if v.Refused == 0 {
+		t.Errorf("the guard refused no append: the nemesis made no stale leader")
+	}
+	if v.Violated() {
+		t.Errorf("with the guard: %d lost, %d duplicated, %d phantom, porcupine %s; want 0, 0, 0, Ok", v.Lost, v.Duplicated, v.Phantom, v.Linearizable)
+	}
+	return v
+}
+
+// Unfenced runs the set test with the apps writing without the guard, the
+// unsafe baseline, and fails t unless the checker finds a violation.
+func Unfenced(t *testing.T, c Config) Verdict {
+	t.Helper()
+	v := run(t, c, false)
+	if !v.Violated() {
+		t.Errorf("without the guard the checker found no violation (%v): the nemesis made no stale leader write", v)
+	}
+	return v
+}
+
+// run is one run, logged with its seed and verdict.
+func run(t *testing.T, c Config, guarded bool) Verdict {
+	t.Helper()
+	seed, d := Seed(t), Duration(t)
+	t.Logf("seed %d (LEADER_SIDECAR_JEPSEN_SEED), nemesis for %v", seed, d)
+	r := New(t, c, guarded)
+	final := r.Run(seed, d)
+	checked := time.Now()
+	v := r.Check(final, 5*time.Minute)
+	which := "guard on"
+	if !guarded {
+		which = "guard off"
+	}
+	t.Logf("%s: %v (checked in %v); faults %v", which, v, time.Since(checked).Round(time.Millisecond), r.faults)
+	return v
+}
+
+// Run is one run of the set test: the sidecars, the apps' history, the
+// nemesis's faults.
+type Run struct {
+	t       testing.TB
+	c       Config
+	guarded bool
+	guard   *fence.SQLGuard
+	began   time.Time
+	nextID  atomic.Int64
+
+	mu      sync.Mutex
+	slots   []*sidecartest.Sidecar // each replica's current sidecar
+	history []op
+	faults  map[string]int
+}
+
+// New makes the list's table (one row, the list as text, empty) and the
+// guard's, dropping what a run before left, and starts the sidecars.
+func New(t testing.TB, c Config, guarded bool) *Run {
+	t.Helper()
+	if c.Replicas == 0 {
+		c.Replicas = 3
+	}
+	guard, err := fence.NewSQLGuard(c.Table + "_fence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TABLE IF EXISTS ` + c.Table, `DROP TABLE IF EXISTS ` + guard.Table(),
+		`CREATE TABLE ` + c.Table + ` (k INT PRIMARY KEY, elems TEXT NOT NULL)`,
+		`INSERT INTO ` + c.Table + ` VALUES (1, '')`,
+	} {
+		if _, err := c.DB.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := guard.EnsureTable(context.Background(), c.DB); err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{t: t, c: c, guarded: guarded, guard: guard, faults: map[string]int{}}
+	for range c.Replicas {
+		r.slots = append(r.slots, c.Launch())
+	}
+	for _, s := range r.slots {
+		s.WaitServing()
+	}
+	r.began = time.Now()
+	return r
+}
+
+// Run starts an app per replica and the nemesis, lets the nemesis run for
+// d, then stops the apps and returns the final list, also recorded as the
+// last operation of the history.
+func (r *Run) Run(seed uint64, d time.Duration) []int64 {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range r.slots {
+		rng := rand.New(rand.NewPCG(seed, uint64(i+1)))
+		wg.Go(func() { r.worker(ctx, i, rng) })
+	}
+	r.nemesis(ctx, rand.New(rand.NewPCG(seed, 0)))
+	cancel()
+	wg.Wait()
+
+	var elems string
+	call := time.Since(r.began)
+	if err := r.c.DB.QueryRowContext(context.Background(), `SELECT elems FROM `+r.c.Table+` WHERE k = 1`).Scan(&elems); err != nil {
+		r.t.Fatalf("reading the final list: %v", err)
+	}
+	list, err := parseList(elems)
+	if err != nil {
+		r.t.Fatalf("the final list: %v", err)
+	}
+	r.mu.Lock()
+	r.history = append(r.history, op{replica: len(r.slots), outcome: finalRead, read: stateOf(list), call: call, ret: time.Since(r.began)})
+	r.mu.Unlock()
+	return list
+}
+
+// quickClient asks the sidecars for the apps and the nemesis: a paused
+// sidecar does not answer, and they do not wait for it long.
+var quickClient = &http.Client{Timeout: 300 * time.Millisecond}
+
+// ask is GET /leader of s with quickClient.
+func ask(s *sidecartest.Sidecar) (sidecartest.State, error) {
+	resp, err := quickClient.Get("http://" + s.Addr() + "/leader")
+	if err != nil {
+		return sidecartest.State{}, err
+	}
+	defer resp.Body.Close()
+	var st sidecartest.State
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// slot is replica i's current sidecar.
+func (r *Run) slot(i int) *sidecartest.Sidecar {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.slots[i]
+}
+
+// worker is replica i's app until ctx ends. Every askEvery it asks its
+// sidecar GET /leader; an answer replaces what it knows, but no answer (a
+// paused or killed sidecar) leaves the last one in hand, as a slow app
+// that trusts what it last heard would. While what it knows says leader,
+// it appends with that term, one id after the other, 0-20 ms apart.
+func (r *Run) worker(ctx context.Context, i int, rng *rand.Rand) {
+	const askEvery = 500 * time.Millisecond
+	var known *fence.TermID
+	var asked time.Time
+	for ctx.Err() == nil {
+		if time.Since(asked) >= askEvery {
+			asked = time.Now()
+			if st, err := ask(r.slot(i)); err == nil {
+				known = nil
+				if st.Leader && st.Token != nil {
+					known = &fence.TermID{Token: *st.Token, Holder: st.Identity}
+				}
+			}
+		}
+		if known == nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		r.appendOnce(i, *known, rng)
+		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond) // the app's other work
+	}
+}
+
+// appendOnce appends a fresh id to the list in term: in one transaction,
+// the guard's check (unless the run is unguarded), the read of the list, a
+// moment's work (0-10 ms), the write of the list with the id at the end,
+// the commit.
+func (r *Run) appendOnce(replica int, term fence.TermID, rng *rand.Rand) {
+	o := op{replica: replica, id: r.nextID.Add(1), term: term, call: time.Since(r.began)}
+	o.outcome = func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tx, err := r.c.DB.BeginTx(ctx, nil)
+		if err != nil {
+			return appendFailed
+		}
+		defer tx.Rollback()
+		if r.guarded {
+			if err := r.guard.Check(ctx, tx, "set", term); err != nil {
+				if errors.Is(err, fence.ErrStaleToken) || errors.Is(err, fence.ErrTokenReused) {
+					return appendRefused
+				}
+				return appendFailed
+			}
+		}
+		var elems string
+		if err := tx.QueryRowContext(ctx, `SELECT elems FROM `+r.c.Table+` WHERE k = 1`).Scan(&elems); err != nil {
+			return appendFailed
+		}
+		list, err := parseList(elems)
+		if err != nil {
+			r.t.Errorf("the list's row: %v", err)
+			return appendFailed
+		}
+		o.read = stateOf(list)
+		time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+		if _, err := tx.ExecContext(ctx, `UPDATE `+r.c.Table+` SET elems = $1 WHERE k = 1`, formatList(append(list, o.id))); err != nil {
+			return appendFailed
+		}
+		if err := tx.Commit(); err != nil {
+			return appendUnknown
+		}
+		return appendOK
+	}()
+	o.ret = time.Since(r.began)
+	r.mu.Lock()
+	r.history = append(r.history, o)
+	r.mu.Unlock()
+}
