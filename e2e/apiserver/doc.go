@@ -23,7 +23,11 @@
 // durations, renew deadlines and probes far more than they compute.
 // TestChaos runs first, alone. Without the
 // envtest binaries the tests fail, never skip. Besides Go they need, for
-// TestSplitBrain, examples/worker, which the harness builds.
+// TestSplitBrain, examples/worker, which the harness builds, and for the
+// set test on a Lease (TestLeaseFencedSetUnderFaults and its unsafe
+// baseline TestLeaseUnfencedSetLosesWrites, internal/settest, as in
+// e2e/process) the PostgreSQL server binaries: the apps keep their list
+// in a PostgreSQL server the package starts once.
 //
 // Run them (the binaries are built once into ~/.cache, minutes when cold):
 //
@@ -31,6 +35,8 @@
 //	go test -race -count=1 -timeout 20m ./e2e/apiserver/
 //	go test -race -count=1 -run 'TestLeaseInteropWithClientGo' ./e2e/apiserver/
 //
-// TestChaos replays a schedule with CHAOS_SEED=<seed>, the seed it logs.
+// TestChaos replays a schedule with CHAOS_SEED=<seed>, the seed it logs;
+// the set test with LEADER_SIDECAR_JEPSEN_SEED, and runs its nemesis for
+// LEADER_SIDECAR_JEPSEN_DURATION instead of 12 s (make jepsen).
 // The harness the tests share with e2e/process is internal/sidecartest.
 package apiserver

@@ -18,8 +18,9 @@
 //	go test -race -count=1 ./e2e/process/
 //	go test -race -count=1 -run 'TestSQLiteFileDeletedOrReplaced' ./e2e/process/
 //
-// The set test in the manner of Jepsen's lock-set (jepsen_test.go): three
-// sidecars elect on one SQLite file; each replica's app, a goroutine of
+// The set test in the manner of Jepsen's lock-set (jepsen_test.go, its
+// harness in internal/settest): three sidecars elect on one SQLite file,
+// and through the PostgreSQL server; each replica's app, a goroutine of
 // the test, appends ids of its own to one list in a PostgreSQL row while
 // it believes its sidecar leads, a read-modify-write in one transaction
 // with fence.SQLGuard's check of its term first; an app whose sidecar
