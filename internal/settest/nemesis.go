@@ -9,8 +9,9 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// nemesis injects faults until ctx ends, each after a wait of 0.5-2 s: the
-// leader's sidecar is stopped (SIGSTOP) for the lease and 2-4 s more,
+// nemesis injects faults until ctx ends, each after a wait of 0.5-2 s
+// (longer while no leader's app has heard that it leads): the leader's
+// sidecar is stopped (SIGSTOP) for the lease and 2-4 s more,
 // then continued; or a sidecar, the leader one time in two, is killed
 // (SIGKILL) and a new one started in its place. The first fault is a
 // pause, the fault that makes a stale leader; after that three in five
@@ -55,11 +56,18 @@ func (r *Run) nemesis(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// leaderSlot is the replica whose sidecar answers leader:true, or -1.
+// leaderSlot is the replica whose sidecar answers leader:true and whose
+// app has heard it, or -1: a leader paused before its app heard that it
+// leads makes no stale leader.
 func (r *Run) leaderSlot() int {
 	for i := range r.slots {
 		if st, err := ask(r.slot(i)); err == nil && st.Leader {
-			return i
+			r.mu.Lock()
+			heard := r.leads[i]
+			r.mu.Unlock()
+			if heard {
+				return i
+			}
 		}
 	}
 	return -1

@@ -102,7 +102,7 @@ func run(t *testing.T, c Config, guarded bool) Verdict {
 	if !guarded {
 		which = "guard off"
 	}
-	t.Logf("%s: %v (checked in %v); faults %v", which, v, time.Since(checked).Round(time.Millisecond), r.faults)
+	t.Logf("%s, %s: %v (checked in %v); faults %v", t.Name(), which, v, time.Since(checked).Round(time.Millisecond), r.faults)
 	return v
 }
 
@@ -118,6 +118,7 @@ type Run struct {
 
 	mu      sync.Mutex
 	slots   []*sidecartest.Sidecar // each replica's current sidecar
+	leads   []bool                 // whether each replica's app believes it leads
 	history []op
 	faults  map[string]int
 }
@@ -152,6 +153,7 @@ func New(t testing.TB, c Config, guarded bool) *Run {
 	for _, s := range r.slots {
 		s.WaitServing()
 	}
+	r.leads = make([]bool, len(r.slots))
 	r.began = time.Now()
 	return r
 }
@@ -227,6 +229,9 @@ func (r *Run) worker(ctx context.Context, i int, rng *rand.Rand) {
 				if st.Leader && st.Token != nil {
 					known = &fence.TermID{Token: *st.Token, Holder: st.Identity}
 				}
+				r.mu.Lock()
+				r.leads[i] = known != nil
+				r.mu.Unlock()
 			}
 		}
 		if known == nil {
