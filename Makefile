@@ -24,6 +24,10 @@
 #               code) into a copy of the repository and fails unless the
 #               check meant to catch it does; not part of make test, run
 #               before a release (hack/mutants)
+#   make jepsen the set test under faults (internal/settest) on SQLite,
+#               PostgreSQL and a Lease, with the guard and without it,
+#               the nemesis running JEPSEN_DURATION (5m); not part of
+#               make test
 
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -141,7 +145,7 @@ mutants:
 # make jepsen: the set test (internal/settest) on SQLite and PostgreSQL
 # (e2e/process) and on a Lease (e2e/apiserver), each guarded and as its
 # unsafe baseline, with the nemesis running JEPSEN_DURATION instead of
-# make test's 12 s; JEPSEN_SEED replays a seed. One package at a time.
+# make test's 12 s; JEPSEN_SEED sets the seed. One package at a time.
 JEPSEN_DURATION ?= 5m
 JEPSEN_SEED ?=
 jepsen:

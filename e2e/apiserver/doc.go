@@ -36,7 +36,8 @@
 //	go test -race -count=1 -run 'TestLeaseInteropWithClientGo' ./e2e/apiserver/
 //
 // TestChaos replays a schedule with CHAOS_SEED=<seed>, the seed it logs;
-// the set test with LEADER_SIDECAR_JEPSEN_SEED, and runs its nemesis for
+// the set test takes its seed from LEADER_SIDECAR_JEPSEN_SEED (the same
+// draws; real timing moves the schedule), and runs its nemesis for
 // LEADER_SIDECAR_JEPSEN_DURATION instead of 12 s (make jepsen).
 // The harness the tests share with e2e/process is internal/sidecartest.
 package apiserver

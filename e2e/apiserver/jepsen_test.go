@@ -17,7 +17,7 @@ import (
 // sidecar past the lease (its app keeps writing with the term it last
 // heard: a stale leader) and kills sidecars, starting new ones, as new
 // Pods, in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis
-// longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED replays a seed.
+// longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // leaseSetConfig is the set test's configuration on a Lease of its own,
 // its list in table of the package's PostgreSQL server.

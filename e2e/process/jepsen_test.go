@@ -15,7 +15,7 @@ import (
 // pauses the leader's sidecar past the lease (its app keeps writing with
 // the term it last heard: a stale leader) and kills sidecars, starting
 // new ones in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
-// nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED replays a seed.
+// nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // setStores are the stores the set test's sidecars elect through: each
 // returns a function that starts one more sidecar on the store of the

@@ -15,7 +15,8 @@
 //     the read of the list, a moment's work, the write of the list with
 //     the id at the end, the commit.
 //   - The nemesis ([Run.nemesis]) injects a fault every 0.5-2 s: it stops
-//     the leader's sidecar (SIGSTOP) for longer than the lease, then
+//     the leader's sidecar, once its app has heard that it leads
+//     (SIGSTOP), for longer than the lease, then
 //     continues it (SIGCONT); or it kills a sidecar (SIGKILL), the leader
 //     one time in two, and starts a new one in its place. Its first fault
 //     is a pause.
@@ -28,5 +29,6 @@
 // [Unfenced], the unsafe baseline, runs it without the guard and fails
 // the test unless the checker finds a violation. The nemesis runs 12 s,
 // or LEADER_SIDECAR_JEPSEN_DURATION ([Duration]); its seed is the clock's
-// or LEADER_SIDECAR_JEPSEN_SEED ([Seed]), and is logged.
+// or LEADER_SIDECAR_JEPSEN_SEED ([Seed]), and is logged: it fixes the
+// random draws, not the schedule, which real timing moves.
 package settest
