@@ -27,16 +27,18 @@ const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <nam
 
 Resets an election's record, in an SQLite file, a Lease or a PostgreSQL
 table: the one way to clear it, as the SQLite file and the PostgreSQL
-table refuse to delete a record, and a Lease deleted restarts its token (a
-candidate that found none could lead beside a holder that still runs). The record is not removed: it is written back
-released (no holder, no hand-off in progress) with its token kept, so
-candidates may take it at once and the next leader's token is above every
-token issued before. What your resources remember of tokens stays valid.
+table refuse to delete a record, and a Lease deleted restarts its token
+(a candidate that found none could lead beside a holder that still runs).
+The record is not removed: it is written back released (no holder, no
+hand-off in progress) with its token kept, so candidates may take it at
+once and the next leader's token is above every token issued before. What
+your resources remember of tokens stays valid.
 
 It never takes the record from a holder that may still run. A record that
-names a holder, or was emptied by something other than a release, is
-watched for its lease duration (at most --max-record-lease-duration, the
-bound the election's sidecars trust, as they do), and reset only if nobody
+names a holder is watched for the lease duration it declares, one emptied
+by something other than a release for at least --lease-duration (its
+holder may still claim it), at most --max-record-lease-duration (the bound
+the election's sidecars trust), as a candidate would, and reset only if nobody
 wrote it meanwhile (written with a compare-and-swap on the version read);
 a holder that renews keeps it. Stop the election's sidecars first (each
 releases as it stops) to reset at once. A record already released is left
