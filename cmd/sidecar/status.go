@@ -343,11 +343,18 @@ func (s sqliteElections) Read(ctx context.Context) ([]statusview.Election, error
 // a local file, cheap, and never a write.
 const sqlitePollInterval = 200 * time.Millisecond
 
-// Follow reads the file every sqlitePollInterval: every election, each
-// time (the watcher prints only what changed).
+// Follow reads the file every sqlitePollInterval (pollElections).
 func (s sqliteElections) Follow(ctx context.Context, updates chan<- statusview.Update, warn func(error)) {
+	pollElections(ctx, s.Read, sqlitePollInterval, updates, warn)
+}
+
+// pollElections reads every election with read, each time, every interval
+// until ctx ends (the watcher prints only what changed), for the stores
+// that --watch polls.
+func pollElections(ctx context.Context, read func(context.Context) ([]statusview.Election, error), interval time.Duration,
+	updates chan<- statusview.Update, warn func(error)) {
 	for ctx.Err() == nil {
-		els, err := s.Read(ctx)
+		els, err := read(ctx)
 		if err != nil && ctx.Err() == nil {
 			warn(err)
 		} else if err == nil && !statusview.Send(ctx, updates, statusview.Update{Full: true, Elections: els}) {
@@ -355,7 +362,7 @@ func (s sqliteElections) Follow(ctx context.Context, updates chan<- statusview.U
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(sqlitePollInterval):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -380,21 +387,9 @@ func (s postgresElections) Read(ctx context.Context) ([]statusview.Election, err
 // one connection and one query each time.
 const postgresPollInterval = time.Second
 
-// Follow reads the table every postgresPollInterval, as sqliteElections
-// reads its file.
+// Follow reads the table every postgresPollInterval (pollElections).
 func (s postgresElections) Follow(ctx context.Context, updates chan<- statusview.Update, warn func(error)) {
-	for ctx.Err() == nil {
-		els, err := s.Read(ctx)
-		if err != nil && ctx.Err() == nil {
-			warn(err)
-		} else if err == nil && !statusview.Send(ctx, updates, statusview.Update{Full: true, Elections: els}) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(postgresPollInterval):
-		}
-	}
+	pollElections(ctx, s.Read, postgresPollInterval, updates, warn)
 }
 
 // statusClock is the observer's clock of `status`: the ages it prints and

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,16 +182,12 @@ func prepareNamespace(t *testing.T, ctx context.Context, ns, serviceAccount, lea
 	apply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: %s, namespace: %s}\n---\n%s", serviceAccount, ns, rbac))
 	// The authorizer learns of RBAC objects from a watch, and admission
 	// asks it: wait until it allows the Lease.
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: "system:serviceaccount:" + ns + ":" + serviceAccount,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases",
-			Name: lease, Verb: "update"}}}
 	eventually(t, ctx, "the namespace's Role in effect", func() (bool, string) {
-		got, err := cl.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		allowed, reason, err := injecttest.LeaseUpdateAllowed(ctx, cl.client, ns, serviceAccount, lease)
 		if err != nil {
 			return false, err.Error()
 		}
-		return got.Status.Allowed, got.Status.Reason
+		return allowed, reason
 	})
 }
 

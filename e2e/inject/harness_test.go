@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -146,13 +145,9 @@ func preparedNamespace(t *testing.T, k *sidecartest.KubeEnv) string {
 	}
 	// The authorizer learns of RBAC objects from a watch: wait until it
 	// allows what admission will ask, so that no test races it.
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: "system:serviceaccount:" + ns + ":" + injecttest.ServiceAccount,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: "coordination.k8s.io", Resource: "leases",
-			Name: "orders", Verb: "update"}}}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		got, err := k.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err == nil && got.Status.Allowed {
+		allowed, _, err := injecttest.LeaseUpdateAllowed(ctx, k.Client, ns, injecttest.ServiceAccount, "orders")
+		if err == nil && allowed {
 			return ns
 		}
 		if time.Now().After(deadline) {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -15,11 +16,20 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]backend.Listed, er
 	if err != nil {
 		return nil, b.fail("list", err)
 	}
+	all, err := listed(rows)
+	if err != nil {
+		return nil, b.fail("list", err)
+	}
+	return all, nil
+}
+
+// listed is rows of name and columns, as List and ReadAll select them.
+func listed(rows [][][]byte) ([]backend.Listed, error) {
 	all := make([]backend.Listed, 0, len(rows))
 	for _, row := range rows {
 		rec, v, err := scan(row[1:])
 		if err != nil {
-			return nil, b.fail("list", err)
+			return nil, fmt.Errorf("election %q: %w", row[0], err)
 		}
 		all = append(all, backend.Listed{Name: string(row[0]), Record: rec, Version: v})
 	}

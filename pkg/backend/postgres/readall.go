@@ -53,13 +53,9 @@ func ReadAll(ctx context.Context, opts Options) ([]backend.Listed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: reading %s.%s: %w", schema, opts.Table, err)
 	}
-	all := make([]backend.Listed, 0, len(rows))
-	for _, row := range rows {
-		rec, v, err := scan(row[1:])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: reading %s.%s: election %q: %w", schema, opts.Table, row[0], err)
-		}
-		all = append(all, backend.Listed{Name: string(row[0]), Record: rec, Version: v})
+	all, err := listed(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: reading %s.%s: %w", schema, opts.Table, err)
 	}
 	return all, nil
 }
