@@ -465,15 +465,112 @@ The Deployment strategy (a map). With leader-only readiness (probe,
 pod-condition, or waitForLeadership) a RollingUpdate can never finish: followers are never Ready,
 so the controller may not remove the old leader, and new Pods cannot become
 Ready while it leads. Recreate removes the old Pods first (the leader
-releases the Lease on the way out) and cannot stall. Otherwise the strategy
-is `strategy` from the chart's values, else RollingUpdate.
+releases the Lease on the way out) and cannot stall. An upgrade that moves
+the election to another store or record (leader-sidecar-lib.electionMoves)
+is a Recreate too: old and new Pods side by side would elect in two places
+and lead at once. Otherwise the strategy is `strategy` from the chart's
+values, else RollingUpdate.
 */}}
 {{- define "leader-sidecar-lib.strategy" -}}
 {{- if include "leader-sidecar-lib.leaderOnlyReadiness" . -}}
+type: Recreate
+{{- else if include "leader-sidecar-lib.electionMoves" . -}}
+# This upgrade moves the election ({{ include "leader-sidecar-lib.electionMoves" . }}):
+# old Pods are gone before new ones start, so they never lead at once.
 type: Recreate
 {{- else if .Values.strategy -}}
 {{ toYaml .Values.strategy }}
 {{- else -}}
 type: RollingUpdate
 {{- end }}
+{{- end }}
+
+{{/*
+What an upgrade changes of where the election is, as "<old> -> <new>"; ""
+when nothing, on a first install, or where the API server is not read
+(helm template). It reads the running Deployment named
+leader-sidecar-lib.fullname in the release's namespace, finds its sidecar
+(the container or init container that sets LEADER_SIDECAR_BACKEND), and
+compares leader-sidecar-lib.electionOf of it with this render's sidecar;
+with the chart's own connection Secret (sidecar.postgres.url), a new URL
+is a move too. A Pod on either side elects only with its own side, so a
+rolling update of such a change would have two leaders while it runs.
+*/}}
+{{- define "leader-sidecar-lib.electionMoves" -}}
+{{- $running := lookup "apps/v1" "Deployment" .Release.Namespace (include "leader-sidecar-lib.fullname" .) }}
+{{- $old := "" }}
+{{- with $running }}
+{{- range $container := concat (.spec.template.spec.initContainers | default list) (.spec.template.spec.containers | default list) }}
+{{- range $container.env | default list }}
+{{- if eq .name "LEADER_SIDECAR_BACKEND" }}
+{{- $old = include "leader-sidecar-lib.electionOf" $container }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $old }}
+{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- $new := include "leader-sidecar-lib.electionOf" (include "leader-sidecar-lib.container" . | fromYaml) }}
+{{- if ne $old $new }}
+{{- printf "%s -> %s" $old $new }}
+{{- else if and (eq $c.backend "postgres") $c.postgres.url }}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "leader-sidecar-lib.postgresSecretName" .) }}
+{{- $was := "" }}
+{{- with $secret }}{{ with .data }}{{ $was = index . $c.postgres.key | default "" | b64dec }}{{ end }}{{ end }}
+{{- if and $was (ne $was (toString $c.postgres.url)) }}
+{{- print "sidecar.postgres.url changed" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where a sidecar container (a map) elects: its backend, election name,
+Lease namespace, SQLite file, PostgreSQL connection (the Secret it is
+read from), schema and table, and whether and in which group it shards,
+from its env (the last of a name wins, as in Kubernetes) and then its
+args (a flag beats the variable), as one line. Timings and the shard
+count are not in it: replicas that differ in those still meet in one
+record (the shard group carries its count).
+*/}}
+{{- define "leader-sidecar-lib.electionOf" -}}
+{{- $keys := dict "LEADER_SIDECAR_BACKEND" "backend" "LEADER_SIDECAR_LEASE_NAME" "lease-name" "LEADER_SIDECAR_NAMESPACE" "namespace" "LEADER_SIDECAR_SQLITE_PATH" "sqlite-path" "LEADER_SIDECAR_POSTGRES_URL" "postgres-url" "LEADER_SIDECAR_POSTGRES_SCHEMA" "postgres-schema" "LEADER_SIDECAR_POSTGRES_TABLE" "postgres-table" "LEADER_SIDECAR_SHARD_GROUP" "shard-group" "LEADER_SIDECAR_SHARDS" "shards" }}
+{{- $at := dict }}
+{{- range .env | default list }}
+{{- $key := get $keys .name }}
+{{- if $key }}
+{{- if .valueFrom }}
+{{- with .valueFrom.secretKeyRef }}
+{{- $_ := set $at $key (printf "secret %s/%s" .name .key) }}
+{{- else }}
+{{- $_ := set $at $key (toJson .valueFrom) }}
+{{- end }}
+{{- else }}
+{{- $_ := set $at $key (toString .value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $args := .args | default list }}
+{{- range $i, $arg := $args }}
+{{- range $key := values $keys }}
+{{- $flag := printf "--%s" $key }}
+{{- if hasPrefix (printf "%s=" $flag) (toString $arg) }}
+{{- $_ := set $at $key (trimPrefix (printf "%s=" $flag) (toString $arg)) }}
+{{- else if and (eq (toString $arg) $flag) (lt (add1 $i) (len $args)) }}
+{{- $_ := set $at $key (toString (index $args (add1 $i))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* A connection string given in the open is compared by digest: it may hold a password. */}}
+{{- if and (hasKey $at "postgres-url") (not (hasPrefix "secret " (get $at "postgres-url"))) }}
+{{- $_ := set $at "postgres-url" (printf "sha256 %s" (get $at "postgres-url" | sha256sum | trunc 12)) }}
+{{- end }}
+{{- if hasKey $at "shards" }}
+{{- $_ := set $at "shards" (ternary "one election" "sharded" (eq (get $at "shards") "0")) }}
+{{- end }}
+{{- $parts := list }}
+{{- range $key := keys $at | sortAlpha }}
+{{- $parts = append $parts (printf "%s %s" $key (get $at $key)) }}
+{{- end }}
+{{- join ", " $parts }}
 {{- end }}
