@@ -82,3 +82,52 @@ func TestUpgradeThatMovesTheElectionRecreates(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeKeepsTrustAcrossTheRollout upgrades the example chart step
+// by step on the API server. A standby trusts a record's lease duration
+// only up to its bound (ten times its own lease by default), so in a
+// rollout each side's bound must cover the other side's lease: an upgrade
+// that shortens the lease more than tenfold, or lengthens it beyond the
+// running replicas' bound, fails at render with the way out, and the two
+// steps it names pass.
+func TestUpgradeKeepsTrustAcrossTheRollout(t *testing.T) {
+	dir := sidecartest.Charts(t)
+	k := sidecartest.Kube(t)
+	ns := k.Namespace(t)
+	kc := k.Kubeconfig(t, "")
+	chart := filepath.Join(dir, "leader-sidecar-example")
+	const short = "sidecar:\n  leaseDuration: 1s\n  renewDeadline: 600ms\n  retryPeriod: 200ms\n"
+	steps := []struct {
+		what, values, refused string
+	}{
+		{"install with the default 15s lease", "", ""},
+		{"15s to 1s at once", short, "Set sidecar.maxRecordLeaseDuration to at least 15s for this upgrade"},
+		{"15s to 1s, trusting 15s", short + "  maxRecordLeaseDuration: 15s\n", ""},
+		{"the bound unset again", short, ""},
+		{"1s to 20s at once", "sidecar:\n  leaseDuration: 20s\n  renewDeadline: 12s\n", "first set sidecar.maxRecordLeaseDuration to at least 20s with the lease unchanged"},
+		{"the bound first", short + "  maxRecordLeaseDuration: 20s\n", ""},
+		{"then the lease", "sidecar:\n  leaseDuration: 20s\n  renewDeadline: 12s\n", ""},
+	}
+	for i, s := range steps {
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, []byte(s.values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"upgrade", "--reset-values"}
+		if i == 0 {
+			args = []string{"install"}
+		}
+		args = append(args, sidecartest.ChartRelease, chart, "--values", values, "--namespace", ns, "--kubeconfig", kc)
+		out, err := sidecartest.RunHelm(t, args...)
+		switch {
+		case s.refused == "" && err != nil:
+			t.Fatalf("step %d, %s: helm %s: %v\n%s", i, s.what, args[0], err, out)
+		case s.refused != "" && err == nil:
+			t.Fatalf("step %d, %s: helm %s passed, want it refused with %q", i, s.what, args[0], s.refused)
+		case s.refused != "" && !strings.Contains(out+err.Error(), s.refused):
+			t.Fatalf("step %d, %s: helm %s refused with\n%v\n%s\nwant %q in it", i, s.what, args[0], err, out, s.refused)
+		case s.refused != "":
+			t.Logf("step %d, %s: refused: %v", i, s.what, err)
+		}
+	}
+}

@@ -117,6 +117,7 @@ list item where it belongs):
 */}}
 {{- define "leader-sidecar-lib.container" -}}
 {{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
+{{- include "leader-sidecar-lib.checkTrustAcrossTheRollout" . }}
 {{- $mode := $c.readiness.mode -}}
 name: {{ $c.name }}
 image: {{ include "leader-sidecar-lib.imageRef" $c.image | quote }}
@@ -486,59 +487,39 @@ type: RollingUpdate
 {{- end }}
 
 {{/*
-What an upgrade changes of where the election is, as "<old> -> <new>"; ""
-when nothing, on a first install, or where the API server is not read
-(helm template). It reads the running Deployment named
-leader-sidecar-lib.fullname in the release's namespace, finds its sidecar
-(the container or init container that sets LEADER_SIDECAR_BACKEND), and
-compares leader-sidecar-lib.electionOf of it with this render's sidecar;
-with the chart's own connection Secret (sidecar.postgres.url), a new URL
-is a move too. A Pod on either side elects only with its own side, so a
-rolling update of such a change would have two leaders while it runs.
+The sidecar container of the running Deployment named
+leader-sidecar-lib.fullname in the release's namespace, as YAML: the
+container or init container that sets LEADER_SIDECAR_BACKEND; "" on a
+first install, or where the API server is not read (helm template).
+Upgrades compare it with what they render.
 */}}
-{{- define "leader-sidecar-lib.electionMoves" -}}
-{{- $running := lookup "apps/v1" "Deployment" .Release.Namespace (include "leader-sidecar-lib.fullname" .) }}
-{{- $old := "" }}
-{{- with $running }}
+{{- define "leader-sidecar-lib.runningSidecar" -}}
+{{- with lookup "apps/v1" "Deployment" .Release.Namespace (include "leader-sidecar-lib.fullname" .) }}
+{{- $found := dict }}
 {{- range $container := concat (.spec.template.spec.initContainers | default list) (.spec.template.spec.containers | default list) }}
 {{- range $container.env | default list }}
 {{- if eq .name "LEADER_SIDECAR_BACKEND" }}
-{{- $old = include "leader-sidecar-lib.electionOf" $container }}
+{{- $found = $container }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- end }}
-{{- if $old }}
-{{- $c := include "leader-sidecar-lib.config" . | fromYaml }}
-{{- $new := include "leader-sidecar-lib.electionOf" (include "leader-sidecar-lib.container" . | fromYaml) }}
-{{- if ne $old $new }}
-{{- printf "%s -> %s" $old $new }}
-{{- else if and (eq $c.backend "postgres") $c.postgres.url }}
-{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "leader-sidecar-lib.postgresSecretName" .) }}
-{{- $was := "" }}
-{{- with $secret }}{{ with .data }}{{ $was = index . $c.postgres.key | default "" | b64dec }}{{ end }}{{ end }}
-{{- if and $was (ne $was (toString $c.postgres.url)) }}
-{{- print "sidecar.postgres.url changed" }}
-{{- end }}
-{{- end }}
+{{- with $found }}{{ toYaml . }}{{ end }}
 {{- end }}
 {{- end }}
 
 {{/*
-Where a sidecar container (a map) elects: its backend, election name,
-Lease namespace, SQLite file, PostgreSQL connection (the Secret it is
-read from), schema and table, and whether and in which group it shards,
-from its env (the last of a name wins, as in Kubernetes) and then its
-args (a flag beats the variable), as one line. Timings and the shard
-count are not in it: replicas that differ in those still meet in one
-record (the shard group carries its count).
+A sidecar container's settings (a map) as a YAML map from flag name to
+value: each LEADER_SIDECAR_ variable of its env (the last of a name wins,
+as in Kubernetes; one from a Secret is "secret <name>/<key>", from
+elsewhere its source as JSON), then each flag of its args, as
+--flag=value or --flag value (a flag beats the variable, as in the
+sidecar).
 */}}
-{{- define "leader-sidecar-lib.electionOf" -}}
-{{- $keys := dict "LEADER_SIDECAR_BACKEND" "backend" "LEADER_SIDECAR_LEASE_NAME" "lease-name" "LEADER_SIDECAR_NAMESPACE" "namespace" "LEADER_SIDECAR_SQLITE_PATH" "sqlite-path" "LEADER_SIDECAR_POSTGRES_URL" "postgres-url" "LEADER_SIDECAR_POSTGRES_SCHEMA" "postgres-schema" "LEADER_SIDECAR_POSTGRES_TABLE" "postgres-table" "LEADER_SIDECAR_SHARD_GROUP" "shard-group" "LEADER_SIDECAR_SHARDS" "shards" }}
+{{- define "leader-sidecar-lib.sidecarSettings" -}}
 {{- $at := dict }}
 {{- range .env | default list }}
-{{- $key := get $keys .name }}
-{{- if $key }}
+{{- if hasPrefix "LEADER_SIDECAR_" .name }}
+{{- $key := .name | trimPrefix "LEADER_SIDECAR_" | lower | replace "_" "-" }}
 {{- if .valueFrom }}
 {{- with .valueFrom.secretKeyRef }}
 {{- $_ := set $at $key (printf "secret %s/%s" .name .key) }}
@@ -552,25 +533,111 @@ record (the shard group carries its count).
 {{- end }}
 {{- $args := .args | default list }}
 {{- range $i, $arg := $args }}
-{{- range $key := values $keys }}
-{{- $flag := printf "--%s" $key }}
-{{- if hasPrefix (printf "%s=" $flag) (toString $arg) }}
-{{- $_ := set $at $key (trimPrefix (printf "%s=" $flag) (toString $arg)) }}
-{{- else if and (eq (toString $arg) $flag) (lt (add1 $i) (len $args)) }}
-{{- $_ := set $at $key (toString (index $args (add1 $i))) }}
+{{- $arg = toString $arg }}
+{{- if hasPrefix "--" $arg }}
+{{- $flag := trimPrefix "--" $arg }}
+{{- if contains "=" $flag }}
+{{- $kv := splitn "=" 2 $flag }}
+{{- $_ := set $at $kv._0 $kv._1 }}
+{{- else if lt (add1 $i) (len $args) }}
+{{- $_ := set $at $flag (toString (index $args (add1 $i))) }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- /* A connection string given in the open is compared by digest: it may hold a password. */}}
-{{- if and (hasKey $at "postgres-url") (not (hasPrefix "secret " (get $at "postgres-url"))) }}
-{{- $_ := set $at "postgres-url" (printf "sha256 %s" (get $at "postgres-url" | sha256sum | trunc 12)) }}
+{{- toYaml $at }}
 {{- end }}
-{{- if hasKey $at "shards" }}
-{{- $_ := set $at "shards" (ternary "one election" "sharded" (eq (get $at "shards") "0")) }}
+
+{{/*
+What an upgrade changes of where the election is, as "<old> -> <new>";
+"" when nothing, or without a running sidecar
+(leader-sidecar-lib.runningSidecar). It compares
+leader-sidecar-lib.electionOf of the running sidecar with this render's;
+with the chart's own connection Secret (sidecar.postgres.url), a new URL
+is a move too. A Pod on either side elects only with its own side, so a
+rolling update of such a change would have two leaders while it runs.
+*/}}
+{{- define "leader-sidecar-lib.electionMoves" -}}
+{{- with include "leader-sidecar-lib.runningSidecar" . | fromYaml }}
+{{- $old := include "leader-sidecar-lib.electionOf" . }}
+{{- $new := include "leader-sidecar-lib.electionOf" (include "leader-sidecar-lib.container" $ | fromYaml) }}
+{{- $c := include "leader-sidecar-lib.config" $ | fromYaml }}
+{{- if ne $old $new }}
+{{- printf "%s -> %s" $old $new }}
+{{- else if and (eq $c.backend "postgres") $c.postgres.url }}
+{{- $was := "" }}
+{{- with lookup "v1" "Secret" $.Release.Namespace (include "leader-sidecar-lib.postgresSecretName" $) }}
+{{- with .data }}{{ $was = index . $c.postgres.key | default "" | b64dec }}{{ end }}
 {{- end }}
+{{- if and $was (ne $was (toString $c.postgres.url)) }}
+{{- print "sidecar.postgres.url changed" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where a sidecar container (a map) elects, as one line, from
+leader-sidecar-lib.sidecarSettings: its backend, election name, Lease
+namespace, SQLite file, PostgreSQL connection (the Secret it is read
+from, or a digest of one given in the open: it may hold a password),
+schema and table, and whether and in which group it shards. Timings and
+the shard count are not in it: replicas that differ in those still meet
+in one record (a shard group carries its count).
+*/}}
+{{- define "leader-sidecar-lib.electionOf" -}}
+{{- $all := include "leader-sidecar-lib.sidecarSettings" . | fromYaml }}
+{{- $at := pick $all "backend" "lease-name" "namespace" "sqlite-path" "postgres-url" "postgres-schema" "postgres-table" "shard-group" }}
+{{- with get $at "postgres-url" }}
+{{- if not (hasPrefix "secret " .) }}
+{{- $_ := set $at "postgres-url" (printf "sha256 %s" (sha256sum . | trunc 12)) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $at "shards" (ternary "sharded" "one election" (not (has (toString (get $all "shards")) (list "" "0")))) }}
 {{- $parts := list }}
 {{- range $key := keys $at | sortAlpha }}
 {{- $parts = append $parts (printf "%s %s" $key (get $at $key)) }}
 {{- end }}
 {{- join ", " $parts }}
+{{- end }}
+
+{{/*
+Fails an upgrade whose new and running replicas, side by side in the
+rollout, would not trust each other's records for as long as each
+declares: a standby waits out a record's lease duration only up to its
+bound (sidecar.maxRecordLeaseDuration, ten times its own lease by
+default), and one that waits less than the holder's lease could take the
+record over while its holder still claims it. The bound of either side
+must cover the other side's lease. The way out is an upgrade in two
+steps, which the message gives.
+*/}}
+{{- define "leader-sidecar-lib.checkTrustAcrossTheRollout" -}}
+{{- with include "leader-sidecar-lib.runningSidecar" . | fromYaml }}
+{{- $c := include "leader-sidecar-lib.config" $ | fromYaml }}
+{{- $old := include "leader-sidecar-lib.sidecarSettings" . | fromYaml }}
+{{- $oldLease := get $old "lease-duration" | default "15s" }}
+{{- $oldLeaseMs := include "leader-sidecar-lib.milliseconds" (list "the running replicas' lease duration" $oldLease) | float64 }}
+{{- $oldBoundMs := mulf 10 $oldLeaseMs }}
+{{- with get $old "max-record-lease-duration" }}
+{{- $oldBoundMs = include "leader-sidecar-lib.milliseconds" (list "the running replicas' max record lease duration" .) | float64 }}
+{{- end }}
+{{- $leaseMs := include "leader-sidecar-lib.milliseconds" (list "sidecar.leaseDuration" $c.leaseDuration) | float64 }}
+{{- $boundMs := mulf 10 $leaseMs }}
+{{- if ne (toString $c.maxRecordLeaseDuration) "" }}
+{{- $boundMs = include "leader-sidecar-lib.milliseconds" (list "sidecar.maxRecordLeaseDuration" $c.maxRecordLeaseDuration) | float64 }}
+{{- end }}
+{{- if gt $oldLeaseMs $boundMs }}
+{{- fail (printf "leader-sidecar-lib: the running replicas hold the lease for %s, and the new ones would trust a record for only %s (sidecar.maxRecordLeaseDuration, ten times sidecar.leaseDuration %s by default): during the rollout a new standby could take the record over while an old holder still claims it. Set sidecar.maxRecordLeaseDuration to at least %s for this upgrade (a later one may unset it)" $oldLease (include "leader-sidecar-lib.durationText" $boundMs) $c.leaseDuration $oldLease) }}
+{{- end }}
+{{- if gt $leaseMs $oldBoundMs }}
+{{- fail (printf "leader-sidecar-lib: sidecar.leaseDuration %s is longer than the running replicas trust a record for (%s: their max record lease duration, ten times their lease %s by default): during the rollout an old standby could take the record over while a new holder still claims it. Upgrade in two steps: first set sidecar.maxRecordLeaseDuration to at least %s with the lease unchanged, then the lease" $c.leaseDuration (include "leader-sidecar-lib.durationText" $oldBoundMs) $oldLease $c.leaseDuration) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Milliseconds (a number) as a duration: whole seconds as 150s, else 2500ms.
+*/}}
+{{- define "leader-sidecar-lib.durationText" -}}
+{{- $ms := int64 (round . 0) }}
+{{- if eq (mod $ms 1000) 0 }}{{ printf "%ds" (div $ms 1000) }}{{ else }}{{ printf "%dms" $ms }}{{ end }}
 {{- end }}
