@@ -27,7 +27,7 @@ type chaosMember struct {
 	i      int
 	pod    string
 	s      *sidecartest.Sidecar
-	px     *tcpProxy
+	px     *sidecartest.TCPProxy
 	killed atomic.Bool // killed on purpose: its errors are expected
 	paused atomic.Bool // SIGSTOPped: its requests hang
 }
@@ -64,12 +64,12 @@ type chaos struct {
 
 // kubeconfigVia writes a kubeconfig whose server is the proxy p; the
 // server name stays the API server's, so its certificate still verifies.
-func (c *chaos) kubeconfigVia(p *tcpProxy) string {
+func (c *chaos) kubeconfigVia(p *sidecartest.TCPProxy) string {
 	c.t.Helper()
 	cfg := c.k.Config
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{
-		Server:                   "https://" + p.addr(),
+		Server:                   "https://" + p.Addr(),
 		CertificateAuthorityData: cfg.CAData,
 		TLSServerName:            c.tlsName,
 	}
@@ -94,7 +94,7 @@ func (c *chaos) add() *chaosMember {
 	if c.db != "" {
 		m.s = sidecartest.Start(c.t, c.db)
 	} else {
-		m.px = newProxy(c.t, c.upstream)
+		m.px = sidecartest.NewTCPProxy(c.t, c.upstream)
 		m.s = sidecartest.LeaseSidecar(c.t, c.kubeconfigVia(m.px), c.ns, c.name, m.pod)
 	}
 	c.mu.Lock()

@@ -346,20 +346,20 @@ func (c *chaos) partition(old *sidecartest.Sidecar, tok int64) (faultResult, *si
 	t.Helper()
 	m := c.member(old)
 	at := time.Now()
-	m.px.cut()
+	m.px.Cut()
 	s, took := c.expectNext(old, tok+1, at)
 	if d := sidecartest.RenewDeadline + 500*time.Millisecond - time.Since(at); d > 0 {
 		time.Sleep(d)
 	}
 	healed := time.Now()
-	m.px.heal()
+	m.px.Heal()
 	sidecartest.Steady(t, c.live(), s, tok+1, settledFor)
 	demoted := lastClaimBy(c.window(at, time.Now()), m.i, tok, at).Sub(at)
 	if demoted > demoteBound {
 		t.Fatalf("%s, cut off from the API server, claimed token %d %v after the cut (bound %v)", m.pod, tok, demoted, demoteBound)
 	}
 	return faultResult{fault: "partition", before: c.label(old, tok), after: c.label(s, tok+1), demoted: max(demoted, 0), recovered: took,
-		note: fmt.Sprintf("cut %v, %d connections held", healed.Sub(at).Round(time.Millisecond), m.px.heldCount.Load())}, s, tok + 1
+		note: fmt.Sprintf("cut %v, %d connections held", healed.Sub(at).Round(time.Millisecond), m.px.Held.Load())}, s, tok + 1
 }
 
 // deleteLease deletes the Lease under the live leader. The leader, still
@@ -580,9 +580,9 @@ func (c *chaos) stallStandby(old *sidecartest.Sidecar, tok int64) (faultResult, 
 func (c *chaos) stallConnections(m *chaosMember, leader *sidecartest.Sidecar, tok int64, d time.Duration) (stalled, redialled int64) {
 	t := c.t
 	t.Helper()
-	dialled := m.px.forwarded.Load()
+	dialled := m.px.Forwarded.Load()
 	at := time.Now()
-	m.px.stall()
+	m.px.Stall()
 	for time.Since(at) < d {
 		if ls, sts := sidecartest.Leaders(t, c.live()); len(ls) > 0 && (ls[0] != leader || *sts[0].Token != tok) {
 			t.Fatalf("%s leads with token %d %v after %s's connections went dead",
@@ -590,8 +590,8 @@ func (c *chaos) stallConnections(m *chaosMember, leader *sidecartest.Sidecar, to
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	stalled, redialled = m.px.stalledCount.Load(), m.px.forwarded.Load()-dialled
-	m.px.unstall()
+	stalled, redialled = m.px.Stalled.Load(), m.px.Forwarded.Load()-dialled
+	m.px.Unstall()
 	if stalled == 0 || redialled == 0 {
 		t.Fatalf("%s: %d connections stalled, %d dialled in %v: the client kept waiting on the dead ones", m.pod, stalled, redialled, d)
 	}
