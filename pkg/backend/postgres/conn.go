@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -16,7 +17,8 @@ import (
 
 // conns is a small pool of connections for Get, Create, Update and List:
 // at most poolConns open, idle ones kept. A connection that failed (the
-// driver closed it) is dropped; the next use opens a new one.
+// driver closed it) is dropped with every idle one; the next use opens a
+// new one.
 type conns struct {
 	config *pgconn.Config
 	slots  chan struct{} // a token per connection that may be open
@@ -60,16 +62,34 @@ func (p *conns) get(ctx context.Context) (*pgconn.PgConn, error) {
 	return c, nil
 }
 
-// put gives c back: kept if it still works, else closed.
+// put gives c back: kept if it still works, else closed. When the driver
+// closed c (the request failed on it: a timeout, a reset), the idle
+// connections are closed too: opened over the same path, they are likely
+// dead the same way, and each would cost a request its timeout before the
+// pool dials anew (a leader with three would spend its renew deadline on
+// them).
 func (p *conns) put(c *pgconn.PgConn) {
+	var drop []*pgconn.PgConn
 	p.mu.Lock()
-	keep := !p.closed && !c.IsClosed() && c.TxStatus() == 'I'
-	if keep {
+	failed := c.IsClosed()
+	keep := !p.closed && !failed && c.TxStatus() == 'I'
+	switch {
+	case keep:
 		p.idle = append(p.idle, c)
+	case failed:
+		drop, p.idle = p.idle, nil
 	}
 	p.mu.Unlock()
 	if !keep {
 		_ = c.Close(context.Background())
+	}
+	if len(drop) > 0 {
+		// A dead peer never answers the goodbye: not waited for long.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, d := range drop {
+			_ = d.Close(ctx)
+		}
 	}
 	<-p.slots
 }
