@@ -4,14 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
@@ -45,7 +41,6 @@ type chaos struct {
 	k        *sidecartest.KubeEnv
 	ns, name string
 	upstream string // lease: the API server's host:port
-	tlsName  string
 	db       string // sqlite: the election's file
 	seed     uint64
 	stop     chan struct{}
@@ -62,27 +57,6 @@ type chaos struct {
 	writeErr []error // a write refused for another reason than a stale token
 }
 
-// kubeconfigVia writes a kubeconfig whose server is the proxy p; the
-// server name stays the API server's, so its certificate still verifies.
-func (c *chaos) kubeconfigVia(p *sidecartest.TCPProxy) string {
-	c.t.Helper()
-	cfg := c.k.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{
-		Server:                   "https://" + p.Addr(),
-		CertificateAuthorityData: cfg.CAData,
-		TLSServerName:            c.tlsName,
-	}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(c.t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		c.t.Fatal(err)
-	}
-	return path
-}
-
 // add starts a sidecar behind a proxy of its own, its sampler and its
 // writer.
 func (c *chaos) add() *chaosMember {
@@ -95,7 +69,7 @@ func (c *chaos) add() *chaosMember {
 		m.s = sidecartest.Start(c.t, c.db)
 	} else {
 		m.px = sidecartest.NewTCPProxy(c.t, c.upstream)
-		m.s = sidecartest.LeaseSidecar(c.t, c.kubeconfigVia(m.px), c.ns, c.name, m.pod)
+		m.s = sidecartest.LeaseSidecar(c.t, c.k.KubeconfigVia(c.t, m.px.Addr()), c.ns, c.name, m.pod)
 	}
 	c.mu.Lock()
 	c.members = append(c.members, m)

@@ -112,7 +112,7 @@ func TestChaos(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &chaos{t: t, k: k, ns: k.Namespace(t), name: "chaos", upstream: u.Host, tlsName: u.Hostname(),
+		c := &chaos{t: t, k: k, ns: k.Namespace(t), name: "chaos", upstream: u.Host,
 			seed: seed, stop: make(chan struct{})}
 		t.Cleanup(c.halt)
 		c.run([]string{"kill", "pause", "apiserver", "partition", "delete", "stall", "stallsb"})

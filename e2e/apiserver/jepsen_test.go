@@ -3,6 +3,8 @@ package apiserver
 import (
 	"database/sql"
 	"fmt"
+	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,8 +17,9 @@ import (
 // appends ids of its own to one list in a PostgreSQL row while it
 // believes its sidecar leads; a seeded nemesis pauses the leader's
 // sidecar past the lease (its app keeps writing with the term it last
-// heard: a stale leader) and kills sidecars, starting new ones, as new
-// Pods, in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis
+// heard: a stale leader), cuts the leader's sidecar off from the API
+// server, and kills sidecars, starting new ones, as new Pods, in their
+// place. LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis
 // longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // leaseSetConfig is the set test's configuration on a Lease of its own,
@@ -29,11 +32,32 @@ func leaseSetConfig(t *testing.T, table string) settest.Config {
 	}
 	t.Cleanup(func() { db.Close() })
 	k := sidecartest.Kube(t)
-	kc, ns := k.Kubeconfig(t, ""), k.Namespace(t)
+	ns := k.Namespace(t)
+	u, err := url.Parse(k.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each sidecar reaches the API server through a proxy of its own,
+	// which the nemesis cuts.
 	var pods atomic.Int64
-	return settest.Config{DB: db, Table: table, Launch: func() *sidecartest.Sidecar {
-		return sidecartest.LeaseSidecar(t, kc, ns, "set", fmt.Sprintf("app-%d", pods.Add(1)))
-	}}
+	var mu sync.Mutex
+	proxies := map[*sidecartest.Sidecar]*sidecartest.TCPProxy{}
+	return settest.Config{DB: db, Table: table,
+		Launch: func() *sidecartest.Sidecar {
+			px := sidecartest.NewTCPProxy(t, u.Host)
+			s := sidecartest.LeaseSidecar(t, k.KubeconfigVia(t, px.Addr()), ns, "set", fmt.Sprintf("app-%d", pods.Add(1)))
+			mu.Lock()
+			proxies[s] = px
+			mu.Unlock()
+			return s
+		},
+		Cut: func(s *sidecartest.Sidecar) func() {
+			mu.Lock()
+			px := proxies[s]
+			mu.Unlock()
+			px.Cut()
+			return px.Heal
+		}}
 }
 
 // TestLeaseFencedSetUnderFaults: with fence.SQLGuard checking each

@@ -2,6 +2,9 @@ package process
 
 import (
 	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/settest"
@@ -13,39 +16,59 @@ import (
 // server; each replica's app appends ids of its own to one list in a
 // PostgreSQL row while it believes its sidecar leads; a seeded nemesis
 // pauses the leader's sidecar past the lease (its app keeps writing with
-// the term it last heard: a stale leader) and kills sidecars, starting
-// new ones in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
+// the term it last heard: a stale leader), cuts a PostgreSQL leader's
+// sidecar off from the server, and kills sidecars, starting new ones in
+// their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
 // nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // setStores are the stores the set test's sidecars elect through: each
-// returns a function that starts one more sidecar on the store of the
-// run whose list is in table.
+// sets c's Launch (and Cut, where the store can be cut off) to start
+// sidecars on the store of the run whose list is in table.
 var setStores = []struct {
-	name   string
-	launch func(t *testing.T, table string) func() *sidecartest.Sidecar
+	name  string
+	store func(t *testing.T, table string, c *settest.Config)
 }{
-	{"sqlite", func(t *testing.T, _ string) func() *sidecartest.Sidecar {
+	{"sqlite", func(t *testing.T, _ string, c *settest.Config) {
 		file := sidecartest.DBPath(t)
-		return func() *sidecartest.Sidecar { return sidecartest.Launch(t, file) }
+		c.Launch = func() *sidecartest.Sidecar { return sidecartest.Launch(t, file) }
 	}},
-	{"postgres", func(t *testing.T, table string) func() *sidecartest.Sidecar {
-		env := []string{"LEADER_SIDECAR_POSTGRES_URL=" + postgresServer.Server(t).URL("postgres")}
-		return func() *sidecartest.Sidecar {
-			return sidecartest.Spawn(t, env, "--backend", "postgres", "--postgres-table", table+"_election")
+	{"postgres", func(t *testing.T, table string, c *settest.Config) {
+		// Each sidecar reaches the server through a proxy of its own, which
+		// the nemesis cuts.
+		socket := filepath.Join(postgresServer.Server(t).SocketDir, ".s.PGSQL.5432")
+		var mu sync.Mutex
+		proxies := map[*sidecartest.Sidecar]*sidecartest.TCPProxy{}
+		c.Launch = func() *sidecartest.Sidecar {
+			px := sidecartest.NewTCPProxy(t, socket)
+			url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", px.Addr())
+			s := sidecartest.Spawn(t, []string{"LEADER_SIDECAR_POSTGRES_URL=" + url}, "--backend", "postgres", "--postgres-table", table+"_election")
+			mu.Lock()
+			proxies[s] = px
+			mu.Unlock()
+			return s
+		}
+		c.Cut = func(s *sidecartest.Sidecar) func() {
+			mu.Lock()
+			px := proxies[s]
+			mu.Unlock()
+			px.Cut()
+			return px.Heal
 		}
 	}},
 }
 
 // setConfig is the set test's configuration: its list in table of the
-// package's PostgreSQL server, its sidecars started by launch.
-func setConfig(t *testing.T, table string, launch func(*testing.T, string) func() *sidecartest.Sidecar) settest.Config {
+// package's PostgreSQL server, its sidecars on store.
+func setConfig(t *testing.T, table string, store func(*testing.T, string, *settest.Config)) settest.Config {
 	t.Helper()
 	db, err := sql.Open("pgx", postgresServer.Server(t).DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return settest.Config{DB: db, Table: table, Launch: launch(t, table)}
+	c := settest.Config{DB: db, Table: table}
+	store(t, table, &c)
+	return c
 }
 
 // TestFencedSetUnderFaults: with fence.SQLGuard checking each append's
@@ -59,7 +82,7 @@ func TestFencedSetUnderFaults(t *testing.T) {
 	for _, store := range setStores {
 		t.Run(store.name, func(t *testing.T) {
 			t.Parallel()
-			settest.Fenced(t, setConfig(t, "jepsen_fenced_"+store.name, store.launch))
+			settest.Fenced(t, setConfig(t, "jepsen_fenced_"+store.name, store.store))
 		})
 	}
 }
@@ -74,7 +97,7 @@ func TestUnfencedSetLosesWrites(t *testing.T) {
 	for _, store := range setStores {
 		t.Run(store.name, func(t *testing.T) {
 			t.Parallel()
-			settest.Unfenced(t, setConfig(t, "jepsen_unfenced_"+store.name, store.launch))
+			settest.Unfenced(t, setConfig(t, "jepsen_unfenced_"+store.name, store.store))
 		})
 	}
 }

@@ -17,9 +17,14 @@
 //   - The nemesis ([Run.nemesis]) injects a fault every 0.5-2 s: it stops
 //     the leader's sidecar, once its app has heard that it leads
 //     (SIGSTOP), for longer than the lease, then
-//     continues it (SIGCONT); or it kills a sidecar (SIGKILL), the leader
-//     one time in two, and starts a new one in its place. Its first fault
-//     is a pause.
+//     continues it (SIGCONT); where the store can be cut off
+//     ([Config.Cut]: PostgreSQL and the Lease, each sidecar behind a TCP
+//     proxy of its own), it cuts the leader's sidecar off from the store
+//     for as long instead, one time in five (the sidecar answers that it
+//     no longer leads once its renew deadline passes, unable to learn of
+//     its successor); or it kills a sidecar (SIGKILL), the leader one time
+//     in two, and starts a new one in its place. Its first fault is a
+//     pause.
 //   - The checker ([Run.Check]) wants every acknowledged append in the
 //     final list, no id twice, none whose append cannot have taken effect,
 //     and the history linearizable as a list under atomic appends

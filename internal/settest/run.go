@@ -26,6 +26,11 @@ type Config struct {
 	// Launch starts one sidecar on the test's store without waiting for
 	// it to serve; the nemesis calls it again for each sidecar it kills.
 	Launch func() *sidecartest.Sidecar
+	// Cut, where the store can be cut off (each sidecar behind a
+	// sidecartest.TCPProxy of its own), severs s's path to the store
+	// (its connections closed, new ones held unanswered) and returns what
+	// heals it; the nemesis then cuts leaders off too. Nil: no cuts.
+	Cut func(s *sidecartest.Sidecar) (heal func())
 }
 
 // Duration is how long the nemesis runs: 12 s, or

@@ -2,6 +2,8 @@ package sidecartest
 
 import (
 	"context"
+	"net/url"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
@@ -81,6 +85,31 @@ func (k *KubeEnv) Kubeconfig(t testing.TB, impersonate string) string {
 	t.Helper()
 	path, err := k.kt.WriteKubeconfig(t.TempDir(), impersonate)
 	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// KubeconfigVia writes a kubeconfig for the API server's admin whose
+// server is addr (a TCPProxy's): the TLS server name stays the API
+// server's, so its certificate still verifies.
+func (k *KubeEnv) KubeconfigVia(t testing.TB, addr string) string {
+	t.Helper()
+	u, err := url.Parse(k.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{
+		Server:                   "https://" + addr,
+		CertificateAuthorityData: k.Config.CAData,
+		TLSServerName:            u.Hostname(),
+	}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: k.Config.CertData, ClientKeyData: k.Config.KeyData, Token: k.Config.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
