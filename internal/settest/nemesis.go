@@ -34,12 +34,12 @@ func (r *Run) nemesis(ctx context.Context, rng *rand.Rand) {
 		if leader < 0 {
 			continue
 		}
-		pick := rng.IntN(5)
-		if !paused || pick < 3 {
+		pick, first := rng.IntN(5), !paused
+		if first || pick < 3 {
 			paused = true
 			s := r.slot(leader)
 			outage := sidecartest.LeaseDuration + 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
-			if r.c.Cut != nil && pick == 2 {
+			if r.c.Cut != nil && !first && pick == 2 {
 				heal := r.c.Cut(s)
 				r.count("cut")
 				time.Sleep(outage)
