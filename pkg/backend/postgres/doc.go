@@ -41,15 +41,27 @@
 //
 // A trigger runs pg_notify on Channel after every INSERT and UPDATE, with
 // the payload "<schema>.<table> <election>", so a standby that LISTENs
-// learns of a release in milliseconds. Each Watch has a connection of its
-// own for LISTEN, which a pooler in transaction mode (PgBouncer's
-// pool_mode=transaction) cannot give: it hands the listening session to
-// other clients, and notifications never arrive. SignalAuto, the default,
-// therefore sends a test notification after LISTEN and falls back to
-// reading the record's version every PollInterval when it does not arrive
-// within ProbeTimeout; SignalPoll polls from the start, SignalNotify never
-// falls back. Either way the signal is only a hint (package backend): the
+// learns of a release in milliseconds. The Watches of a Table's handles
+// share one connection for LISTEN, opened while any of them runs, which a
+// pooler in transaction mode (PgBouncer's pool_mode=transaction) cannot
+// give: it hands the listening session to other clients, and
+// notifications never arrive. SignalAuto, the default, therefore sends a
+// test notification after LISTEN and falls back to reading the watched
+// records' versions, in one statement, every PollInterval when it does
+// not arrive within ProbeTimeout; SignalPoll polls from the start,
+// SignalNotify never falls back. Either way the signal is only a hint (package backend): the
 // election still reads the record on its own schedule.
+//
+// # Connections of a shard group
+//
+// Open gives a handle on one election that owns its connections: a pool
+// of at most three and, while it watches, one listening connection.
+// OpenTable gives the same connections for a whole table, and its Election
+// handles on as many records as a shard group has (its shard records and
+// member records) share them: a replica of N shards opens at most four
+// connections, not 4N. Each handle's Get, Create and Update are the
+// single election's statements on its own row, so the compare-and-swap
+// and the group mark (group_mark) are the same on every record.
 //
 // # Time
 //

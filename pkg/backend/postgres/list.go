@@ -11,7 +11,7 @@ import (
 // only the one this handle was opened on, in one statement (a consistent
 // snapshot), sorted by name byte by byte.
 func (b *Backend) List(ctx context.Context, prefix string) ([]backend.Listed, error) {
-	rows, err := b.pool.query(ctx, `SELECT name, `+columns+` FROM `+b.table+`
+	rows, err := b.t.pool.query(ctx, `SELECT name, `+columns+` FROM `+b.t.table+`
 	WHERE left(name, length($1)) = $1 ORDER BY name COLLATE "C"`, text(prefix))
 	if err != nil {
 		return nil, b.fail("list", err)

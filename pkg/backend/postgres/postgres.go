@@ -27,7 +27,8 @@ const (
 )
 
 // poolConns is the size of the connection pool for Get, Create, Update and
-// List. Every Watch has one connection of its own besides.
+// List of a Table's handles. Their Watches share one listening connection
+// besides.
 const poolConns = 3
 
 // Signal is how Watch learns of another writer's change.
@@ -82,10 +83,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Backend is one handle on one election in one table. Handles opened on
-// the same table, in one process or on several machines, share its
-// records. A Backend is safe for concurrent use.
-type Backend struct {
+// Table is a connection to one table of records: a pool of at most
+// poolConns connections and, while any of its handles watches, one
+// listening connection (or one poller) for all of them. The handles it
+// gives (Election) share both, so a shard group of N records opens as
+// many connections as one election. A Table is safe for concurrent use.
+type Table struct {
 	opts      Options
 	config    *pgconn.Config
 	pool      *conns
@@ -94,9 +97,25 @@ type Backend struct {
 	where     string // the server, database and user, for Describe; no password
 	password  string // removed from every error text
 	log       *slog.Logger
+	signals   *signals
 
 	mu        sync.Mutex
 	closed    bool
+	closing   context.Context
+	stop      context.CancelFunc
+	watches   sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Backend is one handle on one election in one table. Handles opened on
+// the same table, in one process or on several machines, share its
+// records. A Backend is safe for concurrent use.
+type Backend struct {
+	t        *Table
+	election string
+	// owns is true for a handle from Open: its Close closes the Table.
+	owns bool
+
 	closing   context.Context
 	stop      context.CancelFunc
 	watches   sync.WaitGroup
@@ -108,12 +127,28 @@ var (
 	_ backend.Lister  = (*Backend)(nil)
 )
 
-// Open connects to the server, creates the table, its triggers and
+// Open opens the table (OpenTable) for the one election opts.Election;
+// closing the handle closes the table.
+func Open(ctx context.Context, opts Options) (*Backend, error) {
+	if opts.Election == "" {
+		return nil, errors.New("postgres: Options.Election is empty")
+	}
+	t, err := OpenTable(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	b := t.Election(opts.Election)
+	b.owns = true
+	return b, nil
+}
+
+// OpenTable connects to the server, creates the table, its triggers and
 // functions if missing, and checks that the table can be written. It
 // warns in the log when the server streams to asynchronous standbys only
 // (see the package doc: What it requires of PostgreSQL). Every error
-// names the server and table, never the password.
-func Open(ctx context.Context, opts Options) (*Backend, error) {
+// names the server and table, never the password. Options.Election is not
+// used: Election gives a handle on each election.
+func OpenTable(ctx context.Context, opts Options) (*Table, error) {
 	if err := validate(&opts); err != nil {
 		return nil, err
 	}
@@ -121,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{
+	t := &Table{
 		opts:     opts,
 		config:   config,
 		pool:     newConns(config, poolConns),
@@ -129,22 +164,30 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		password: config.Password,
 		log:      opts.Logger,
 	}
-	if b.log == nil {
-		b.log = slog.Default()
+	if t.log == nil {
+		t.log = slog.Default()
 	}
-	if err := b.initSchema(ctx); err != nil {
-		b.pool.close()
-		return nil, b.fail("open", err)
+	if err := t.initSchema(ctx); err != nil {
+		t.pool.close()
+		return nil, t.fail("open", opts.Election, err)
 	}
-	b.checkReplication(ctx)
-	b.closing, b.stop = context.WithCancel(context.Background())
-	return b, nil
+	t.checkReplication(ctx)
+	t.closing, t.stop = context.WithCancel(context.Background())
+	t.signals = newSignals(t)
+	return t, nil
+}
+
+// Election is a handle on the record of election in the table, sharing
+// the table's connections and change signal. Closing it ends its Watches
+// only; the table stays open until Close.
+func (t *Table) Election(election string) *Backend {
+	b := &Backend{t: t, election: election}
+	b.closing, b.stop = context.WithCancel(t.closing)
+	return b
 }
 
 func validate(opts *Options) error {
 	switch {
-	case opts.Election == "":
-		return errors.New("postgres: Options.Election is empty")
 	case opts.PollInterval < 0:
 		return fmt.Errorf("postgres: Options.PollInterval is negative (%v)", opts.PollInterval)
 	case opts.ProbeTimeout < 0:
@@ -234,21 +277,29 @@ func where(c *pgconn.Config) string {
 // Describe implements backend.Backend: "postgres:" + user@host:port/database
 // + "/" + schema.table + "#" + election. It never holds the password.
 func (b *Backend) Describe() string {
-	return "postgres:" + b.where + "/" + b.tableName + "#" + b.opts.Election
+	return "postgres:" + b.t.where + "/" + b.t.tableName + "#" + b.election
 }
 
-// fail wraps err for op with the election, server and table, and removes
-// the password from its text wherever it appears.
-func (b *Backend) fail(op string, err error) error {
-	table := b.tableName
+// fail wraps err for op with the election, server and table.
+func (b *Backend) fail(op string, err error) error { return b.t.fail(op, b.election, err) }
+
+// fail wraps err for op with the election (if any), server and table, and
+// removes the password from its text wherever it appears.
+func (t *Table) fail(op, election string, err error) error {
+	table := t.tableName
 	if table == "" {
-		table = b.opts.Table
+		table = t.opts.Table
 	}
-	wrapped := fmt.Errorf("postgres: %s %q in %s on %s: %w", op, b.opts.Election, table, b.where, err)
-	if b.password == "" || !strings.Contains(wrapped.Error(), b.password) {
+	var wrapped error
+	if election == "" {
+		wrapped = fmt.Errorf("postgres: %s in %s on %s: %w", op, table, t.where, err)
+	} else {
+		wrapped = fmt.Errorf("postgres: %s %q in %s on %s: %w", op, election, table, t.where, err)
+	}
+	if t.password == "" || !strings.Contains(wrapped.Error(), t.password) {
 		return wrapped
 	}
-	return &redacted{text: strings.ReplaceAll(wrapped.Error(), b.password, "xxxxx"), err: err}
+	return &redacted{text: strings.ReplaceAll(wrapped.Error(), t.password, "xxxxx"), err: err}
 }
 
 // redacted is an error whose text had the password removed; errors.Is and
@@ -261,16 +312,30 @@ type redacted struct {
 func (r *redacted) Error() string { return r.text }
 func (r *redacted) Unwrap() error { return r.err }
 
-// Close ends every Watch (closing its channel), waits for their
-// goroutines and closes every connection. Later calls do nothing.
+// Close ends the handle's Watches (closing their channels); a handle from
+// Open closes its table too. Later calls do nothing.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		b.mu.Lock()
-		b.closed = true
-		b.mu.Unlock()
 		b.stop()
 		b.watches.Wait()
-		b.pool.close()
+		if b.owns {
+			_ = b.t.Close()
+		}
+	})
+	return nil
+}
+
+// Close ends every Watch of every handle (closing its channel), waits for
+// the signal's goroutines and closes every connection. Later calls do
+// nothing.
+func (t *Table) Close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		t.stop()
+		t.watches.Wait()
+		t.pool.close()
 	})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -241,4 +242,161 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// tableOpener opens handles on the elections of one Table per test, as a
+// shard group's replica does: every handle a test opens shares the
+// table's pool and change signal.
+func tableOpener(table string, opts postgres.Options) backendtest.Opener {
+	var mu sync.Mutex
+	tables := map[*testing.T]*postgres.Table{}
+	return func(t *testing.T, name string) backend.Backend {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		tb, ok := tables[t]
+		if !ok {
+			o := opts
+			o.URL, o.Table = server.Server(t).DSN, table
+			var err error
+			if tb, err = postgres.OpenTable(t.Context(), o); err != nil {
+				t.Fatalf("OpenTable: %v", err)
+			}
+			tables[t] = tb
+			t.Cleanup(func() {
+				_ = tb.Close()
+				mu.Lock()
+				delete(tables, t)
+				mu.Unlock()
+			})
+		}
+		b := tb.Election(name)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+}
+
+// The conformance suite with every handle of a test on one Table: the
+// compare-and-swap and the change signal hold between handles that share
+// the pool and the listening connection (or the poller).
+func TestConformanceOneTableNotify(t *testing.T) {
+	backendtest.Run(t, tableOpener("conformance_table_notify", postgres.Options{Signal: postgres.SignalNotify}),
+		backendtest.CannotProveNeverCreated())
+}
+
+func TestConformanceOneTablePoll(t *testing.T) {
+	backendtest.Run(t, tableOpener("conformance_table_poll", postgres.Options{Signal: postgres.SignalPoll, PollInterval: 20 * time.Millisecond}),
+		backendtest.CannotProveNeverCreated())
+}
+
+func TestListOneTable(t *testing.T) {
+	backendtest.RunList(t, tableOpener("list_table", postgres.Options{}))
+}
+
+// connections counts the server's connections whose application_name is
+// app.
+func connections(t *testing.T, app string) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), server.Server(t).DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOneTableOpensOnePoolAndOneListener: the 16 shard records and the
+// member record of a group, on one Table, each watched and each read and
+// written at once, open no more connections than one election does (the
+// pool's 3 and one listening connection), counted in pg_stat_activity;
+// and a write to one shard's record signals that shard's Watch, within a
+// poll interval of an hour, and no other shard's.
+func TestOneTableOpensOnePoolAndOneListener(t *testing.T) {
+	for _, signal := range []postgres.Signal{postgres.SignalNotify, postgres.SignalPoll} {
+		t.Run(string(signal), func(t *testing.T) {
+			app := "one-table-" + string(signal)
+			// quiet is how long without a signal shows that none is coming.
+			poll, quiet := time.Hour, 500*time.Millisecond
+			if signal == postgres.SignalPoll {
+				poll = 50 * time.Millisecond
+			}
+			tb, err := postgres.OpenTable(t.Context(), postgres.Options{URL: server.Server(t).DSN + " application_name=" + app,
+				Table: "one_table_" + string(signal), Signal: signal, PollInterval: poll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tb.Close()
+			var handles []*postgres.Backend
+			var watches []<-chan struct{}
+			var versions []backend.Version
+			for i := range 17 {
+				name := fmt.Sprintf("g-shard-%d", i)
+				if i == 16 {
+					name = "g-member-a"
+				}
+				b := tb.Election(name)
+				handles = append(handles, b)
+				watches = append(watches, b.Watch(t.Context()))
+				v, err := b.Create(t.Context(), backendtest.SampleRecord("a", 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				versions = append(versions, v)
+			}
+			var wg sync.WaitGroup
+			for i, b := range handles {
+				wg.Go(func() {
+					for range 5 {
+						if _, _, err := b.Get(t.Context()); err != nil {
+							t.Error(err)
+						}
+					}
+					v, err := b.Update(t.Context(), versions[i], backendtest.SampleRecord("a", 2))
+					if err != nil {
+						t.Error(err)
+					}
+					versions[i] = v
+				})
+			}
+			wg.Wait()
+			if n := connections(t, app); n > 4 {
+				t.Errorf("17 handles on one table, each watched, read and written at once, hold %d connections, want at most 4 (a pool of 3, one listener)", n)
+			} else {
+				t.Logf("17 handles on one table: %d connections", n)
+			}
+			// Quiet: drain the signals of the writes above.
+			time.Sleep(quiet)
+			for _, w := range watches {
+				drain(w)
+			}
+			if _, err := handles[5].Update(t.Context(), versions[5], backendtest.SampleRecord("b", 3)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-watches[5]:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no signal on shard 5's Watch within 10s of its write")
+			}
+			time.Sleep(quiet) // any wrong signal has come by now
+			for i, w := range watches {
+				select {
+				case <-w:
+					t.Errorf("the write to shard 5 signalled record %d's Watch too", i)
+				default:
+				}
+			}
+		})
+	}
+}
+
+// drain reads the signal w holds, if any.
+func drain(w <-chan struct{}) {
+	select {
+	case <-w:
+	default:
+	}
 }

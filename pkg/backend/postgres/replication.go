@@ -21,31 +21,31 @@ const standbys = `SELECT current_setting('synchronous_standby_names'),
 // restoring from a WAL archive, or disconnected at the moment, escapes it.
 // It never fails Open: a server that does not answer (a pooler, a
 // restricted role) is noted at debug level.
-func (b *Backend) checkReplication(ctx context.Context) {
-	rows, err := b.pool.query(ctx, standbys)
+func (t *Table) checkReplication(ctx context.Context) {
+	rows, err := t.pool.query(ctx, standbys)
 	if err != nil || len(rows) != 1 || len(rows[0]) != 2 {
-		b.log.Debug("could not read the server's replication", "server", b.where, "error", b.scrub(err))
+		t.log.Debug("could not read the server's replication", "server", t.where, "error", t.scrub(err))
 		return
 	}
 	names := string(rows[0][0])
 	streaming, _ := strconv.Atoi(string(rows[0][1]))
 	switch {
 	case names == "" && streaming > 0:
-		b.log.Warn("PostgreSQL streams to asynchronous standbys only: a failover to one can lose the last record writes, "+
+		t.log.Warn("PostgreSQL streams to asynchronous standbys only: a failover to one can lose the last record writes, "+
 			"and a token can then be handed out twice; name the standby to promote in synchronous_standby_names "+
 			"(the record writes ask for synchronous_commit = on), or raise transitions after every failover",
-			"server", b.where, "table", b.tableName, "standbys", streaming)
+			"server", t.where, "table", t.tableName, "standbys", streaming)
 	case names != "" && streaming == 0:
-		b.log.Warn("PostgreSQL names synchronous standbys but none streams: every record write waits until one does, "+
+		t.log.Warn("PostgreSQL names synchronous standbys but none streams: every record write waits until one does, "+
 			"so no term can start or be renewed meanwhile",
-			"server", b.where, "table", b.tableName, "synchronous_standby_names", names)
+			"server", t.where, "table", t.tableName, "synchronous_standby_names", names)
 	}
 }
 
 // scrub is err's text without the password, "" for nil.
-func (b *Backend) scrub(err error) string {
+func (t *Table) scrub(err error) string {
 	if err == nil {
 		return ""
 	}
-	return b.fail("check", err).Error()
+	return t.fail("check", "", err).Error()
 }

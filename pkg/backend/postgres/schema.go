@@ -95,13 +95,13 @@ const countTriggers = `SELECT count(*) FROM pg_trigger
 // disabled, and proves the table can be written with an UPDATE that
 // changes nothing. A user who may only read and write the table's rows can
 // Open a table that is set up already.
-func (b *Backend) initSchema(ctx context.Context) error {
-	c, err := b.pool.get(ctx)
+func (t *Table) initSchema(ctx context.Context) error {
+	c, err := t.pool.get(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.pool.put(c)
-	schema := b.opts.Schema
+	defer t.pool.put(c)
+	schema := t.opts.Schema
 	if schema == "" {
 		rows, err := run(ctx, c, `SELECT coalesce(current_schema(), '')`)
 		if err != nil {
@@ -111,8 +111,8 @@ func (b *Backend) initSchema(ctx context.Context) error {
 			return fmt.Errorf("the search_path names no schema that exists; set one")
 		}
 	}
-	n := namesFor(schema, b.opts.Table)
-	b.table, b.tableName = n.table, schema+"."+b.opts.Table
+	n := namesFor(schema, t.opts.Table)
+	t.table, t.tableName = n.table, schema+"."+t.opts.Table
 
 	if _, err := run(ctx, c, `BEGIN`); err != nil {
 		return err

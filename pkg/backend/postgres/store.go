@@ -29,7 +29,7 @@ func fromMicros(n int) string {
 // and a hand-off marker or group mark that does not parse reads as none
 // (backend.DecodeHandoff, backend.DecodeGroupMark).
 func (b *Backend) Get(ctx context.Context) (backend.Record, backend.Version, error) {
-	rows, err := b.pool.query(ctx, `SELECT `+columns+` FROM `+b.table+` WHERE name = $1`, text(b.opts.Election))
+	rows, err := b.t.pool.query(ctx, `SELECT `+columns+` FROM `+b.t.table+` WHERE name = $1`, text(b.election))
 	if err != nil {
 		return backend.Record{}, "", b.fail("get", err)
 	}
@@ -104,11 +104,11 @@ func (b *Backend) Create(ctx context.Context, rec backend.Record) (backend.Versi
 	if err != nil {
 		return "", b.fail("create", err)
 	}
-	rows, err := b.pool.write(ctx, `INSERT INTO `+b.table+` (name, holder, lease_duration_seconds,
+	rows, err := b.t.pool.write(ctx, `INSERT INTO `+b.t.table+` (name, holder, lease_duration_seconds,
 	acquire_time, renew_time, transitions, handoff, group_mark)
 	VALUES ($1, $2, $3, `+fromMicros(4)+`, `+fromMicros(5)+`, $6, $7, $8)
 	ON CONFLICT (name) DO NOTHING RETURNING version`,
-		append([][]byte{text(b.opts.Election)}, args...)...)
+		append([][]byte{text(b.election)}, args...)...)
 	if err != nil {
 		return "", b.fail("create", err)
 	}
@@ -131,17 +131,17 @@ func (b *Backend) Update(ctx context.Context, prev backend.Version, rec backend.
 	if err != nil {
 		from = -1 // a version never issued matches no row
 	}
-	rows, err := b.pool.write(ctx, `UPDATE `+b.table+` SET version = DEFAULT, holder = $3,
+	rows, err := b.t.pool.write(ctx, `UPDATE `+b.t.table+` SET version = DEFAULT, holder = $3,
 	lease_duration_seconds = $4, acquire_time = `+fromMicros(5)+`, renew_time = `+fromMicros(6)+`,
 	transitions = $7, handoff = $8, group_mark = $9 WHERE name = $1 AND version = $2 RETURNING version`,
-		append([][]byte{text(b.opts.Election), text(strconv.FormatInt(from, 10))}, args...)...)
+		append([][]byte{text(b.election), text(strconv.FormatInt(from, 10))}, args...)...)
 	if err != nil {
 		return "", b.fail("update", err)
 	}
 	if len(rows) == 1 {
 		return backend.Version(rows[0][0]), nil
 	}
-	rows, err = b.pool.query(ctx, `SELECT version FROM `+b.table+` WHERE name = $1`, text(b.opts.Election))
+	rows, err = b.t.pool.query(ctx, `SELECT version FROM `+b.t.table+` WHERE name = $1`, text(b.election))
 	switch {
 	case err != nil:
 		return "", b.fail("update", err)
