@@ -60,7 +60,28 @@ func (c *postgresConfig) check(used bool) error {
 }
 
 func openPostgres(ctx context.Context, cfg electionConfig, _ *kubeclient.Clients, log *slog.Logger) (*store, error) {
-	b, err := postgres.Open(ctx, postgres.Options{
+	b, err := postgres.Open(ctx, postgresOptions(cfg, log))
+	if err != nil {
+		return nil, fmt.Errorf("--postgres-url: %w", err)
+	}
+	return &store{backend: b, lease: cfg.leaseName, close: func() { _ = b.Close() }}, nil
+}
+
+// openPostgresTable opens the table of a shard group's records once:
+// every record's handle (Election) shares its pool of connections and its
+// one listening connection, so N shards open no more connections than one
+// election.
+func openPostgresTable(ctx context.Context, cfg electionConfig, log *slog.Logger) (*postgres.Table, error) {
+	t, err := postgres.OpenTable(ctx, postgresOptions(cfg, log))
+	if err != nil {
+		return nil, fmt.Errorf("--postgres-url: %w", err)
+	}
+	return t, nil
+}
+
+// postgresOptions are the backend's options of cfg's election.
+func postgresOptions(cfg electionConfig, log *slog.Logger) postgres.Options {
+	return postgres.Options{
 		URL:          cfg.postgres.url,
 		Schema:       cfg.postgres.schema,
 		Table:        cfg.postgres.table,
@@ -68,11 +89,7 @@ func openPostgres(ctx context.Context, cfg electionConfig, _ *kubeclient.Clients
 		Signal:       postgres.Signal(cfg.postgres.signal),
 		PollInterval: cfg.retryPeriod,
 		Logger:       log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--postgres-url: %w", err)
 	}
-	return &store{backend: b, lease: cfg.leaseName, close: func() { _ = b.Close() }}, nil
 }
 
 // keyValuePassword is a password in libpq's key=value form, quoted or not.

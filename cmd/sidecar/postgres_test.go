@@ -48,7 +48,6 @@ func TestPostgresFlagsAreChecked(t *testing.T) {
 		{[]string{"--postgres-url", "host=db password=s3cret port=notaport"}, "--postgres-url: postgres: the connection string does not parse"},
 		{[]string{"--postgres-signal", "listen"}, `--postgres-signal: must be one of auto, notify, poll, got "listen"`},
 		{[]string{"--postgres-table", ""}, "--postgres-table: must not be empty"},
-		{[]string{"--shards", "4"}, "--shards: not yet with --backend postgres"},
 	} {
 		args := append([]string{"--backend", "postgres"}, c.args...)
 		code, _, stderr := runArgs(t, args)
@@ -57,6 +56,21 @@ func TestPostgresFlagsAreChecked(t *testing.T) {
 		}
 		if strings.Contains(stderr, "s3cret") {
 			t.Errorf("%q: the error holds the password: %q", args, stderr)
+		}
+	}
+}
+
+// Shard mode runs on PostgreSQL: sidecar check accepts --shards with
+// --backend postgres and prints the group.
+func TestCheckAcceptsShardsOnPostgres(t *testing.T) {
+	args := []string{"check", "--backend", "postgres", "--postgres-url", "postgres://app@db/orders", "--shards", "4", "--shard-group", "billing"}
+	code, stdout, stderr := runArgs(t, args)
+	if code != 0 {
+		t.Fatalf("%q: exit %d, stderr %q; want 0", args, code, stderr)
+	}
+	for _, line := range []string{"shards: 4\n", "shard-group: billing\n"} {
+		if !strings.Contains(stdout, line) {
+			t.Errorf("check printed:\n%s\nwant the line %q", stdout, line)
 		}
 	}
 }

@@ -106,10 +106,6 @@ func (c *shardsConfig) check(cfg *sidecarConfig) error {
 		return errors.New("--shards: --app-health-url gates one election; shard mode does not take it")
 	case !cfg.releaseOnShutdown:
 		return errors.New("--shards: a replica in shard mode always drains and releases its shards when it stops; it does not take --release-on-shutdown=false")
-	case cfg.election.backend == "postgres":
-		// Each shard's store would open connections and a listener of its
-		// own: a few shards would use up a server's max_connections.
-		return errors.New("--shards: not yet with --backend postgres")
 	}
 	if cfg.election.backend == "lease" {
 		if err := c.sizeKubeRate(&cfg.election); err != nil {

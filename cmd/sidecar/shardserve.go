@@ -20,7 +20,9 @@ import (
 // single election's record is; the member's Lease owned by the Pod under
 // --shard-member-owner pod and written through a Kubernetes client of its
 // own; on Leases, the shards' handles share one watch of the namespace's
-// Leases, which also lists the members), a shardgroup.Group, the shard API, the
+// Leases, which also lists the members; on PostgreSQL, every handle is a
+// row of one postgres.Table, sharing its pool and its one listening
+// connection), a shardgroup.Group, the shard API, the
 // metrics of every shard (metrics.WatchShards) on /metrics, and on Leases
 // Kubernetes Events of every shard's terms, related to its Lease.
 // When ctx ends the group leaves gracefully (drains and releases every
@@ -48,6 +50,18 @@ func serveShards(ctx context.Context, cfg sidecarConfig, log *slog.Logger) error
 		}
 		stores = append(stores, st)
 		return st.backend, nil
+	}
+	if el.backend == "postgres" {
+		table, err := openPostgresTable(ctx, el, log)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = table.Close() }()
+		openRecord = func(name string, _ bool, _ *kubeclient.Clients) (backend.Backend, error) {
+			b := table.Election(name)
+			stores = append(stores, &store{backend: b, lease: name, close: func() { _ = b.Close() }})
+			return b, nil
+		}
 	}
 	shards := make([]backend.Backend, sc.count)
 	for i := range shards {
