@@ -89,6 +89,7 @@ var agreementCases = []agreementCase{
 
 	{name: "backend postgres from a Secret", values: "backend: postgres, postgres: {existingSecret: db, key: dsn, schema: jobs, table: leaders, signal: poll}"},
 	{name: "backend postgres from a url", values: "backend: postgres, postgres: {url: \"postgres://app:pw@db/orders\"}, readiness: {mode: label}"},
+	{name: "sharding on postgres", values: "backend: postgres, postgres: {existingSecret: db}, sharding: {enabled: true, shards: 16}"},
 	{name: "sharding", values: "sharding: {enabled: true}"},
 	{name: "sharding; all settings", values: "sharding: {enabled: true, shards: 256, group: billing.jobs, rebalanceDelay: 0s, drainTimeout: 1m, stopDrainTimeout: 20s, maxPerMember: 3}"},
 	{name: "sharding; a stop that waits for the app", values: "sharding: {enabled: true, drainTimeout: 1m, stopDrainTimeout: 1m}"},
@@ -216,9 +217,6 @@ var agreementCases = []agreementCase{
 		refuse: "sidecar.backend postgres needs its connection string"},
 	{name: "backend postgres with two connection strings", values: "backend: postgres, postgres: {existingSecret: db, url: \"postgres://db/x\"}",
 		refuse: "sidecar.postgres.existingSecret and sidecar.postgres.url exclude each other"},
-	{name: "sharding on postgres", values: "backend: postgres, postgres: {existingSecret: db}, sharding: {enabled: true}",
-		refuse:  "sidecar.sharding is not yet with sidecar.backend postgres",
-		sidecar: []string{"LEADER_SIDECAR_BACKEND=postgres", "LEADER_SIDECAR_POSTGRES_URL=postgres://db/x", "LEADER_SIDECAR_SHARDS=8"}, says: "--shards: not yet with --backend postgres"},
 	{name: "sharding of 257 shards", values: "sharding: {enabled: true, shards: 257}", refuse: "sidecar.sharding.shards must be a whole number from 1 to 256",
 		schema: "at '/sidecar/sharding/shards'", sidecar: []string{"LEADER_SIDECAR_SHARDS=257"}, says: "--shards: must be from 0 (one leader) to 256"},
 	{name: "sharding; max per member -1", values: "sharding: {enabled: true, maxPerMember: -1}", refuse: "sidecar.sharding.maxPerMember must be a whole number from 0",

@@ -131,9 +131,6 @@ none, no app health URL, release on shutdown. */}}
 {{- fail "leader-sidecar-lib: sidecar.appHealth.url gates one election; sidecar.sharding does not take it" }}
 {{- end }}
 {{- /* As shardsConfig.check (cmd/sidecar/shards.go). */}}
-{{- if eq $c.backend "postgres" }}
-{{- fail "leader-sidecar-lib: sidecar.sharding is not yet with sidecar.backend postgres (each shard would open connections of its own)" }}
-{{- end }}
 {{- if and (kindIs "bool" $c.releaseOnShutdown) (not $c.releaseOnShutdown) }}
 {{- fail "leader-sidecar-lib: a replica in shard mode always drains and releases its shards when it stops; sidecar.sharding does not take sidecar.releaseOnShutdown false" }}
 {{- end }}
