@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,12 @@ func connectionsOf(t *testing.T, app string) int {
 	return n
 }
 
+// freshTable is a table name of prefix that no run has used: the server
+// is shared by a run's tests and the records are never deleted.
+func freshTable(prefix string) string {
+	return prefix + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
 // pgShards is the shard count of the PostgreSQL group test: enough that a
 // connection per shard would show.
 const pgShards = 16
@@ -58,10 +65,11 @@ const pgShards = 16
 // shard record after its lease.
 func TestShardGroupOnPostgres(t *testing.T) {
 	t.Parallel()
-	const table = "shard_group"
+	table := freshTable("shard_group")
 	shards := sidecartest.NewShardSampler(pgShards).WithoutAcks() // the range sampler acknowledges drains
 	ranges := sidecartest.NewRangeSampler()
 	var live []*sidecartest.Sidecar
+	sidecartest.Binary(t) // built before the clock starts
 	start := time.Now()
 	for i := range 3 {
 		live = append(live, spawnShardsOnPostgres(t, table, fmt.Sprintf("shards-%d", i), sidecartest.ShardCountArgs(pgShards)...))
@@ -190,7 +198,7 @@ func TestShardCountChangeOnPostgres(t *testing.T) {
 	for _, c := range []struct{ from, to int }{{2, 4}, {4, 2}} {
 		t.Run(fmt.Sprintf("%d to %d", c.from, c.to), func(t *testing.T) {
 			t.Parallel()
-			table := fmt.Sprintf("count_change_%d_%d", c.from, c.to)
+			table := freshTable(fmt.Sprintf("count_change_%d_%d", c.from, c.to))
 			sidecartest.CountChange{
 				From: c.from, To: c.to,
 				Spawn: func(t testing.TB, extra ...string) *sidecartest.Sidecar {
