@@ -164,32 +164,39 @@ func identityIn(t *testing.T, s *sidecartest.Sidecar) string {
 	return ""
 }
 
-// TestShardsPageCommand runs the command docs/shards.md shows, on a file
-// of the test's own: a sidecar alone in group billing holds its 8 shards.
+// TestShardsPageCommand runs the commands docs/shards.md shows, one on
+// SQLite and one on PostgreSQL, on a file and a table of the test's own:
+// a sidecar alone in group billing holds its 8 shards.
 func TestShardsPageCommand(t *testing.T) {
 	t.Parallel()
 	lines := docLines(docBlocks(t, "shards.md"), "sidecar ")
-	if len(lines) != 1 {
-		t.Fatalf("docs/shards.md shows %d sidecar commands, want 1: %q", len(lines), lines)
+	if len(lines) != 2 {
+		t.Fatalf("docs/shards.md shows %d sidecar commands, want 2 (SQLite, PostgreSQL): %q", len(lines), lines)
 	}
-	args := strings.Fields(strings.TrimPrefix(lines[0], "sidecar "))
-	for i, a := range args {
-		if a == "--sqlite-path" && i+1 < len(args) {
-			args[i+1] = sidecartest.DBPath(t)
+	for _, line := range lines {
+		args := strings.Fields(strings.TrimPrefix(line, "sidecar "))
+		for i, a := range args {
+			switch {
+			case a == "--sqlite-path" && i+1 < len(args):
+				args[i+1] = sidecartest.DBPath(t)
+			case a == "--postgres-url" && i+1 < len(args):
+				args[i+1] = postgresServer.Server(t).URL("postgres")
+				args = append(args, "--postgres-table", freshTable("shards_page"))
+			}
 		}
-	}
-	s := sidecartest.Spawn(t, nil, args...)
-	s.WaitServing()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := s.Shards()
-		if err == nil && st.Group == "billing" && st.Shards == 8 && len(st.Held) == 8 {
-			return
+		s := sidecartest.Spawn(t, nil, args...)
+		s.WaitServing()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := s.Shards()
+			if err == nil && st.Group == "billing" && st.Shards == 8 && len(st.Held) == 8 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: GET /shards: %+v, %v; want group billing holding its 8 shards", line, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /shards: %+v, %v; want group billing holding its 8 shards", st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
