@@ -62,17 +62,34 @@ const pgShards = 16
 // and no key is ever claimed by two replicas at one instant. sidecar
 // status --backend postgres lists the group's records; once the last one
 // is killed, sidecar reset --backend postgres --shards 16 releases every
-// shard record after its lease.
+// shard record after its lease. It runs with each change signal: auto
+// (the default; LISTEN on this server) and poll, whose replicas hold at
+// most 3 connections (the pool alone).
 func TestShardGroupOnPostgres(t *testing.T) {
 	t.Parallel()
-	table := freshTable("shard_group")
+	for _, c := range []struct {
+		signal string
+		most   int
+	}{{"auto", 4}, {"poll", 3}} {
+		t.Run(c.signal, func(t *testing.T) {
+			t.Parallel()
+			shardGroupOnPostgres(t, c.signal, c.most)
+		})
+	}
+}
+
+// shardGroupOnPostgres is TestShardGroupOnPostgres with --postgres-signal
+// signal, each replica holding at most most connections.
+func shardGroupOnPostgres(t *testing.T, signal string, most int) {
+	table := freshTable("shard_group_" + signal)
 	shards := sidecartest.NewShardSampler(pgShards).WithoutAcks() // the range sampler acknowledges drains
 	ranges := sidecartest.NewRangeSampler()
 	var live []*sidecartest.Sidecar
 	sidecartest.Binary(t) // built before the clock starts
 	start := time.Now()
 	for i := range 3 {
-		live = append(live, spawnShardsOnPostgres(t, table, fmt.Sprintf("shards-%d", i), sidecartest.ShardCountArgs(pgShards)...))
+		live = append(live, spawnShardsOnPostgres(t, table, fmt.Sprintf("%s-%d", table, i),
+			append(sidecartest.ShardCountArgs(pgShards), "--postgres-signal", signal)...))
 	}
 	for _, s := range live {
 		s.WaitServing()
@@ -82,10 +99,10 @@ func TestShardGroupOnPostgres(t *testing.T) {
 	holders, tokens := shards.AwaitSpread(t, live, 20*time.Second, sidecartest.AnyToken)
 	t.Logf("%d shards spread over 3 replicas %v after start", pgShards, time.Since(start).Round(time.Millisecond))
 	for i := range live {
-		n := connectionsOf(t, fmt.Sprintf("shards-%d", i))
+		n := connectionsOf(t, fmt.Sprintf("%s-%d", table, i))
 		t.Logf("replica %d with %d shards: %d connections", i, pgShards, n)
-		if n > 4 {
-			t.Errorf("replica %d holds %d connections to the server for %d shards, want at most 4 (a pool of 3, one listener)", i, n, pgShards)
+		if n > most {
+			t.Errorf("replica %d holds %d connections to the server for %d shards, want at most %d (a pool of 3, and one listener unless polling)", i, n, pgShards, most)
 		}
 	}
 
