@@ -1,12 +1,15 @@
 package apiserver
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/settest"
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
@@ -18,9 +21,10 @@ import (
 // believes its sidecar leads; a seeded nemesis pauses the leader's
 // sidecar past the lease (its app keeps writing with the term it last
 // heard: a stale leader), cuts the leader's sidecar off from the API
-// server, and kills sidecars, starting new ones, as new Pods, in their
-// place. LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis
-// longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
+// server or slows its path to it, deletes the Lease under the leader,
+// and kills sidecars, starting new ones, as new Pods, in their place.
+// LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis longer (make jepsen),
+// LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // leaseSetConfig is the set test's configuration on a Lease of its own,
 // its list in table of the package's PostgreSQL server.
@@ -38,26 +42,24 @@ func leaseSetConfig(t *testing.T, table string) settest.Config {
 		t.Fatal(err)
 	}
 	// Each sidecar reaches the API server through a proxy of its own,
-	// which the nemesis cuts.
+	// which the nemesis cuts or slows; it also deletes the Lease under
+	// the leader.
 	var pods atomic.Int64
-	var mu sync.Mutex
-	proxies := map[*sidecartest.Sidecar]*sidecartest.TCPProxy{}
+	var proxied settest.ProxiedStore
+	deleteLease := settest.StoreFault{Name: "lease-deleted", Inject: func(*sidecartest.Sidecar) func() {
+		if err := k.Client.CoordinationV1().Leases(ns).Delete(context.Background(), "set", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the Lease: %v", err)
+		}
+		return func() {}
+	}}
 	return settest.Config{DB: db, Table: table,
 		Launch: func() *sidecartest.Sidecar {
 			px := sidecartest.NewTCPProxy(t, u.Host)
 			s := sidecartest.LeaseSidecar(t, k.KubeconfigVia(t, px.Addr()), ns, "set", fmt.Sprintf("app-%d", pods.Add(1)))
-			mu.Lock()
-			proxies[s] = px
-			mu.Unlock()
+			proxied.Add(s, px)
 			return s
 		},
-		Cut: func(s *sidecartest.Sidecar) func() {
-			mu.Lock()
-			px := proxies[s]
-			mu.Unlock()
-			px.Cut()
-			return px.Heal
-		}}
+		StoreFaults: append(proxied.Faults(1500*time.Millisecond), deleteLease)}
 }
 
 // TestLeaseFencedSetUnderFaults: with fence.SQLGuard checking each

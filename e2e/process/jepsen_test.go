@@ -4,8 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/internal/settest"
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
@@ -17,8 +17,8 @@ import (
 // PostgreSQL row while it believes its sidecar leads; a seeded nemesis
 // pauses the leader's sidecar past the lease (its app keeps writing with
 // the term it last heard: a stale leader), cuts a PostgreSQL leader's
-// sidecar off from the server, and kills sidecars, starting new ones in
-// their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
+// sidecar off from the server or slows its path to it, and kills
+// sidecars, starting new ones in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
 // nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
 // setStores are the stores the set test's sidecars elect through: each
@@ -34,28 +34,23 @@ var setStores = []struct {
 	}},
 	{"postgres", func(t *testing.T, table string, c *settest.Config) {
 		// Each sidecar reaches the server through a proxy of its own, which
-		// the nemesis cuts.
+		// the nemesis cuts or slows.
 		socket := filepath.Join(postgresServer.Server(t).SocketDir, ".s.PGSQL.5432")
-		var mu sync.Mutex
-		proxies := map[*sidecartest.Sidecar]*sidecartest.TCPProxy{}
+		var proxied settest.ProxiedStore
 		c.Launch = func() *sidecartest.Sidecar {
 			px := sidecartest.NewTCPProxy(t, socket)
 			url := fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", px.Addr())
 			s := sidecartest.Spawn(t, []string{"LEADER_SIDECAR_POSTGRES_URL=" + url}, "--backend", "postgres", "--postgres-table", table+"_election")
-			mu.Lock()
-			proxies[s] = px
-			mu.Unlock()
+			proxied.Add(s, px)
 			return s
 		}
-		c.Cut = func(s *sidecartest.Sidecar) func() {
-			mu.Lock()
-			px := proxies[s]
-			mu.Unlock()
-			px.Cut()
-			return px.Heal
-		}
+		c.StoreFaults = proxied.Faults(slowStore)
 	}},
 }
+
+// slowStore is the delay of the slow store fault, each way: a renewal's
+// round trips then take longer than the renew deadline.
+const slowStore = 1500 * time.Millisecond
 
 // setConfig is the set test's configuration: its list in table of the
 // package's PostgreSQL server, its sidecars on store.

@@ -3,8 +3,8 @@
 // few sidecar processes elect through one store; each replica's app, a
 // goroutine of the test, appends ids of its own to one list kept in a row
 // of a real SQL database while it believes its sidecar leads; a seeded
-// nemesis pauses and kills the sidecars; the history of the appends is
-// then checked. It is for tests only.
+// nemesis pauses and kills the sidecars and breaks their stores; the
+// history of the appends is then checked. It is for tests only.
 //
 //   - The app ([Run.worker]) asks its sidecar GET /leader every 500 ms. An
 //     answer replaces what it knows; no answer (a paused or killed
@@ -17,14 +17,13 @@
 //   - The nemesis ([Run.nemesis]) injects a fault every 0.5-2 s: it stops
 //     the leader's sidecar, once its app has heard that it leads
 //     (SIGSTOP), for longer than the lease, then
-//     continues it (SIGCONT); where the store can be cut off
-//     ([Config.Cut]: PostgreSQL and the Lease, each sidecar behind a TCP
-//     proxy of its own), it cuts the leader's sidecar off from the store
-//     for as long instead, one time in five (the sidecar answers that it
-//     no longer leads once its renew deadline passes, unable to learn of
-//     its successor); or it kills a sidecar (SIGKILL), the leader one time
-//     in two, and starts a new one in its place. Its first fault is a
-//     pause.
+//     continues it (SIGCONT); or it injects a fault of the store on the
+//     leader for as long ([Config.StoreFaults]: on PostgreSQL and the
+//     Lease, each sidecar behind a TCP proxy of its own, [ProxiedStore],
+//     its path to the store cut, or slowed by 1.5 s each way, past the
+//     renew deadline; on the Lease, the Lease deleted too); or it kills a
+//     sidecar (SIGKILL), the leader one time in two, and starts a new one
+//     in its place. Its first fault is a pause.
 //   - The checker ([Run.Check]) wants every acknowledged append in the
 //     final list, no id twice, none whose append cannot have taken effect,
 //     and the history linearizable as a list under atomic appends

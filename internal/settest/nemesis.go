@@ -11,14 +11,13 @@ import (
 
 // nemesis injects faults until ctx ends, each after a wait of 0.5-2 s
 // (longer while no leader's app has heard that it leads): the leader's
-// sidecar is stopped (SIGSTOP) for the lease and 2-4 s more,
-// then continued; or, where the store can be cut off (Config.Cut), the
-// leader's sidecar is cut off from it for as long, then healed; or a
-// sidecar, the leader one time in two, is killed (SIGKILL) and a new one
-// started in its place. The first fault is a pause, the fault that makes
-// a stale leader; after that three in five are pauses (or, with Cut, two
-// pauses and one cut). Every sidecar runs again, and reaches its store,
-// when it returns.
+// sidecar is stopped (SIGSTOP) for the lease and 2-4 s more, then
+// continued, or suffers a fault of the store (Config.StoreFaults) for as
+// long, then undone; or a sidecar, the leader one time in two, is killed
+// (SIGKILL) and a new one started in its place. The first fault is a
+// pause, the fault that makes a stale leader; after that three in five
+// are faults of the leader, a pause or each store fault alike. Every
+// sidecar runs again, and reaches its store, when it returns.
 func (r *Run) nemesis(ctx context.Context, rng *rand.Rand) {
 	wait := func(d time.Duration) bool {
 		select {
@@ -34,16 +33,16 @@ func (r *Run) nemesis(ctx context.Context, rng *rand.Rand) {
 		if leader < 0 {
 			continue
 		}
-		pick, first := rng.IntN(5), !paused
-		if first || pick < 3 {
+		if first := !paused; first || rng.IntN(5) < 3 {
 			paused = true
 			s := r.slot(leader)
 			outage := sidecartest.LeaseDuration + 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
-			if r.c.Cut != nil && !first && pick == 2 {
-				heal := r.c.Cut(s)
-				r.count("cut")
+			if k := rng.IntN(1 + len(r.c.StoreFaults)); !first && k > 0 {
+				f := r.c.StoreFaults[k-1]
+				undo := f.Inject(s)
+				r.count(f.Name)
 				time.Sleep(outage)
-				heal()
+				undo()
 				continue
 			}
 			s.Signal(syscall.SIGSTOP)

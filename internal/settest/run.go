@@ -26,11 +26,60 @@ type Config struct {
 	// Launch starts one sidecar on the test's store without waiting for
 	// it to serve; the nemesis calls it again for each sidecar it kills.
 	Launch func() *sidecartest.Sidecar
-	// Cut, where the store can be cut off (each sidecar behind a
-	// sidecartest.TCPProxy of its own), severs s's path to the store
-	// (its connections closed, new ones held unanswered) and returns what
-	// heals it; the nemesis then cuts leaders off too. Nil: no cuts.
-	Cut func(s *sidecartest.Sidecar) (heal func())
+	// StoreFaults are the faults of the test's store the nemesis injects
+	// besides pauses and kills (none: those alone).
+	StoreFaults []StoreFault
+}
+
+// StoreFault is a fault of the store that the nemesis injects on the
+// leader's sidecar, for the lease and 2-4 s more, then undoes.
+type StoreFault struct {
+	// Name counts the fault in the run's faults.
+	Name string
+	// Inject starts the fault on s (its path to the store cut, or slowed;
+	// its record deleted) and returns what ends it.
+	Inject func(s *sidecartest.Sidecar) (undo func())
+}
+
+// ProxiedStore keeps each sidecar's sidecartest.TCPProxy to the store and
+// gives the faults a proxy makes: "cut" (every connection closed, new ones
+// held unanswered, as a partition) and "slow" (every chunk of bytes
+// delayed by slow, both ways, as a store under load).
+type ProxiedStore struct {
+	mu      sync.Mutex
+	proxies map[*sidecartest.Sidecar]*sidecartest.TCPProxy
+}
+
+// Add records s's proxy.
+func (p *ProxiedStore) Add(s *sidecartest.Sidecar, px *sidecartest.TCPProxy) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proxies == nil {
+		p.proxies = map[*sidecartest.Sidecar]*sidecartest.TCPProxy{}
+	}
+	p.proxies[s] = px
+}
+
+// Faults are the cut and, with slow above 0, the slow store.
+func (p *ProxiedStore) Faults(slow time.Duration) []StoreFault {
+	proxy := func(s *sidecartest.Sidecar) *sidecartest.TCPProxy {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.proxies[s]
+	}
+	faults := []StoreFault{{Name: "cut", Inject: func(s *sidecartest.Sidecar) func() {
+		px := proxy(s)
+		px.Cut()
+		return px.Heal
+	}}}
+	if slow > 0 {
+		faults = append(faults, StoreFault{Name: "slow", Inject: func(s *sidecartest.Sidecar) func() {
+			px := proxy(s)
+			px.Slow(slow)
+			return func() { px.Slow(0) }
+		}})
+	}
+	return faults
 }
 
 // Duration is how long the nemesis runs: 12 s, or

@@ -17,7 +17,9 @@ import (
 // the client dials anew. Stall makes the open connections silently dead
 // (the bytes sent on them are read and dropped, both ways, and nothing is
 // closed), as a dropped NAT entry or a dead peer would, while new
-// connections forward as before; Unstall closes the stalled ones.
+// connections forward as before; Unstall closes the stalled ones. Slow
+// delays every chunk of bytes forwarded, both ways, as a slow or distant
+// store would.
 type TCPProxy struct {
 	ln       net.Listener
 	upstream string
@@ -30,6 +32,7 @@ type TCPProxy struct {
 	// Connections forwarded, held while cut, whose upstream dial failed,
 	// and stalled.
 	Forwarded, Held, DialFailed, Stalled atomic.Int64
+	delay                                atomic.Int64 // Slow's, in nanoseconds
 	wg                                   sync.WaitGroup
 }
 
@@ -37,6 +40,7 @@ type TCPProxy struct {
 type link struct {
 	client, upstream net.Conn
 	stalled          atomic.Bool // bytes read on either end are dropped
+	delay            *atomic.Int64
 }
 
 // NewTCPProxy listens on a free loopback port and forwards to upstream
@@ -91,7 +95,7 @@ func (p *TCPProxy) forward(c net.Conn) {
 		u.Close()
 		return
 	}
-	lk := &link{client: c, upstream: u}
+	lk := &link{client: c, upstream: u, delay: &p.delay}
 	p.links[lk] = struct{}{}
 	p.mu.Unlock()
 	p.Forwarded.Add(1)
@@ -117,6 +121,9 @@ func (lk *link) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && !lk.stalled.Load() {
+			if d := lk.delay.Load(); d > 0 {
+				time.Sleep(time.Duration(d))
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -153,6 +160,10 @@ func (p *TCPProxy) Unstall() {
 		}
 	}
 }
+
+// Slow delays every chunk forwarded from now on by d, both ways, on open
+// connections and new ones; 0 forwards at once again.
+func (p *TCPProxy) Slow(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Cut closes every open connection and holds new ones until heal.
 func (p *TCPProxy) Cut() {
