@@ -36,6 +36,19 @@ func (c *postgresConfig) add(fs *pflag.FlagSet) {
 	docMeaning(fs, "postgres-signal", "how a standby learns of a change: `notify` (LISTEN/NOTIFY, in milliseconds), `poll` (reads the record every `--retry-period`; for a transaction-mode pooler such as PgBouncer), or `auto` (`notify`, checked with a test notification at start, else `poll`)")
 }
 
+// urlFromEnv takes the connection string from LEADER_SIDECAR_POSTGRES_URL,
+// the sidecar's variable, unless --postgres-url was given: sidecar reset
+// and sidecar status, which read no other variable of the sidecar's, take
+// this one so that the password stays off their command line too.
+func (c *postgresConfig) urlFromEnv(fs *pflag.FlagSet, environ []string) {
+	if fs.Changed("postgres-url") {
+		return
+	}
+	if v, ok := lookup(environ, envName("postgres-url")); ok {
+		c.url = v
+	}
+}
+
 // check validates the flags; with used (--backend postgres), it also
 // checks that the connection string parses, naming the problem and never
 // the string.

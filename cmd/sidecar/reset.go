@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -23,6 +24,7 @@ import (
 const resetUsage = `Usage: sidecar reset --sqlite-path <file> [--lease-name <name>] [flags]
        sidecar reset --backend lease [--lease-name <name>] [-n <namespace>] [flags]
        sidecar reset --backend postgres [--postgres-url <url>] [--lease-name <name>] [flags]
+                 (the URL also from LEADER_SIDECAR_POSTGRES_URL, as the sidecar's)
        sidecar reset ... --shards <N> [--shard-group <group>]
 
 Resets an election's record, in an SQLite file, a Lease or a PostgreSQL
@@ -45,13 +47,24 @@ releases as it stops) to reset at once. A record already released is left
 as it is. With --shards it resets a shard group's N shard records at once:
 it reads them all, waits once, and writes each with a compare-and-swap.
 
+With --min-token N the record is written with a token of at least N: to
+carry the tokens your guards remember into a store that starts lower (an
+election moved to another backend, a new SQLite file or PostgreSQL
+table), run it on the new store, with N the highest token the old one
+issued, before its first sidecar starts. A missing record is then
+created (and a missing SQLite file), not released but held by "reset" for
+--lease-duration, as a record a candidate creates is: a holder of an
+earlier record may still claim. Either way the next leader's token is
+above N.
+
 On Leases it is what the charts' uninstall runs (a post-delete hook): the
 uninstall takes the sidecars' RBAC away before they can release, so the
 Lease would name a Pod that is gone until its lease passes, and a quick
 reinstall would wait it out. With --if-abandoned a record that its holder
 renews is left, with exit status 0: the election is in use elsewhere.
 
-Exit status: 0 once the record is released, or when there is none (or,
+Exit status: 0 once the record is released (or created, with
+--min-token), or when there is none (or,
 with --if-abandoned, when a holder renews it); 1 when a holder renewed it,
 or the file does not exist (nothing is created) or the store could not be
 read or written, with the reason; 2 for bad usage.
@@ -63,6 +76,7 @@ type resetConfig struct {
 	namespace, kubeconfig, context string
 	leaseDuration, bound           time.Duration
 	ifAbandoned                    bool
+	minToken                       int64
 	shards                         int
 	group                          string
 	postgres                       postgresConfig
@@ -87,6 +101,7 @@ func newResetConfig() *resetConfig {
 	fs.StringVar(&c.group, "shard-group", "", "with --shards: the group (default: --lease-name)")
 	c.postgres.add(fs)
 	fs.BoolVar(&c.ifAbandoned, "if-abandoned", false, "leave a record that its holder renews while reset watches, and exit 0: the election is in use elsewhere")
+	fs.Int64Var(&c.minToken, "min-token", 0, "write the record with a token of at least this, creating it if missing (held by \"reset\" for --lease-duration): to carry the tokens of another store into this one")
 	return c
 }
 
@@ -108,6 +123,12 @@ func (c *resetConfig) check() error {
 		return fmt.Errorf("--lease-duration: must be greater than 0, got %v", c.leaseDuration)
 	case c.bound <= 0:
 		return fmt.Errorf("--max-record-lease-duration: must be greater than 0, got %v", c.bound)
+	case c.minToken < 0:
+		return fmt.Errorf("--min-token: must be 0 (none) or more, got %d", c.minToken)
+	case c.backend == "lease" && c.minToken >= math.MaxInt32:
+		return fmt.Errorf("--min-token: a Lease's token is an int32, and the next term adds one: at most %d, got %d", math.MaxInt32-1, c.minToken)
+	case c.ifAbandoned && c.minToken > 0:
+		return errors.New("--min-token: not with --if-abandoned, which leaves a record in use as it is")
 	}
 	if c.backend != "lease" {
 		for _, f := range []string{"namespace", "kubeconfig", "context"} {
@@ -142,6 +163,7 @@ func runReset(ctx context.Context, p process, args []string) int {
 		fmt.Fprintf(p.stderr, "sidecar reset: unexpected argument %q\n", c.set.Arg(0))
 		return 2
 	}
+	c.postgres.urlFromEnv(c.set, p.environ)
 	if err := c.check(); err != nil {
 		fmt.Fprintf(p.stderr, "sidecar reset: %v\n", err)
 		return 2
@@ -154,7 +176,7 @@ func runReset(ctx context.Context, p process, args []string) int {
 		return 1
 	}
 	code := 0
-	for _, r := range resetRecords(ctx, open, c.names(), c.leaseDuration, c.bound, c.ifAbandoned) {
+	for _, r := range resetRecords(ctx, open, c.names(), resetRule{c.leaseDuration, c.bound, c.ifAbandoned, c.minToken}) {
 		if r.err != nil {
 			fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", r.name, where, r.err)
 			code = 1
@@ -201,8 +223,9 @@ func (c *resetConfig) opener(environ []string) (storeOpener, string, error) {
 		}, "namespace " + ns, nil
 	}
 	// Open creates a missing file: a path that names none (a typo) would
-	// otherwise become an empty election database, "reset".
-	if _, err := os.Stat(c.sqlitePath); err != nil {
+	// otherwise become an empty election database, "reset". With
+	// --min-token creating it is what was asked.
+	if _, err := os.Stat(c.sqlitePath); err != nil && !(errors.Is(err, os.ErrNotExist) && c.minToken > 0) {
 		if errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%s does not exist", c.sqlitePath)
 		}
@@ -246,19 +269,34 @@ type resetOutcome struct {
 	done    bool
 }
 
-// resetRecords writes each named record back released with its token,
-// once nobody can still claim it, and says what it did with each. It
-// reads them all, waits once (the longest of their waits: a record seen
-// unchanged for longer than its own wait is as safe to take), then writes
-// each with a compare-and-swap on the version it read. A record is waited
-// out as a candidate would: a holder's for the lease it declares, which
-// its holder wrote; one emptied by hand for at least the election's
-// leaseDuration too, as its holder may still claim it (and would take it
-// back); at most bound. One released already is left as it is. With
-// ifAbandoned a record written meanwhile is left, and that is no error.
-// Each record's store is opened for one step and closed, so that many
-// records never hold many connections.
-func resetRecords(ctx context.Context, open storeOpener, names []string, leaseDuration, bound time.Duration, ifAbandoned bool) []resetOutcome {
+// resetRule is how reset treats a record: leaseDuration and bound as
+// resetRecords says; ifAbandoned leaves a record written meanwhile;
+// minToken, when above 0, is the least token written.
+type resetRule struct {
+	leaseDuration, bound time.Duration
+	ifAbandoned          bool
+	minToken             int64
+}
+
+// resetRecords writes each named record back released with its token
+// (with rule.minToken, at least that), once nobody can still claim it,
+// and says what it did with each. It reads them all, waits once (the
+// longest of their waits: a record seen unchanged for longer than its own
+// wait is as safe to take), then writes each with a compare-and-swap on
+// the version it read. A record is waited out as a candidate would: a
+// holder's for the lease it declares, which its holder wrote; one emptied
+// by hand for at least the election's leaseDuration too, as its holder
+// may still claim it (and would take it back); at most bound. One
+// released already is left as it is, unless its token is below minToken:
+// it is written again at once, released (a candidate may take a released
+// record at once anyway, and the compare-and-swap keeps one that did). A
+// missing record is left, or with minToken created held by resetHolder
+// for leaseDuration: a holder of a record that was deleted may still
+// claim, and candidates wait that out as for a record one of them
+// created. With ifAbandoned a record written meanwhile is left, and that
+// is no error. Each record's store is opened for one step and closed, so
+// that many records never hold many connections.
+func resetRecords(ctx context.Context, open storeOpener, names []string, rule resetRule) []resetOutcome {
 	out := make([]resetOutcome, len(names))
 	step := func(o *resetOutcome, do func(backend.Backend) error) {
 		b, err := open(ctx, o.name)
@@ -278,21 +316,35 @@ func resetRecords(ctx context.Context, open storeOpener, names []string, leaseDu
 		step(o, func(b backend.Backend) error {
 			rec, version, err := b.Get(ctx)
 			switch {
+			case errors.Is(err, backend.ErrNotFound) && rule.minToken > 0:
+				now := time.Now()
+				held := backend.Record{HolderIdentity: resetHolder, LeaseDurationSeconds: int32(max(1, math.Ceil(rule.leaseDuration.Seconds()))),
+					AcquireTime: now, RenewTime: now, Transitions: rule.minToken}
+				if _, err := b.Create(ctx, held); err != nil {
+					if errors.Is(err, backend.ErrAlreadyExists) {
+						return fmt.Errorf("a candidate created the record while reset did: run reset again: %w", err)
+					}
+					return err
+				}
+				o.msg, o.done = fmt.Sprintf("created at token %d, held by %q for %v: the next leader's token is above it", rule.minToken, resetHolder, rule.leaseDuration), true
+				return nil
 			case errors.Is(err, backend.ErrNotFound):
 				o.msg, o.done = "no record: nothing to reset", true
 				return nil
 			case err != nil:
 				return err
-			case election.IsReleaseShape(rec) && rec.Handoff.IsZero():
+			case election.IsReleaseShape(rec) && rec.Handoff.IsZero() && rec.Transitions >= rule.minToken:
 				o.msg, o.done = fmt.Sprintf("released already at token %d", rec.Transitions), true
 				return nil
 			}
 			o.rec, o.version = rec, version
-			o.wait = time.Duration(rec.LeaseDurationSeconds) * time.Second
-			if rec.HolderIdentity == "" {
-				o.wait = max(o.wait, leaseDuration)
+			if !election.IsReleaseShape(rec) || !rec.Handoff.IsZero() {
+				o.wait = time.Duration(rec.LeaseDurationSeconds) * time.Second
+				if rec.HolderIdentity == "" {
+					o.wait = max(o.wait, rule.leaseDuration)
+				}
 			}
-			longest = max(longest, min(o.wait, bound))
+			longest = max(longest, min(o.wait, rule.bound))
 			return nil
 		})
 	}
@@ -319,9 +371,10 @@ func resetRecords(ctx context.Context, open storeOpener, names []string, leaseDu
 			continue
 		}
 		step(o, func(b backend.Backend) error {
-			_, err := b.Update(ctx, o.version, election.ReleaseShape(o.rec.Transitions, time.Now()))
+			token := max(o.rec.Transitions, rule.minToken)
+			_, err := b.Update(ctx, o.version, election.ReleaseShape(token, time.Now()))
 			switch {
-			case errors.Is(err, backend.ErrConflict) && ifAbandoned:
+			case errors.Is(err, backend.ErrConflict) && rule.ifAbandoned:
 				o.msg = fmt.Sprintf("left as it is: it was written while reset waited (holder %q renewed it, or another took it), so the election is in use", o.rec.HolderIdentity)
 				return nil
 			case errors.Is(err, backend.ErrConflict):
@@ -330,9 +383,12 @@ func resetRecords(ctx context.Context, open storeOpener, names []string, leaseDu
 			case err != nil:
 				return err
 			}
-			o.msg = fmt.Sprintf("released at token %d (the next leader's token is above it)", o.rec.Transitions)
+			o.msg = fmt.Sprintf("released at token %d (the next leader's token is above it)", token)
 			return nil
 		})
 	}
 	return out
 }
+
+// resetHolder names reset as the holder of a record it creates.
+const resetHolder = "reset"

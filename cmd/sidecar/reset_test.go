@@ -292,3 +292,53 @@ func TestResetShardGroup(t *testing.T) {
 		t.Errorf("--shard-group without --shards: exit %d, stderr %q; want 2", code, stderr)
 	}
 }
+
+// TestResetMinToken: --min-token carries a token into a store that starts
+// lower. On a missing file it creates the file and the record, held by
+// "reset" for --lease-duration (never released at once: a holder of a
+// deleted record may still claim); a released record below it is written
+// again at once, released at it; a record at or above it keeps its token.
+// Bad values are usage errors.
+func TestResetMinToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	code, stdout, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing", "--min-token", "41", "--lease-duration", "7s")
+	if code != 0 {
+		t.Fatalf("reset --min-token on a new file: exit %d, stderr %q", code, stderr)
+	}
+	b := openElection(t, path, "billing")
+	rec, _, err := b.Get(t.Context())
+	if err != nil || rec.HolderIdentity != "reset" || rec.Transitions != 41 || rec.LeaseDurationSeconds != 7 || election.IsReleaseShape(rec) {
+		t.Fatalf("after reset --min-token 41 of a new file: %+v, %v; want held by reset for 7s at token 41", rec, err)
+	}
+	if !strings.Contains(stdout, "created at token 41") {
+		t.Fatalf("reset said %q, want it to say it created the record at token 41", stdout)
+	}
+
+	released := openElection(t, path, "orders")
+	if _, err := released.Create(t.Context(), election.ReleaseShape(3, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if code, _, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "orders", "--min-token", "41"); code != 0 {
+		t.Fatalf("reset --min-token of a released record: exit %d, stderr %q", code, stderr)
+	}
+	if rec, _, err := released.Get(t.Context()); err != nil || !election.IsReleaseShape(rec) || rec.Transitions != 41 {
+		t.Fatalf("after reset --min-token 41 of a record released at 3: %+v, %v; want released at 41", rec, err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("reset of a released record took %v: it has no holder to wait out", took)
+	}
+	if code, stdout, _ := resetCmd(t, "--sqlite-path", path, "--lease-name", "orders", "--min-token", "20"); code != 0 || !strings.Contains(stdout, "released already at token 41") {
+		t.Fatalf("reset --min-token 20 of a record released at 41: exit %d, %q; want it left at 41", code, stdout)
+	}
+
+	for _, bad := range [][]string{
+		{"--sqlite-path", path, "--min-token", "-1"},
+		{"--sqlite-path", path, "--min-token", "5", "--if-abandoned"},
+		{"--backend", "lease", "--min-token", "2147483647"},
+	} {
+		if code, _, stderr := resetCmd(t, bad...); code != 2 || !strings.Contains(stderr, "--min-token") {
+			t.Errorf("reset %v: exit %d, stderr %q; want 2 naming --min-token", bad, code, stderr)
+		}
+	}
+}

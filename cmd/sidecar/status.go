@@ -47,8 +47,9 @@ unchanged for a lease duration on its own clock.
 
 With --backend sqlite it reads the SQLite file of local elections
 (--sqlite-path), read-only. With --backend postgres it reads the table of
-records (--postgres-url, --postgres-schema, --postgres-table) in a
-read-only transaction, creating nothing; --watch reads it every second.
+records (--postgres-url, else LEADER_SIDECAR_POSTGRES_URL as for the
+sidecar; --postgres-schema, --postgres-table) in a read-only
+transaction, creating nothing; --watch reads it every second.
 
 Exit status: 0 once shown (with --watch, on SIGINT or SIGTERM); 1 when the
 store could not be read; 2 for bad usage.
@@ -174,6 +175,7 @@ func runStatus(ctx context.Context, p process, args []string, prog string) int {
 		return 0
 	}
 	if err == nil {
+		c.postgres.urlFromEnv(c.set, p.environ)
 		err = c.check()
 	}
 	if err != nil {
