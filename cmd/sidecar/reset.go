@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -176,7 +177,12 @@ func runReset(ctx context.Context, p process, args []string) int {
 		return 1
 	}
 	code := 0
-	for _, r := range resetRecords(ctx, open, c.names(), resetRule{c.leaseDuration, c.bound, c.ifAbandoned, c.minToken}) {
+	rule := resetRule{leaseDuration: c.leaseDuration, bound: c.bound, ifAbandoned: c.ifAbandoned, minToken: c.minToken,
+		waiting: func(d time.Duration, holders []string) {
+			fmt.Fprintf(p.stdout, "waiting %v for the lease of holder %s to pass (a holder that renews meanwhile keeps the record)...\n",
+				d, strings.Join(holders, ", "))
+		}}
+	for _, r := range resetRecords(ctx, open, c.names(), rule) {
 		if r.err != nil {
 			fmt.Fprintf(p.stderr, "sidecar reset: election %q in %s: %v\n", r.name, where, r.err)
 			code = 1
@@ -276,6 +282,8 @@ type resetRule struct {
 	leaseDuration, bound time.Duration
 	ifAbandoned          bool
 	minToken             int64
+	// waiting, if set, is told how long reset waits before it does.
+	waiting func(d time.Duration, holders []string)
 }
 
 // resetRecords writes each named record back released with its token
@@ -354,6 +362,16 @@ func resetRecords(ctx context.Context, open storeOpener, names []string, rule re
 	}
 	if !pending {
 		return out
+	}
+	if rule.waiting != nil && longest > 0 {
+		var holders []string
+		for _, o := range out {
+			if !o.done {
+				holders = append(holders, fmt.Sprintf("%q", o.rec.HolderIdentity))
+			}
+		}
+		slices.Sort(holders)
+		rule.waiting(longest, slices.Compact(holders))
 	}
 	select {
 	case <-ctx.Done():

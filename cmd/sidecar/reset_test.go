@@ -64,6 +64,9 @@ func TestResetReleasesTheRecordKeepingItsToken(t *testing.T) {
 	if !strings.Contains(stdout, "token 41") {
 		t.Fatalf("reset said %q, want it to name the token kept", stdout)
 	}
+	if !strings.Contains(stdout, `waiting 1s for the lease of holder "gone_1"`) {
+		t.Fatalf("reset said %q, want it to say first how long it waits, and for whom", stdout)
+	}
 	if code, _, stderr := resetCmd(t, "--sqlite-path", path, "--lease-name", "billing"); code != 0 {
 		t.Fatalf("reset of a released record: exit %d, stderr %q", code, stderr)
 	}
