@@ -476,7 +476,7 @@ values, else RollingUpdate.
 {{- if include "leader-sidecar-lib.leaderOnlyReadiness" . -}}
 type: Recreate
 {{- else if include "leader-sidecar-lib.electionMoves" . -}}
-# This upgrade moves the election ({{ include "leader-sidecar-lib.electionMoves" . }}):
+# This upgrade moves the election ({{ include "leader-sidecar-lib.electionMoves" . | replace "\n" " " }}):
 # old Pods are gone before new ones start, so they never lead at once.
 type: Recreate
 {{- else if .Values.strategy -}}
