@@ -22,6 +22,7 @@ import (
 // by side would elect in two places and both lead; one that changes only
 // timings, or nothing of where the election is, keeps the RollingUpdate.
 func TestUpgradeThatMovesTheElectionRecreates(t *testing.T) {
+	t.Parallel()
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
 	ctx := context.Background()
@@ -91,6 +92,7 @@ func TestUpgradeThatMovesTheElectionRecreates(t *testing.T) {
 // running replicas' bound, fails at render with the way out, and the two
 // steps it names pass.
 func TestUpgradeKeepsTrustAcrossTheRollout(t *testing.T) {
+	t.Parallel()
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
 	ns := k.Namespace(t)
