@@ -24,7 +24,7 @@ func (e *Elector) attempt(ctx context.Context) bool {
 	if check {
 		// A check must not delay the renewal: it gives up when that is due.
 		var cancel context.CancelFunc
-		readCtx, cancel = context.WithTimeout(ctx, renewalDue.Sub(start))
+		readCtx, cancel = e.within(ctx, renewalDue.Sub(start))
 		defer cancel()
 	}
 	rec, version, err := e.readForAttempt(readCtx, check)

@@ -190,7 +190,7 @@ func (h *handoff) look(ctx context.Context, now time.Time) (backend.Version, str
 	}
 	h.lastRead = now
 	// A read that hangs must not hold the offer open past its timeout.
-	readCtx, cancel := context.WithDeadline(ctx, h.offered.Add(h.timeout+handoffPoll))
+	readCtx, cancel := e.within(ctx, h.offered.Add(h.timeout+handoffPoll).Sub(now))
 	defer cancel()
 	rec, version, err := e.cfg.Backend.Get(readCtx)
 	switch {
@@ -245,7 +245,7 @@ func (h *handoff) stillLeading(now time.Time) error {
 // what is left.
 func (h *handoff) withdraw(ctx context.Context) (backend.Version, string, bool) {
 	e := h.e
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
+	ctx, cancel := e.within(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
 	defer cancel()
 	start := e.cfg.Clock.Now()
 	if h.stillLeading(start) != nil {
@@ -318,7 +318,7 @@ func (h *handoff) transfer(ctx context.Context, version backend.Version, target 
 		Handoff:              backend.Handoff{Phase: backend.HandoffTransfer, From: e.cfg.Identity, To: target, Token: next},
 	}
 	// The client may have gone: the write is still made, as a renewal would be.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
+	ctx, cancel := e.within(context.WithoutCancel(ctx), e.cfg.RenewDeadline/2)
 	defer cancel()
 	written, err := e.cfg.Backend.Update(ctx, version, rec)
 	if err != nil {

@@ -116,7 +116,7 @@ func (e *Elector) step(ctx context.Context) {
 	e.attemptFailed = false
 	e.attemptStarted = e.cfg.Clock.Now()
 	e.mu.Unlock()
-	attemptCtx, cancel := context.WithTimeout(ctx, e.attemptTimeout())
+	attemptCtx, cancel := e.within(ctx, e.attemptTimeout())
 	e.attempt(attemptCtx)
 	cutOff := errors.Is(attemptCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
@@ -278,7 +278,7 @@ func (e *Elector) shutdown() error {
 	if !e.cfg.ReleaseOnCancel {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
+	ctx, cancel := e.within(context.Background(), e.cfg.RenewDeadline)
 	defer cancel()
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -293,7 +293,7 @@ func (e *Elector) shutdown() error {
 // the release that follows then finds the record no longer its own.
 // Without a taker it leads on until the release.
 func (e *Elector) handOffOnStop() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
+	ctx, cancel := e.within(context.Background(), e.cfg.RenewDeadline)
 	defer cancel()
 	status, err := e.Handoff(ctx, "")
 	switch {

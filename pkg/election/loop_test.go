@@ -799,13 +799,15 @@ func TestLeaderStopsClaimingAtRenewStartPlusRenewDeadline(t *testing.T) {
 }
 
 // A renewal that outlasts the renew interval is followed at once by the
-// next, so a slow store does not push the renewals past the deadline.
+// next, so a slow store does not push the renewals past the deadline. The
+// interval is 2s, so that a 3s renewal lands within the attempt's bound
+// (7s of the 8s left of the claim).
 func TestSlowRenewalIsFollowedAtOnce(t *testing.T) {
-	r := drive(t, Config{}, 0)
-	r.store.latency = 6 * time.Second
+	r := drive(t, Config{RenewInterval: 2 * time.Second}, 0)
+	r.store.latency = 3 * time.Second
 	r.next()
 	if !r.e.Status().Leader || r.wait != 0 {
-		t.Fatalf("after a 6s renewal: leader %v, wait %v; want leading and no wait", r.e.Status().Leader, r.wait)
+		t.Fatalf("after a 3s renewal: leader %v, wait %v; want leading and no wait", r.e.Status().Leader, r.wait)
 	}
 }
 
