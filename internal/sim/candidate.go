@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -40,6 +41,9 @@ type candidate struct {
 	// sleeping is the channel of the wait in progress, if any.
 	sleeps   chan sleep
 	sleeping chan time.Time
+	// bounds are the elector's bounds on its work not yet expired or
+	// stopped (driftingClock.AfterFunc).
+	bounds []*bound
 
 	crashed bool
 	// ctx ends when the process crashes: an activity that waits on its
@@ -180,6 +184,30 @@ func (c *candidate) answer(r result) {
 	c.park()
 }
 
+// expire ends bound t: f ends the context it bounds, and a request or a
+// wait of the activity under that context ends with it, as it would in
+// the process (the request may still reach the store: it was sent).
+func (c *candidate) expire(t *bound) {
+	if t.done {
+		return
+	}
+	c.endBound(t)
+	switch {
+	case c.pending != nil && c.pending.ctx != nil && c.pending.ctx.Err() != nil:
+		c.w.logf("%s's %s cut off by its bound", c.id, c.pending.op)
+		c.answer(result{err: c.pending.ctx.Err()})
+	case c.sleeping != nil:
+		c.endSleep() // the wait ends with its context; the activity looks again
+	}
+}
+
+// endBound runs bound t's function and forgets it.
+func (c *candidate) endBound(t *bound) {
+	t.done = true
+	c.bounds = slices.DeleteFunc(c.bounds, func(b *bound) bool { return b == t || b.done })
+	t.f()
+}
+
 // wake is the loop's timer firing: an attempt, unless one is running.
 func (c *candidate) wake() {
 	c.whenRunning(func() {
@@ -268,6 +296,11 @@ func (c *candidate) crash() {
 	c.crashed = true
 	c.cancel()
 	c.wakeGen++
+	// The process is gone: whatever bounded its work has ended, and what
+	// its abandoned activity does next ends at once.
+	for len(c.bounds) > 0 {
+		c.endBound(c.bounds[0])
+	}
 	for c.busy {
 		switch {
 		case c.pending != nil:

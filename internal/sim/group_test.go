@@ -52,9 +52,11 @@ func TestGroupSchedulesKeepTheInvariantsAndSettle(t *testing.T) {
 }
 
 // Clocks far beyond the bound (rates in [0.2, 1.8]) make two replicas
-// hold one shard, and the checker says so: it can fail.
+// hold one shard, and the checker says so: it can fail. These are the
+// first two seeds that do since the elector's bounds expire in virtual
+// time.
 func TestGroupClocksDriftingFarBeyondTheBoundOverlap(t *testing.T) {
-	for _, seed := range []int64{1, 9} {
+	for _, seed := range []int64{3, 9} {
 		r, err := Run(Options{Seed: seed, Shards: 8, Drift: 0.8})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,11 @@
 // hand (holder emptied or changed, token raised or lowered, lease duration
 // changed), a hostile lease duration written into the record (beyond the
 // bound the candidates trust, up to 68 years), change signals delayed,
-// dropped and reordered, and clocks that run at different rates.
+// dropped and reordered, and clocks that run at different rates. The
+// bounds the elector puts on its own work (an attempt, a hand-off, the
+// release on shutdown) are kept on each candidate's clock in virtual
+// time: one that expires cuts off the request or wait it bounds, as a
+// real client's context does (driftingClock.AfterFunc).
 //
 // After every event it checks the invariants: at most one candidate claims
 // leadership; a token is claimed by one holder only, and each new term's

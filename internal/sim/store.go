@@ -74,6 +74,7 @@ func (o op) String() string { return [...]string{"Get", "Create", "Update", "Cre
 
 // call is one request from a candidate, parked until the world answers it.
 type call struct {
+	ctx   context.Context // ends the request in the candidate when it ends (expire)
 	op    op
 	prev  backend.Version
 	rec   backend.Record
@@ -110,6 +111,7 @@ func (h handle) do(ctx context.Context, req *call) result {
 		c.seenBeforeWrite[req.rec.Transitions] = c.maxSeen
 	}
 	c.w.startedFor(c, req)
+	req.ctx = ctx
 	req.reply = make(chan result)
 	c.calls <- req
 	r := <-req.reply

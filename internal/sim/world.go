@@ -48,6 +48,9 @@ type event struct {
 	at  time.Duration
 	seq int
 	fn  func()
+	// bound, if set, is the timer the event fires: once it is done
+	// (stopped) the event is skipped as if it had never been queued.
+	bound *bound
 }
 
 // events is the queue, a binary heap ordered by (at, seq): a total order,
@@ -104,6 +107,12 @@ func (w *world) at(t time.Duration, fn func()) {
 
 func (w *world) after(d time.Duration, fn func()) { w.at(w.now+d, fn) }
 
+// atBound queues the expiry of a bound (driftingClock.AfterFunc).
+func (w *world) atBound(t time.Duration, b *bound, fn func()) {
+	w.seq++
+	w.queue.push(event{at: max(t, w.now), seq: w.seq, fn: fn, bound: b})
+}
+
 func (w *world) logf(format string, args ...any) {
 	w.trace.add(w.now, format, args)
 }
@@ -122,6 +131,9 @@ func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
 func (w *world) run() {
 	for len(w.queue) > 0 && !w.stopped() {
 		e := w.queue.pop()
+		if e.bound != nil && e.bound.done {
+			continue // stopped: it changes nothing, not even the time
+		}
 		if e.at > w.opts.Duration {
 			break
 		}
@@ -178,7 +190,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		seenBeforeWrite: map[int64]int64{},
 	}
 	c.ctx, c.cancel = context.WithCancel(background)
-	c.clock = &driftingClock{w: w, rate: rate, started: w.now, sleeps: c.sleeps}
+	c.clock = &driftingClock{w: w, rate: rate, started: w.now, sleeps: c.sleeps, c: c}
 	var b backend.Backend
 	switch first := el.store.provesNeverCreated; {
 	case w.snapshots && first:
