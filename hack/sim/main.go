@@ -137,6 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var broken, reported, done int64
 	var virtual time.Duration
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
+	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping int
 	var settledMax time.Duration
 	// Results arrive in any order; the digest, the summaries and the first
 	// violation take them in the order of the seeds.
@@ -187,6 +188,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		handoffs, handedOff, stoppedTargets = handoffs+r.Handoffs, handedOff+r.HandedOff, stoppedTargets+r.StoppedTargets
 		moves, settledMax = moves+r.Moves, max(settledMax, r.SettledAfter)
 		hostile += r.HostileLeases
+		if r.Rollout {
+			rollouts++
+			leadersStopped, stopHandedOff = leadersStopped+r.LeadersStopped, stopHandedOff+r.StopHandedOff
+			stopToOther, crashedStopping = stopToOther+r.StopToOtherRevision, crashedStopping+r.CrashedStopping
+		}
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -214,6 +220,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting; %d hostile lease durations written\n",
 			handoffs, handedOff, stoppedTargets, hostile)
+		fmt.Fprintf(stdout, "%d rolling updates: %d leaders stopped, %d handed off on stop (%d to the other revision), %d candidates crashed while stopping\n",
+			rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping)
 	}
 	if *digest {
 		fmt.Fprintf(stdout, "digest of seeds %d to %d: %s\n", *start, *start+*seeds-1, sum)

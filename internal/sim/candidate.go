@@ -46,6 +46,10 @@ type candidate struct {
 	bounds []*bound
 
 	crashed bool
+	// stopping is set once a graceful stop began; revision is its
+	// elector's revision in a rolling update (rollout.go).
+	stopping bool
+	revision string
 	// ctx ends when the process crashes: an activity that waits on its
 	// clock (a hand-off) ends then, as the process would.
 	ctx         context.Context
@@ -282,6 +286,10 @@ func (c *candidate) stop() bool {
 		return false
 	}
 	c.w.logf("%s stops gracefully", c.id)
+	c.stopping = true
+	if c.w.rollout != nil && c.e.Status().Leader {
+		c.w.rollout.leadersStopped++
+	}
 	c.wakeGen++
 	c.start(func() { _ = c.d.Stop() }, func() { c.crashed = true })
 	return true

@@ -99,6 +99,9 @@ func (w *world) apply(c *candidate, req *call) result {
 	if el.store.version != before {
 		w.changed(el)
 	}
+	if r.err == nil && req.op == opUpdate {
+		w.handedOffOnStop(c, req.rec)
+	}
 	if r.err == nil && req.op == opUpdate && req.rec.Handoff.Phase == backend.HandoffAccept && !c.crashed {
 		w.afterAccept(c)
 	}

@@ -6,7 +6,10 @@
 // outages, the leader's renew interval (anywhere in its valid range), process pauses of any length, crashes and restarts with a new
 // identity, graceful stops and releases, planned hand-offs (to a live
 // candidate, a crashed one, a name nobody has, or anyone, amid all the
-// other faults), the record deleted or edited by
+// other faults), rolling updates from one revision to another whose
+// stopping leaders hand off on stop (election.Config.HandoffOnStop), a
+// candidate of the other revision first, some of them crashed while they
+// stop (rollout.go), the record deleted or edited by
 // hand (holder emptied or changed, token raised or lowered, lease duration
 // changed), a hostile lease duration written into the record (beyond the
 // bound the candidates trust, up to 68 years), change signals delayed,
@@ -64,9 +67,11 @@ type Options struct {
 	RenewInterval time.Duration
 	// FaultEvery is the mean time between faults. Default 4 seconds.
 	FaultEvery time.Duration
-	// NoHandoffs leaves planned hand-offs out of every schedule, which
-	// then replays as its seed did before they existed (see
-	// scheduleHandoffs: otherwise half the schedules have them).
+	// NoHandoffs leaves planned hand-offs and rolling updates (whose
+	// leaders hand off on stop) out of every schedule, which then
+	// replays as its seed did before they existed (see scheduleHandoffs
+	// and scheduleRollout: otherwise half the schedules have planned
+	// hand-offs and a quarter a rolling update).
 	NoHandoffs bool
 	// Shards, if not zero, plays a shard group instead of one election:
 	// Candidates replicas over Shards shards (see group.go).
@@ -226,6 +231,15 @@ type Result struct {
 	// CountChanges counts the rolling updates of the shard count played
 	// (Options.ShardsTo).
 	CountChanges int
+	// Rollout says the schedule had a rolling update from one revision
+	// to another, its candidates handing off on stop (rollout.go):
+	// LeadersStopped counts the leaders stopped gracefully, StopHandedOff
+	// the hand-offs on stop whose transfer reached the store,
+	// StopToOtherRevision those of them to a candidate of the other
+	// revision, and CrashedStopping the candidates crashed while they
+	// stopped.
+	Rollout                                                             bool
+	LeadersStopped, StopHandedOff, StopToOtherRevision, CrashedStopping int
 }
 
 // Run plays the schedule of opts.Seed.
@@ -261,6 +275,7 @@ func Run(opts Options) (Result, error) {
 	scheduleFaults(w)
 	scheduleHandoffs(w)
 	scheduleHostileLeases(w)
+	scheduleRollout(w)
 	w.run()
 	return w.result(), nil
 }
@@ -271,7 +286,7 @@ func (w *world) result() Result {
 	for _, el := range w.elections {
 		terms += el.check.terms
 	}
-	return Result{
+	r := Result{
 		Seed:          w.opts.Seed,
 		RenewInterval: w.renewInterval,
 		Violations:    w.violations,
@@ -285,4 +300,10 @@ func (w *world) result() Result {
 		HandedOff:      w.handoffCount.done,
 		StoppedTargets: w.handoffCount.stopped,
 	}
+	if ro := w.rollout; ro != nil {
+		r.Rollout = true
+		r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping =
+			ro.leadersStopped, ro.handedOff, ro.toOther, ro.crashedStopping
+	}
+	return r
 }

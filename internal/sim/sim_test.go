@@ -69,15 +69,19 @@ func TestSchedulesKeepTheInvariants(t *testing.T) {
 		handoffs, handedOff, stopped, hostile)
 }
 
-// A schedule's hand-offs come from a stream of their own: a schedule
-// without them is the one its seed drew before they existed, and
-// NoHandoffs turns them off without changing anything else.
+// A schedule's hand-offs, planned or on stop in a rolling update, come
+// from streams of their own: a schedule without them is the one its seed
+// drew before they existed, and NoHandoffs turns them off without
+// changing anything else.
 func TestHandoffsLeaveOtherSchedulesAsTheyWere(t *testing.T) {
 	var with, without int
 	for seed := int64(1); seed <= 40; seed++ {
 		r, _ := Run(Options{Seed: seed})
 		off, _ := Run(Options{Seed: seed, NoHandoffs: true})
-		if r.Handoffs == 0 {
+		if off.Rollout {
+			t.Fatalf("seed %d has a rolling update with NoHandoffs", seed)
+		}
+		if r.Handoffs == 0 && !r.Rollout {
 			without++
 			if !slices.Equal(r.Trace, off.Trace) {
 				t.Fatalf("seed %d has no hand-offs, yet NoHandoffs changed its schedule", seed)
@@ -184,4 +188,33 @@ func TestOptionsAreChecked(t *testing.T) {
 			t.Errorf("Run(%+v) accepted bad options", o)
 		}
 	}
+}
+
+// A quarter of the schedules roll the candidates from one revision to
+// another, each leader handing off on stop, some crashed as they stop:
+// none breaks an invariant, every one ends (a crash during the stop's
+// hand-off ends the bounds it runs under), and leaders stopped in them
+// hand off, mostly to the new revision.
+func TestRollingUpdatesHandOffOnStop(t *testing.T) {
+	var rollouts, stopped, handedOff, toOther, crashed int
+	for seed := int64(1); seed <= 1000; seed++ {
+		r, err := Run(Options{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Violations) > 0 {
+			t.Fatalf("seed %d: %v\n%s", seed, r.Violations, strings.Join(r.Trace, "\n"))
+		}
+		if !r.Rollout {
+			continue
+		}
+		rollouts++
+		stopped, handedOff, toOther, crashed = stopped+r.LeadersStopped, handedOff+r.StopHandedOff, toOther+r.StopToOtherRevision, crashed+r.CrashedStopping
+	}
+	if rollouts < 150 || stopped < 20 || handedOff < 5 || toOther < 3 || crashed < 10 {
+		t.Fatalf("1,000 schedules: %d rolling updates, %d leaders stopped, %d handed off on stop, %d to the other revision, %d crashed stopping: too few to test them",
+			rollouts, stopped, handedOff, toOther, crashed)
+	}
+	t.Logf("1,000 schedules: %d rolling updates, %d leaders stopped, %d handed off on stop, %d to the other revision, %d crashed stopping",
+		rollouts, stopped, handedOff, toOther, crashed)
 }

@@ -17,6 +17,10 @@ func (r Result) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: renew %v, virtual %v, %d events, %d terms, hand-offs %d/%d/%d, %d moves, settled after %v",
 		r.Seed, r.RenewInterval, r.Virtual, r.Events, r.Terms, r.Handoffs, r.HandedOff, r.StoppedTargets, r.Moves, r.SettledAfter)
+	if r.Rollout { // only then: the other schedules' lines are as they were
+		fmt.Fprintf(&b, ", rolling update: %d leaders stopped, %d handed off on stop, %d to the other revision, %d crashed stopping",
+			r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, ", violation at %v: %q", v.At, v.What)
 	}

@@ -31,7 +31,8 @@ type world struct {
 	snapshots     bool          // candidates' backends are Snapshotters (the Lease backend's kind)
 	handoffs      bool          // the schedule has planned hand-offs
 	handoffCount  struct{ asked, done, stopped int }
-	hostileLeases int // hostile lease durations written (scheduleHostileLeases)
+	rollout       *rollout // the schedule's rolling update, if it has one
+	hostileLeases int      // hostile lease durations written (scheduleHostileLeases)
 	profile       profile
 
 	candidates []*candidate
@@ -191,6 +192,9 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 	}
 	c.ctx, c.cancel = context.WithCancel(background)
 	c.clock = &driftingClock{w: w, rate: rate, started: w.now, sleeps: c.sleeps, c: c}
+	if w.rollout != nil {
+		c.revision = w.rollout.revision
+	}
 	var b backend.Backend
 	switch first := el.store.provesNeverCreated; {
 	case w.snapshots && first:
@@ -215,6 +219,8 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		Logger:                 discard,
 		Observer:               traceObserver{c},
 		Jitter:                 w.rng.Float64,
+		HandoffOnStop:          w.rollout != nil,
+		Revision:               c.revision,
 	})
 	if err != nil { // Options.validate rules this out; report it all the same
 		w.violate(fmt.Sprintf("%s cannot start: %v", c.id, err))
@@ -224,7 +230,11 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 	w.candidates = append(w.candidates, c)
 	el.cands = append(el.cands, c)
 	el.touched = true
-	w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
+	if c.revision != "" {
+		w.logf("%s starts (clock rate %.4f, revision %q)", c.id, c.clock.rate, c.revision)
+	} else {
+		w.logf("%s starts (clock rate %.4f)", c.id, c.clock.rate)
+	}
 	if w.group == nil {
 		c.wake()
 	}

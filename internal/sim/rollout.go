@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+)
+
+// The revisions of a rolling update: candidates of oldRevision run until
+// it begins; every candidate started after it is of newRevision (until a
+// rollback).
+const (
+	oldRevision = "old"
+	newRevision = "new"
+)
+
+// rollout is the rolling update of a schedule that has one
+// (scheduleRollout), and what its hand-offs on stop did.
+type rollout struct {
+	rng *rand.Rand
+	// revision is the revision of the candidates started now; from the
+	// one being replaced, "" when no update is under way.
+	revision, from string
+	// leadersStopped counts the leaders stopped gracefully, each of which
+	// offers leadership before it releases; handedOff the transfers such
+	// a stopping leader wrote that reached the store, toOther those of
+	// them to a candidate of another revision; crashedStopping the
+	// candidates crashed while they stopped.
+	leadersStopped, handedOff, toOther, crashedStopping int
+}
+
+// scheduleRollout gives a quarter of the lone election's schedules a
+// rolling update from one revision to another, which the sidecar's
+// hand-off on stop is for: every candidate hands off on stop
+// (election.Config.HandoffOnStop) with its revision (Config.Revision);
+// from an instant in the first half of the faults, one candidate of the
+// new revision starts, then one of the old revision still running (the
+// leader, half the time, if it is one) is stopped gracefully, and so on
+// until none is left; then, half the time, it is rolled back the same
+// way. One stop in three is cut short by a crash within a second and a half, while the stopping
+// leader offers leadership or releases. The other faults go on
+// meanwhile. The draws come from a random stream of their own, so a
+// schedule without a rolling update is exactly the schedule its seed
+// drew before they existed; Options.NoHandoffs leaves them out too.
+func scheduleRollout(w *world) {
+	rng := rand.New(rand.NewPCG(uint64(w.opts.Seed), 0x5011))
+	if rng.IntN(4) != 0 || w.opts.NoHandoffs {
+		return
+	}
+	w.rollout = &rollout{rng: rng, revision: oldRevision}
+	begin := time.Duration(rng.Int64N(int64(w.quietFrom / 2)))
+	w.at(begin, func() { w.beginRollout(oldRevision, newRevision) })
+}
+
+// beginRollout starts replacing the candidates of revision from by
+// candidates of revision to.
+func (w *world) beginRollout(from, to string) {
+	w.logf("FAULT: rolling update from revision %q to %q", from, to)
+	w.rollout.from, w.rollout.revision = from, to
+	w.rollOne()
+}
+
+// rollOne starts a candidate of the new revision and, after a while,
+// stops one of the old revision, then does it again, until no candidate
+// of the old revision runs (or the faults' tail is reached).
+func (w *world) rollOne() {
+	r := w.rollout
+	var old []*candidate
+	for _, c := range w.live() {
+		if c.revision == r.from && !c.stopping {
+			old = append(old, c)
+		}
+	}
+	if w.now >= w.quietFrom {
+		return
+	}
+	if len(old) == 0 {
+		if r.from == oldRevision && r.rng.IntN(2) == 0 { // the rollback
+			back, from := time.Duration(r.rng.Int64N(int64(20*time.Second))), r.revision
+			r.from = ""
+			w.after(back, func() { w.beginRollout(from, oldRevision) })
+		}
+		return
+	}
+	w.startCandidate()
+	// Half the time the leader goes first, if it is of the old
+	// revision: the stop that hands off.
+	victim := old[r.rng.IntN(len(old))]
+	if r.rng.IntN(2) == 0 {
+		for _, c := range old {
+			if c.e.Status().Leader {
+				victim = c
+			}
+		}
+	}
+	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim, 0) })
+}
+
+// stopOld stops c gracefully, as the rolling update's SIGTERM, once it
+// can (it is not paused or in an activity: tried again every half
+// second), and goes on with the next.
+func (w *world) stopOld(c *candidate, tries int) {
+	r := w.rollout
+	if w.now >= w.quietFrom {
+		return
+	}
+	stopped := !c.crashed && c.stop()
+	if !stopped && !c.crashed && tries < 100 {
+		w.after(500*time.Millisecond, func() { w.stopOld(c, tries+1) })
+		return
+	}
+	if stopped {
+		w.logf("FAULT: stop %s (revision %q) in the rolling update", c.id, c.revision)
+		if r.rng.IntN(3) == 0 {
+			w.after(w.upToQuiet(time.Duration(r.rng.Int64N(int64(1500*time.Millisecond)))), func() {
+				if !c.crashed {
+					r.crashedStopping++
+					w.logf("FAULT: crash %s while it stops", c.id)
+					c.crash()
+				}
+			})
+		}
+	}
+	w.after(2*time.Second+time.Duration(r.rng.Int64N(int64(8*time.Second))), w.rollOne)
+}
+
+// handedOffOnStop counts a transfer that c, stopping, wrote to the
+// store: a hand-off on stop that took effect.
+func (w *world) handedOffOnStop(c *candidate, rec backend.Record) {
+	r := w.rollout
+	if r == nil || !c.stopping || rec.Handoff.Phase != backend.HandoffTransfer {
+		return
+	}
+	r.handedOff++
+	for _, to := range w.candidates {
+		if to.identity == rec.Handoff.To && to.revision != c.revision {
+			r.toOther++
+		}
+	}
+	w.logf("%s handed leadership off on stop to %s", c.id, rec.Handoff.To)
+}
