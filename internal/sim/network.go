@@ -90,7 +90,7 @@ func (w *world) send(c *candidate, req *call) {
 // when it changed the record.
 func (w *world) apply(c *candidate, req *call) result {
 	el := c.el
-	before, prev, present := el.store.version, el.store.rec, el.store.present
+	before, prev, present, since := el.store.version, el.store.rec, el.store.present, el.changedAt
 	r := el.store.apply(req)
 	if r.err == nil && req.op != opGet {
 		el.checkTokenStep(w, c, prev, present, req.rec)
@@ -101,6 +101,7 @@ func (w *world) apply(c *candidate, req *call) result {
 	}
 	if r.err == nil && req.op == opUpdate {
 		w.handedOffOnStop(c, req.rec)
+		w.checkSameRevisionWait(c, prev, since, req.rec)
 	}
 	if r.err == nil && req.op == opUpdate && req.rec.Handoff.Phase == backend.HandoffAccept && !c.crashed {
 		w.afterAccept(c)
@@ -112,6 +113,7 @@ func (w *world) apply(c *candidate, req *call) result {
 // delayed (and possibly dropped) on its own, carrying the state for its
 // snapshot.
 func (w *world) changed(el *contest) {
+	el.changedAt = w.now
 	p := w.currentProfile()
 	state := el.store
 	for _, c := range w.liveOf(el) {

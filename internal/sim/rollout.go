@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -123,6 +124,27 @@ func (w *world) stopOld(c *candidate, tries int) {
 		}
 	}
 	w.after(2*time.Second+time.Duration(r.rng.Int64N(int64(8*time.Second))), w.rollOne)
+}
+
+// checkSameRevisionWait checks the rule that makes a rolling update hand
+// off to the new revision: a candidate whose accept of an offer to anyone
+// from a leader of its own revision (prev, the record it accepted, in the
+// store since since) has just landed waited SameRevisionWait on its clock
+// after it saw the offer, which the store held since then, so that a
+// candidate of another revision may accept first. On the fastest clock
+// the schedule allows, that is SameRevisionWait/(1+Drift) of true time; a
+// microsecond less, for the rounding of clock rates to whole nanoseconds.
+func (w *world) checkSameRevisionWait(c *candidate, prev backend.Record, since time.Duration, rec backend.Record) {
+	h, a := prev.Handoff, rec.Handoff
+	if a.Phase != backend.HandoffAccept || a.To != c.identity || h.Phase != backend.HandoffOffer ||
+		h.To != "" || h.Revision == "" || h.Revision != c.revision {
+		return
+	}
+	wait := time.Duration(float64(c.e.SameRevisionWait())/(1+w.opts.Drift)) - time.Microsecond
+	if held := w.now - since; held < wait {
+		c.el.check.violate(w, c.el, fmt.Sprintf("%s (revision %q) accepted an offer to anyone from %s, of its own revision, %v after it was made, before the %v that lets another revision take it first",
+			c.id, c.revision, h.From, held, c.e.SameRevisionWait()))
+	}
 }
 
 // handedOffOnStop counts a transfer that c, stopping, wrote to the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -213,6 +214,8 @@ type contest struct {
 	touched bool
 	// suffixText is suffix, once made.
 	suffixText string
+	// changedAt is when the record last changed (w.changed).
+	changedAt time.Duration
 }
 
 // suffix names the contest's shard in the trace; "" for a lone election.
