@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
@@ -144,5 +145,55 @@ func TestAttemptIsBoundedOnTheClock(t *testing.T) {
 	defer e.mu.Unlock()
 	if !e.attemptFailed || !e.attemptCutOff {
 		t.Fatalf("attempt failed %v, cut off %v; want both", e.attemptFailed, e.attemptCutOff)
+	}
+}
+
+// timerOnlyClock is a clock without AfterFunc: within then waits on a
+// timer of the clock.
+type timerOnlyClock struct{ clock.Clock }
+
+// TestWithinEndsOnTheClock: on a clock with AfterFunc and on one with
+// timers only, a bound ends its context once d has passed on the clock,
+// with context.DeadlineExceeded, and not a nanosecond before; cancelled
+// first, it ends with context.Canceled.
+func TestWithinEndsOnTheClock(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		wrap func(*clocktesting.FakeClock) clock.Clock
+	}{
+		{"AfterFunc", func(f *clocktesting.FakeClock) clock.Clock { return f }},
+		{"timer", func(f *clocktesting.FakeClock) clock.Clock { return timerOnlyClock{f} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := clocktesting.NewFakeClock(epoch)
+			e, err := New(Config{Backend: memory.NewStore().Open(electionName), Identity: "a", Clock: c.wrap(fake), Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := e.within(t.Context(), time.Second)
+			defer cancel()
+			if !fake.HasWaiters() {
+				t.Fatal("within set no timer on the clock")
+			}
+			fake.Step(time.Second - time.Nanosecond)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("a nanosecond before the bound: %v", err)
+			}
+			fake.Step(time.Nanosecond)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wallGrace):
+				t.Fatal("the context did not end once the bound had passed on the clock")
+			}
+			if err := ctx.Err(); err != context.DeadlineExceeded {
+				t.Fatalf("Err after the bound: %v, want %v", err, context.DeadlineExceeded)
+			}
+
+			early, cancelEarly := e.within(t.Context(), time.Second)
+			cancelEarly()
+			if err := early.Err(); err != context.Canceled {
+				t.Fatalf("Err after cancel: %v, want %v", err, context.Canceled)
+			}
+		})
 	}
 }
