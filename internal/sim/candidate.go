@@ -208,7 +208,7 @@ func (c *candidate) expire(t *bound) {
 // endBound runs bound t's function and forgets it.
 func (c *candidate) endBound(t *bound) {
 	t.done = true
-	c.bounds = slices.DeleteFunc(c.bounds, func(b *bound) bool { return b == t || b.done })
+	c.bounds = slices.DeleteFunc(c.bounds, (*bound).stopped)
 	t.f()
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -58,8 +59,8 @@ func (c *driftingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 		f()
 		return t
 	}
-	c.c.bounds = append(c.c.bounds, t)
 	cand := c.c
+	cand.bounds = append(slices.DeleteFunc(cand.bounds, (*bound).stopped), t)
 	// At least a nanosecond of the world's when d is not zero, as a
 	// timer of the loop's (candidate.schedule): an attempt cut off by its
 	// bound is retried at once, and its next bound may round to nothing.
@@ -82,6 +83,8 @@ type bound struct {
 }
 
 func (t *bound) C() <-chan time.Time { return nil }
+
+func (t *bound) stopped() bool { return t.done }
 
 func (t *bound) Stop() bool {
 	was := !t.done
