@@ -45,13 +45,20 @@ type rollout struct {
 // schedule without a rolling update is exactly the schedule its seed
 // drew before they existed; Options.NoHandoffs leaves them out too.
 func scheduleRollout(w *world) {
-	rng := rand.New(rand.NewPCG(uint64(w.opts.Seed), 0x5011))
-	if rng.IntN(4) != 0 || w.opts.NoHandoffs {
+	rng, ok := rollsOut(w.opts)
+	if !ok {
 		return
 	}
 	w.rollout = &rollout{rng: rng, revision: oldRevision}
 	begin := time.Duration(rng.Int64N(int64(w.quietFrom / 2)))
 	w.at(begin, func() { w.beginRollout(oldRevision, newRevision) })
+}
+
+// rollsOut reports whether the schedule of o has a rolling update, and
+// returns the random stream its draws come from.
+func rollsOut(o Options) (*rand.Rand, bool) {
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x5011))
+	return rng, rng.IntN(4) == 0 && !o.NoHandoffs && o.Shards == 0
 }
 
 // beginRollout starts replacing the candidates of revision from by
