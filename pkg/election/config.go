@@ -72,7 +72,11 @@ type Config struct {
 	// ReleaseHoldOff is how long Release keeps this candidate out of the
 	// election. Default: LeaseDuration.
 	ReleaseHoldOff time.Duration
-	// Clock tells time. Default: the real clock.
+	// Clock tells time, and keeps every bound the elector puts on its own
+	// work (an attempt, a check, a hand-off, the release on shutdown): on
+	// another clock than the real one, that work ends when the clock says
+	// so (with its AfterFunc if it has one, else a timer), as a
+	// deterministic simulator needs. Default: the real clock.
 	Clock clock.Clock
 	// Logger receives the loop's logs. Default: slog.Default().
 	Logger *slog.Logger
