@@ -26,8 +26,8 @@ type rollout struct {
 	// leadersStopped counts the leaders stopped gracefully, each of which
 	// offers leadership before it releases; handedOff the transfers such
 	// a stopping leader wrote that reached the store, toOther those of
-	// them to a candidate of another revision; crashedStopping the
-	// candidates crashed while they stopped.
+	// them to a candidate of another revision; crashedStopping the stops
+	// it cut short by a crash.
 	leadersStopped, handedOff, toOther, crashedStopping int
 }
 
@@ -39,9 +39,9 @@ type rollout struct {
 // new revision starts, then one of the old revision still running (the
 // leader, half the time, if it is one) is stopped gracefully, and so on
 // until none is left; then, half the time, it is rolled back the same
-// way. One stop in three is cut short by a crash within a second and a half, while the stopping
-// leader offers leadership or releases. The other faults go on
-// meanwhile. The draws come from a random stream of their own, so a
+// way. One stop in three is cut short by a crash within a second and a
+// half, while the stopping leader offers leadership or releases. The
+// other faults go on meanwhile. The draws come from a random stream of their own, so a
 // schedule without a rolling update is exactly the schedule its seed
 // drew before they existed; Options.NoHandoffs leaves them out too.
 func scheduleRollout(w *world) {
