@@ -16,9 +16,9 @@ import (
 // TestUpgradeThatMovesTheElectionRecreates upgrades the example chart
 // with a real helm on the API server, step by step, and reads the
 // Deployment's strategy after each: an upgrade that moves the election to
-// another store or record (backend, election name, sharding, the
-// PostgreSQL table or connection string, a variable in extraEnv or a flag
-// in extraArgs) must roll out as a Recreate, since old and new Pods side
+// another store or record (backend, election name, sharding, the SQLite
+// directory on the node, the PostgreSQL table or connection string, a
+// variable in extraEnv or a flag in extraArgs) must roll out as a Recreate, since old and new Pods side
 // by side would elect in two places and both lead; one that changes only
 // timings, or nothing of where the election is, keeps the RollingUpdate.
 func TestUpgradeThatMovesTheElectionRecreates(t *testing.T) {
@@ -38,6 +38,7 @@ func TestUpgradeThatMovesTheElectionRecreates(t *testing.T) {
 		{"longer lease", "sidecar:\n  leaseDuration: 20s\n  renewDeadline: 12s\n", false},
 		{"lease to sqlite", "sidecar:\n  backend: sqlite\n", true},
 		{"sqlite with another log level", "sidecar:\n  backend: sqlite\n  logLevel: debug\n", false},
+		{"sqlite in another node directory", "sidecar:\n  backend: sqlite\n  sqlite:\n    volume:\n      hostPath: /var/lib/orders\n", true},
 		{"sqlite back to lease", "", true},
 		{"another election name", "sidecar:\n  leaseName: orders-leader\n", true},
 		{"the name set again in extraEnv", "sidecar:\n  leaseName: orders-leader\n  extraEnv:\n    - name: LEADER_SIDECAR_LEASE_NAME\n      value: billing\n", true},

@@ -67,9 +67,7 @@ func TestRolloutMovesLeadershipOnce(t *testing.T) {
 				after := leaseToken(t, ctx, ns)
 				t.Logf("rollout %d rolled out in %v; %d rounds of samples; leaders in turn %q; token %d → %d",
 					round, rolled.Round(time.Millisecond), s.rounds, s.seen, before, after)
-				if len(s.overlaps) > 0 {
-					t.Errorf("rollout %d: %d rounds found two or more leaders, the first: %s", round, len(s.overlaps), s.overlaps[0])
-				}
+				s.twoLeaders(t, fmt.Sprintf("rollout %d", round))
 				if after != before+1 {
 					t.Errorf("rollout %d moved leadership %d times (token %d → %d), want once", round, after-before, before, after)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
@@ -90,8 +91,14 @@ func (a *api) leader(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, newState(a.e.Status(), a.info, time.Now(), a.opts.AppHealthy))
 }
 
+// TokenHeader carries the fencing token of the term that a 200 of GET
+// /leader/ready answers for: a sampler of the ops port can then order two
+// replicas' claims (the body stays "leader", for probes and scripts).
+const TokenHeader = "Leader-Sidecar-Token"
+
 func (a *api) leaderReady(w http.ResponseWriter, _ *http.Request) {
 	if s := a.e.Status(); s.Leader && time.Now().Before(s.ValidUntil) { // as newState judges it
+		w.Header().Set(TokenHeader, strconv.FormatInt(s.Token, 10))
 		writeText(w, http.StatusOK, "leader")
 		return
 	}

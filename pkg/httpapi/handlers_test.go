@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -101,6 +102,13 @@ func TestProbes(t *testing.T) {
 				rec := serve(h, "GET", c.path)
 				if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.body) {
 					t.Fatalf("%s: %d %q, want %d containing %q", c.path, rec.Code, rec.Body, c.code, c.body)
+				}
+				token, want := rec.Header().Get(TokenHeader), ""
+				if c.path == "/leader/ready" && c.code == 200 {
+					want = fmt.Sprint(c.status.Token)
+				}
+				if token != want {
+					t.Fatalf("%s: %s %q, want %q (the token of the term it answers for, only with a 200)", c.path, TokenHeader, token, want)
 				}
 			}
 		})

@@ -487,9 +487,10 @@ type: RollingUpdate
 {{- end }}
 
 {{/*
-The sidecar container of the running Deployment named
-leader-sidecar-lib.fullname in the release's namespace, as YAML: the
-container or init container that sets LEADER_SIDECAR_BACKEND; "" on a
+The sidecar of the running Deployment named leader-sidecar-lib.fullname
+in the release's namespace, as YAML: container, the container or init
+container that sets LEADER_SIDECAR_BACKEND, and dbVolume, the Pod's
+volume leader-sidecar-db (the SQLite directory) if it has one; "" on a
 first install, or where the API server is not read (helm template).
 Upgrades compare it with what they render.
 */}}
@@ -503,7 +504,11 @@ Upgrades compare it with what they render.
 {{- end }}
 {{- end }}
 {{- end }}
-{{- with $found }}{{ toYaml . }}{{ end }}
+{{- $volume := dict }}
+{{- range .spec.template.spec.volumes | default list }}
+{{- if eq .name "leader-sidecar-db" }}{{ $volume = . }}{{ end }}
+{{- end }}
+{{- with $found }}{{ toYaml (dict "container" . "dbVolume" $volume) }}{{ end }}
 {{- end }}
 {{- end }}
 
@@ -558,11 +563,15 @@ rolling update of such a change would have two leaders while it runs.
 */}}
 {{- define "leader-sidecar-lib.electionMoves" -}}
 {{- with include "leader-sidecar-lib.runningSidecar" . | fromYaml }}
-{{- $old := include "leader-sidecar-lib.electionOf" . }}
+{{- $old := include "leader-sidecar-lib.electionOf" .container }}
 {{- $new := include "leader-sidecar-lib.electionOf" (include "leader-sidecar-lib.container" $ | fromYaml) }}
 {{- $c := include "leader-sidecar-lib.config" $ | fromYaml }}
+{{- $oldDir := include "leader-sidecar-lib.sqliteVolumeOf" .dbVolume }}
+{{- $newDir := include "leader-sidecar-lib.sqliteVolumeOf" (include "leader-sidecar-lib.sidecarVolumes" $ | fromYamlArray | first | default dict) }}
 {{- if ne $old $new }}
 {{- printf "%s -> %s" $old $new }}
+{{- else if and (eq $c.backend "sqlite") (ne $oldDir $newDir) }}
+{{- printf "the SQLite directory, %s -> %s" $oldDir $newDir }}
 {{- else if and (eq $c.backend "postgres") $c.postgres.url }}
 {{- $was := "" }}
 {{- with lookup "v1" "Secret" $.Release.Namespace (include "leader-sidecar-lib.postgresSecretName" $) }}
@@ -572,6 +581,16 @@ rolling update of such a change would have two leaders while it runs.
 {{- print "sidecar.postgres.url changed" }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where the volume leader-sidecar-db (a map) is on the node: "hostPath
+<path>" or "claim <name>"; "" for none.
+*/}}
+{{- define "leader-sidecar-lib.sqliteVolumeOf" -}}
+{{- if and . (eq (toString .name) "leader-sidecar-db") }}
+{{- if .hostPath }}hostPath {{ .hostPath.path }}{{ else if .persistentVolumeClaim }}claim {{ .persistentVolumeClaim.claimName }}{{ end }}
 {{- end }}
 {{- end }}
 
@@ -613,7 +632,7 @@ steps, which the message gives.
 {{- define "leader-sidecar-lib.checkTrustAcrossTheRollout" -}}
 {{- with include "leader-sidecar-lib.runningSidecar" . | fromYaml }}
 {{- $c := include "leader-sidecar-lib.config" $ | fromYaml }}
-{{- $old := include "leader-sidecar-lib.sidecarSettings" . | fromYaml }}
+{{- $old := include "leader-sidecar-lib.sidecarSettings" .container | fromYaml }}
 {{- $oldLease := get $old "lease-duration" | default "15s" }}
 {{- $oldLeaseMs := include "leader-sidecar-lib.milliseconds" (list "the running replicas' lease duration" $oldLease) | float64 }}
 {{- $oldBoundMs := mulf 10 $oldLeaseMs }}
