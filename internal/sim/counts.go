@@ -22,10 +22,11 @@ import (
 // and Yielded mark and every shard record's holder (whose count the
 // record carries, here the holder's replica's), takes its stance by
 // shard.StanceOf, yields as if leaving, marks its member record Yielded
-// once idle and takes the mark back by a write before a fresh read, takes
-// nothing while its member record is not fresh, and stops contending
-// before its member record goes when it stops. At every event the group
-// checks that no two replicas claim shards whose key ranges meet.
+// once idle and takes the mark back by a write before a fresh read, writes
+// its member record one write at a time, takes nothing while its member
+// record is not fresh, and stops contending before its member record goes
+// when it stops. At every event the group checks that no two replicas
+// claim shards whose key ranges meet.
 
 // groupCounts is the count state of the group.
 type groupCounts struct {
@@ -59,8 +60,9 @@ type replicaCounts struct {
 	marks   map[string]memberMark // of the member records it last read
 	shards  map[int]seenShard     // the shard records it last read
 	yielded bool                  // its member record may say Yielded
-	// unyielding is set while a write taking the mark out is under way.
-	unyielding bool
+	// unyielding is set while a write taking the mark out is under way,
+	// writing while any write of its member record is.
+	unyielding, writing bool
 	// written is when the last member write that landed began, on its
 	// clock; leaveAsked once it stopped contending to leave.
 	written    time.Time
@@ -213,10 +215,21 @@ func (r *replica) idle() bool {
 }
 
 // writeMark writes the member record with the mark yielded, after the
-// store's latency; the record must still exist.
-func (r *replica) writeMark(w *world, yielded bool) {
+// store's latency; the record must still exist. It reports false, writing
+// nothing, while another write of the record is under way: one write at a
+// time, in the order they began, as pkg/shardgroup's loop writes its
+// record (a write there that does not answer is superseded by version: the
+// next one reads the record first, and the late one is refused). Two
+// under way at once could land in either order, and one begun before the
+// mark was taken back, landing after, would put it back.
+func (r *replica) writeMark(w *world, yielded bool) bool {
+	if r.counts.writing {
+		return false
+	}
+	r.counts.writing = true
 	began := r.clock.Now()
 	w.after(w.between(0, w.currentProfile().latency), func() {
+		r.counts.writing = false
 		if _, ok := r.g.members[r.id]; !ok || r.crashed || r.gone {
 			return
 		}
@@ -231,6 +244,7 @@ func (r *replica) writeMark(w *world, yielded bool) {
 			w.logf("%s takes its Yielded mark back", r.id)
 		}
 	})
+	return true
 }
 
 // afterAct marks the member record Yielded once the replica yields and is
@@ -246,9 +260,8 @@ func (r *replica) afterAct(w *world, now time.Time) {
 		if !failing(w) {
 			r.writeMark(w, true)
 		}
-	case st != shard.Yield && r.counts.yielded && !r.counts.unyielding && !failing(w):
-		r.counts.unyielding = true
-		r.writeMark(w, false)
+	case st != shard.Yield && r.counts.yielded && !r.counts.unyielding && !r.counts.writing && !failing(w):
+		r.counts.unyielding = r.writeMark(w, false)
 	}
 }
 
