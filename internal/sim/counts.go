@@ -26,7 +26,8 @@ import (
 // its member record one write at a time, takes nothing while its member
 // record is not fresh, and stops contending before its member record goes
 // when it stops. At every event the group checks that no two replicas
-// claim shards whose key ranges meet.
+// claim shards whose key ranges meet, and that no replica contends or
+// claims while its member record says Yielded.
 
 // groupCounts is the count state of the group.
 type groupCounts struct {
@@ -306,6 +307,25 @@ func (r *replica) leaveOnceIdle(w *world) {
 	r.counts.memberGone = true
 	delete(r.g.members, r.id)
 	delete(r.g.counts.marks, r.id)
+}
+
+// checkYielded fails the schedule when a replica contends for a shard or
+// claims one while its member record says Yielded: the mark tells
+// replicas of a larger count that it holds and contends for nothing, and
+// they take keys on the strength of it. It checks that the model keeps
+// the mark as pkg/shardgroup does.
+func (gc *groupCounts) checkYielded(w *world) {
+	for _, r := range w.group.replicas {
+		if m := gc.marks[r.id]; !m.yielded || r.crashed || r.gone {
+			continue
+		}
+		for _, c := range r.cands {
+			if !c.crashed && (!c.e.SittingOut() || c.e.Status().Leader) {
+				w.violate(fmt.Sprintf("%s's member record says Yielded while %s contends or claims", r.id, c.id))
+				return
+			}
+		}
+	}
 }
 
 // checkKeys fails the schedule when two replicas claim shards whose key

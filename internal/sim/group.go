@@ -520,10 +520,12 @@ func leaderOf(el *contest) (leader *candidate, n int) {
 
 // afterEvent keeps lastUnsettled; before faults stop it need not look.
 // With a count change it checks at every event that no two replicas
-// claim the same keys (counts.go).
+// claim the same keys, and that none contends or claims while its member
+// record says Yielded (counts.go).
 func (g *group) afterEvent(w *world) {
 	if g.counts != nil {
 		g.counts.checkKeys(w)
+		g.counts.checkYielded(w)
 	}
 	if w.now < w.quietFrom {
 		g.lastUnsettled = w.now

@@ -77,8 +77,9 @@ func TestGroupOptionsAreChecked(t *testing.T) {
 
 // A rolling update of the shard count, to twice or half the count and at
 // times back, amid the group's faults: no two replicas ever claim the
-// same keys (checked at every event), every shard's invariants hold, and
-// the group settles at the last count. hack/sim runs many more seeds
+// same keys, and none contends or claims while its member record says
+// Yielded (both checked at every event), every shard's invariants hold,
+// and the group settles at the last count. hack/sim runs many more seeds
 // (docs/shards.md has the figures).
 func TestGroupCountChangesNeverHoldAKeyTwice(t *testing.T) {
 	changes := 0
