@@ -135,16 +135,18 @@ func (g *Group) stanceLocked() (shard.Stance, []int) {
 
 // mayTakeLocked reports whether this replica may begin a term of a shard
 // at now: its stance is open, its member record does not say Yielded, was
-// written within a renew deadline, and a list that began after the last
-// write others had to see (markSeq) has succeeded.
+// written within a renew deadline, a list that began after the last
+// write others had to see (markSeq) has succeeded, and the last list
+// showed the replica's own last member write (so every write the store
+// took before it, that one included).
 func (g *Group) mayTakeLocked(now time.Time) bool {
 	stance, _ := g.stanceLocked()
 	fresh := !g.memberWritten.IsZero() && now.Sub(g.memberWritten) < g.cfg.Election.RenewDeadline
-	return stance == shard.Open && !g.yielded && !g.leaving && fresh && g.listSeq > g.markSeq
+	return stance == shard.Open && !g.yielded && !g.leaving && fresh && g.listSeq > g.markSeq && g.listShowsMember
 }
 
 // errNotTaking refuses the write of a term this replica may not begin.
-var errNotTaking = errors.New("shard group: this replica takes no shard now (a replica of another shard count is live, or its member record is not fresh)")
+var errNotTaking = errors.New("shard group: this replica takes no shard now (a replica of another shard count is live, or its member record is not fresh, or its last list did not show its last member write)")
 
 // gate refuses a write of shard i's elector that would begin a term here
 // (naming this replica while its elector does not claim the shard) when

@@ -224,3 +224,120 @@ func TestTheGateRefusesATermTheReplicaMayNotTake(t *testing.T) {
 		step("the larger count's member unchanged for a lease", nil)
 	})
 }
+
+// staleLister answers List, while stale, from the records as they were
+// when it went stale, as a list served from a watch that has not yet
+// delivered the latest writes does (lease.Backend with SharedWatch: as
+// current as the watch stream); from the store otherwise.
+type staleLister struct {
+	backend.Lister
+	mu    sync.Mutex
+	stale bool
+	then  []backend.Listed
+}
+
+func (s *staleLister) freeze(t *testing.T) {
+	t.Helper()
+	then, err := s.Lister.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale, s.then = true, then
+}
+
+// rewind answers from the records as they were at the last freeze again.
+func (s *staleLister) rewind() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale = true
+}
+
+func (s *staleLister) thaw() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stale = false
+}
+
+func (s *staleLister) List(ctx context.Context, prefix string) ([]backend.Listed, error) {
+	s.mu.Lock()
+	stale, then := s.stale, s.then
+	s.mu.Unlock()
+	if !stale {
+		return s.Lister.List(ctx, prefix)
+	}
+	var out []backend.Listed
+	for _, l := range then {
+		if strings.HasPrefix(l.Name, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// TestAListThatDoesNotShowTheMemberWriteDoesNotCount drives one
+// replica's member writes and lists by hand, its lists answered from a
+// view of the store that may lag behind it: a list that began after the
+// replica's member write, but does not show that write, is no list after
+// it. Of two replicas of different counts, at least one sees the other
+// only if each one's list shows every write the store took before its
+// own: a list that shows the replica's own last write does. Without it,
+// a replica taking its Yielded mark back and one of a larger count
+// joining at the same moment can both take keys, each from a view
+// without the other's write.
+func TestAListThatDoesNotShowTheMemberWriteDoesNotCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		shards := []backend.Backend{store.Open(ShardRecord("g", 0)), store.Open(ShardRecord("g", 1))}
+		member := store.Open(MemberRecord("g", "a"))
+		lister := &staleLister{Lister: member}
+		g, err := New(Config{Group: "g", Identity: "a", Shards: shards, Member: member, Members: lister,
+			Election: election.Config{LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Logger: slog.New(slog.DiscardHandler)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		mine := backend.Record{HolderIdentity: "a", LeaseDurationSeconds: 3, Transitions: 1}
+		step := func(what string, want error) {
+			t.Helper()
+			if err := g.gate(0, mine); !errors.Is(err, want) {
+				t.Errorf("%s: gate %v, want %v", what, err, want)
+			}
+		}
+		lister.freeze(t)
+		_ = g.writeMember(ctx, "a", false, false)
+		g.readMembers(ctx)
+		step("member written, then listed from a view without the write", errNotTaking)
+		lister.thaw()
+		g.readMembers(ctx)
+		step("listed from a view with it", nil)
+
+		// Yielded, then taken back: the list after must show the write
+		// that took the mark out.
+		g.setYielded(true)
+		_ = g.writeMember(ctx, "a", true, false)
+		g.readMembers(ctx)
+		lister.freeze(t)
+		_ = g.writeMember(ctx, "a", false, false)
+		g.setYielded(false)
+		g.markChanged()
+		g.readMembers(ctx)
+		step("the mark taken out, then listed from a view that still shows it", errNotTaking)
+		lister.thaw()
+		g.readMembers(ctx)
+		step("listed from a view with the mark out", nil)
+
+		// A list older than one before it (a watch that starts over
+		// behind the list request before it) does not show the last
+		// write either.
+		lister.freeze(t)
+		_ = g.writeMember(ctx, "a", false, false)
+		lister.thaw()
+		g.readMembers(ctx)
+		step("listed after a renewal, from the store", nil)
+		lister.rewind()
+		g.readMembers(ctx)
+		step("then from a view older than the renewal", errNotTaking)
+	})
+}

@@ -67,6 +67,13 @@ type Group struct {
 	// the replica takes shards only after a list that began after it.
 	listedAt         time.Time
 	listSeq, markSeq int
+	// listShowsMember says the last list that succeeded showed this
+	// replica's member record at the version it last wrote. A list may
+	// be older than the instant it began (lease.Backend's, from a watch
+	// that has not yet delivered the latest writes); one that shows the
+	// replica's own last write shows every write the store took before
+	// it, so the replica takes shards only after such a list.
+	listShowsMember bool
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}
 }

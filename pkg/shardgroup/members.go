@@ -100,6 +100,9 @@ func (g *Group) readMembers(ctx context.Context) {
 	defer g.mu.Unlock()
 	g.listedAt = began
 	g.listSeq++
+	own := MemberRecord(g.cfg.Group, g.cfg.Identity)
+	i := slices.IndexFunc(listed, func(l backend.Listed) bool { return l.Name == own })
+	g.listShowsMember = g.member != "" && i >= 0 && listed[i].Version == g.member
 	g.takeShardsLocked(listed, now)
 	prefix := MemberPrefix(g.cfg.Group)
 	present, names := map[string]bool{}, map[string]bool{}
