@@ -25,9 +25,13 @@ import (
 // once idle and takes the mark back by a write before a fresh read, writes
 // its member record one write at a time, takes nothing while its member
 // record is not fresh, and stops contending before its member record goes
-// when it stops. At every event the group checks that no two replicas
-// claim shards whose key ranges meet, and that no replica contends or
-// claims while its member record says Yielded.
+// when it stops. A read is an instant of the store: pkg/shardgroup's lists
+// may be older than the instant they begin (from a watch), and it counts
+// one only once it shows the replica's own last member write (then it
+// shows every write the store took before, all the rule needs of a
+// read); lagging lists are not played. At every event the group checks that no two replicas claim
+// shards whose key ranges meet, and that no replica contends or claims
+// while its member record says Yielded.
 
 // groupCounts is the count state of the group.
 type groupCounts struct {
