@@ -137,8 +137,8 @@ func (g *Group) stanceLocked() (shard.Stance, []int) {
 // at now: its stance is open, its member record does not say Yielded, was
 // written within a renew deadline, a list that began after the last
 // write others had to see (markSeq) has succeeded, and the last list
-// showed the replica's own last member write (so every write the store
-// took before it, that one included).
+// showed the replica's own last member write that succeeded (so every
+// write the store took before it, that one included).
 func (g *Group) mayTakeLocked(now time.Time) bool {
 	stance, _ := g.stanceLocked()
 	fresh := !g.memberWritten.IsZero() && now.Sub(g.memberWritten) < g.cfg.Election.RenewDeadline

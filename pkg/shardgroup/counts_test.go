@@ -339,5 +339,17 @@ func TestAListThatDoesNotShowTheMemberWriteDoesNotCount(t *testing.T) {
 		lister.rewind()
 		g.readMembers(ctx)
 		step("then from a view older than the renewal", errNotTaking)
+
+		// A write that failed without landing leaves the record at the
+		// last version written: a list that shows it still counts.
+		lister.thaw()
+		g.readMembers(ctx)
+		store.SetError(errors.New("the store is down"))
+		if err := g.writeMember(ctx, "a", false, false); err == nil {
+			t.Fatal("a member write succeeded while the store was down")
+		}
+		store.SetError(nil)
+		g.readMembers(ctx)
+		step("a member write failed without landing, then listed", nil)
 	})
 }

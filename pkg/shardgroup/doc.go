@@ -70,16 +70,18 @@
 //     list, before it contends again; and a member write a renew deadline
 //     or more after the one before (after a pause, or a stalled store:
 //     others may have seen the record expire) needs a list after it too.
-//     A list counts only if it shows the replica's own last member write,
-//     and it takes no shard while its last list does not: a list may be
-//     older than the instant it began (on Leases, from a watch that has
-//     not yet delivered the latest writes), and one that shows the
-//     replica's own last write shows every write the store took before
-//     it. So of two replicas of different counts, at least one sees the
-//     other (the one whose write the store took last). Its member record
-//     is written one write at a time, from its loop, each by version: a
-//     write that did not answer cannot land after a later one (say, a
-//     renewal with the Yielded mark after the write that took it out).
+//     A list counts only if it shows the replica's own last member write
+//     that succeeded, and the replica takes no shard while its last list
+//     does not (nor, after a write that did not answer but landed, until
+//     one succeeds again): a list may be older than the instant it began
+//     (on Leases, from a watch that has not yet delivered the latest
+//     writes), and one that shows the replica's own last write shows
+//     every write the store took before it. So of two replicas of
+//     different counts, at least one sees the other (the one whose write
+//     the store took last). Its member record is written one write at a
+//     time, from its loop, each by version: a write that did not answer
+//     cannot land after a later one (say, a renewal with the Yielded mark
+//     after the write that took it out).
 //   - Every write of a shard's elector that would begin a term here (one
 //     naming this replica while its elector does not claim the shard)
 //     passes the same test at the instant it is sent (the shard

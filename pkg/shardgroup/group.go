@@ -67,12 +67,16 @@ type Group struct {
 	// the replica takes shards only after a list that began after it.
 	listedAt         time.Time
 	listSeq, markSeq int
-	// listShowsMember says the last list that succeeded showed this
-	// replica's member record at the version it last wrote. A list may
-	// be older than the instant it began (lease.Backend's, from a watch
-	// that has not yet delivered the latest writes); one that shows the
-	// replica's own last write shows every write the store took before
-	// it, so the replica takes shards only after such a list.
+	// memberShown is the version of the last write of the member record
+	// that succeeded; listShowsMember says the last list that succeeded
+	// showed the record at that version. A list may be older than the
+	// instant it began (lease.Backend's, from a watch that has not yet
+	// delivered the latest writes); one that shows the replica's own
+	// last write shows every write the store took before it, so the
+	// replica takes shards only after such a list. (A later write that
+	// did not answer but landed leaves no list showing it until a write
+	// succeeds again.)
+	memberShown     backend.Version
 	listShowsMember bool
 	// changed is closed and replaced whenever Status may have changed.
 	changed chan struct{}

@@ -66,6 +66,7 @@ func (g *Group) writeMember(ctx context.Context, holder string, yielded, leaving
 		g.memberSince = rec.AcquireTime
 	}
 	if err == nil {
+		g.memberShown = written
 		if g.memberWritten.IsZero() || now.Sub(g.memberWritten) >= cfg.RenewDeadline {
 			// The first write, or one after a gap in which others may
 			// have seen the record expire: a list must follow it.
@@ -102,7 +103,7 @@ func (g *Group) readMembers(ctx context.Context) {
 	g.listSeq++
 	own := MemberRecord(g.cfg.Group, g.cfg.Identity)
 	i := slices.IndexFunc(listed, func(l backend.Listed) bool { return l.Name == own })
-	g.listShowsMember = g.member != "" && i >= 0 && listed[i].Version == g.member
+	g.listShowsMember = g.memberShown != "" && i >= 0 && listed[i].Version == g.memberShown
 	g.takeShardsLocked(listed, now)
 	prefix := MemberPrefix(g.cfg.Group)
 	present, names := map[string]bool{}, map[string]bool{}
