@@ -353,3 +353,52 @@ func TestAListThatDoesNotShowTheMemberWriteDoesNotCount(t *testing.T) {
 		step("a member write failed without landing, then listed", nil)
 	})
 }
+
+// TestTwoCountsListingALaggingViewNeverBothMayTake drives two replicas by
+// hand, of 2 and of 4 shards, listing one view of the store that lags
+// behind it: a takes its Yielded mark back and b joins at the same
+// moment, each writing its member record, then listing a view from before
+// both writes (a still yielded, b not there). Neither may take a shard
+// then; once the view shows both writes, at most one may.
+func TestTwoCountsListingALaggingViewNeverBothMayTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		lister := &staleLister{Lister: store.Open(MemberRecord("g", "a"))}
+		open := func(id string, n int) *Group {
+			shards := make([]backend.Backend, n)
+			for i := range shards {
+				shards[i] = store.Open(ShardRecord("g", i))
+			}
+			g, err := New(Config{Group: "g", Identity: id, Shards: shards, Member: store.Open(MemberRecord("g", id)), Members: lister,
+				Election: election.Config{LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Logger: slog.New(slog.DiscardHandler)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+		a, b := open("a", 2), open("b", 4)
+		ctx := context.Background()
+		mayTake := func(g *Group) bool {
+			return g.gate(0, backend.Record{HolderIdentity: g.cfg.Identity, LeaseDurationSeconds: 3, Transitions: 1}) == nil
+		}
+		a.setYielded(true)
+		_ = a.writeMember(ctx, "a", true, false)
+		a.readMembers(ctx)
+		lister.freeze(t)
+		_ = a.writeMember(ctx, "a", false, false)
+		a.setYielded(false)
+		a.markChanged()
+		_ = b.writeMember(ctx, "b", false, false)
+		a.readMembers(ctx)
+		b.readMembers(ctx)
+		if mayTake(a) || mayTake(b) {
+			t.Errorf("from a view without either write, a (2 shards) may take: %v, b (4 shards): %v; want neither", mayTake(a), mayTake(b))
+		}
+		lister.thaw()
+		a.readMembers(ctx)
+		b.readMembers(ctx)
+		if mayTake(a) && mayTake(b) {
+			t.Errorf("from a view with both writes, a (2 shards) and b (4 shards) may both take")
+		}
+	})
+}
