@@ -258,6 +258,10 @@ func notRunning(p corev1.Pod, ready bool) string {
 // the sidecar's own probe subcommand prints the body).
 func leaderState(ctx context.Context, ns, pod string) (fence.LeaderJSON, error) {
 	var st fence.LeaderJSON
+	// An exec that hangs (its stream never set up or never closed) must
+	// not take the caller's whole deadline: the next poll asks again.
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
 	out, err := cl.try(ctx, cl.kubectl, "exec", "--namespace", ns, pod, "--container", sidecarContainer, "--",
 		"/sidecar", "probe", "--address", "127.0.0.1:4040", "/leader")
 	if err != nil {
