@@ -22,8 +22,9 @@
 // (electionConfig) and check them alike. A command is in a file of its
 // own: the sidecar in sidecar.go (its settings) and serve.go (its parts
 // and lifecycle), lock.go, check.go, reset.go, status.go (its stores;
-// what it shows is package statusview), and client.go for probe and
-// handoff.
+// what it shows is package statusview), probe.go, handoff.go (and
+// client.go, what those two share), version.go; help, which prints the
+// others' usage, is here.
 //
 // Exit status of the sidecar: 0 after a clean shutdown (or --help,
 // --version); 2 for an invalid flag or environment variable; 1 when the
@@ -35,14 +36,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
-
-	"github.com/spf13/pflag"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/supervise"
 )
@@ -161,78 +158,4 @@ func rootUsage() string {
 	b.WriteString("  sidecar help [command]\n      this text (also --help), or the command's (as sidecar <command> --help)\n")
 	b.WriteString("\nEach command has its own --help.\n")
 	return b.String()
-}
-
-// version is stamped at build time: -ldflags "-X main.version=v1.2.3".
-var version = ""
-
-// currentVersion is the stamped version, else what the build recorded
-// (versionOf).
-func currentVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	return versionOf(info.Main.Version, info.Settings)
-}
-
-// versionOf is the version of a binary built without -X main.version: the
-// module's version (go install ...@vX, or the pseudo-version go build
-// derives from the checkout's commit, v0.0.0-<time>-<commit>+dirty), else,
-// where the module has none (-buildvcs=false, or an older Go), "devel"
-// with the commit go build recorded, if any (its first 12 hex digits, and
-// "-dirty" for uncommitted changes).
-func versionOf(module string, settings []debug.BuildSetting) string {
-	if module != "" && module != "(devel)" {
-		return module
-	}
-	var revision, modified string
-	for _, s := range settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if revision == "" {
-		return "devel"
-	}
-	if len(revision) > 12 {
-		revision = revision[:12]
-	}
-	if modified == "true" {
-		revision += "-dirty"
-	}
-	return "devel (" + revision + ")"
-}
-
-const versionUsage = `Usage: sidecar version
-
-Prints the version of the binary and exits, as sidecar --version.
-`
-
-// runVersion is "sidecar version".
-func runVersion(_ context.Context, p process, args []string) int {
-	fs := newFlagSet("sidecar version")
-	err := parseArgs(fs, args, versionUsage, p.stdout)
-	switch {
-	case errors.Is(err, pflag.ErrHelp):
-		return 0
-	case err != nil:
-		fmt.Fprintf(p.stderr, "sidecar version: %v\n", err)
-		return 2
-	case fs.NArg() > 0:
-		fmt.Fprintf(p.stderr, "sidecar version: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	return printVersion(p)
-}
-
-func printVersion(p process) int {
-	fmt.Fprintf(p.stdout, "sidecar %s\n", currentVersion())
-	return 0
 }
