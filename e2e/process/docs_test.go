@@ -611,3 +611,36 @@ func TestDocIndexesAgree(t *testing.T) {
 		}
 	}
 }
+
+// The README's Numbers table gives one figure per cell (a unit, or
+// "about", beside it), so that a reader compares two columns at a glance;
+// what qualifies a figure goes in the row's name or the text.
+func TestReadmeNumbersOneFigurePerCell(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(sidecartest.RepoPath(t, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Numbers\n")
+	if !ok {
+		t.Fatal("the README has no Numbers section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	figure := regexp.MustCompile(`^((about )?[0-9][0-9,]*(\.[0-9]+)?( ms| MiB|%)?)?$`)
+	rows := 0
+	for line := range strings.SplitSeq(section, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| |") {
+			continue
+		}
+		rows++
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for _, cell := range cells[1:] {
+			if cell = strings.TrimSpace(cell); !figure.MatchString(cell) {
+				t.Errorf("the Numbers table's row %q has the cell %q, want one figure", strings.TrimSpace(cells[0]), cell)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Fatalf("the Numbers table has %d rows, want the table", rows)
+	}
+}
