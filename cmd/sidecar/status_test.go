@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,6 +56,19 @@ func TestStatusRefusesBadFlags(t *testing.T) {
 			strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, stdout, stderr, c.want)
 		}
+	}
+}
+
+// Outside a cluster, with no kubeconfig, status says what else it takes,
+// not client-go's advice to set KUBERNETES_MASTER.
+func TestStatusWithoutAClusterNamesTheLocalBackends(t *testing.T) {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		t.Fatal("runs outside a Pod: in one, status finds the Pod's service account")
+	}
+	code, _, stderr := runArgs(t, []string{"status"}) // no KUBECONFIG, no HOME
+	if code != 1 || !strings.Contains(stderr, "no kubeconfig found") || !strings.Contains(stderr, "--backend sqlite --sqlite-path <file>") ||
+		strings.Contains(stderr, "KUBERNETES_MASTER") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want exit 1 and one line that names --backend sqlite", code, stderr)
 	}
 }
 
@@ -138,7 +152,7 @@ func TestStatusOnSQLite(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	want := [][]string{
 		{"NAME", "HOLDER", "TOKEN", "TERM", "RENEWED", "LEASE", "HANDOFF", "STATE"},
-		{"batch", "<none>", "2", "-", "*", "ago", "1s", "-", "released"},
+		{"batch", "<none>", "2", "-", "-", "-", "-", "released"},
 		{"cron", "cron-1_b", "9", "2m0s", "1m0s", "ago", "15s", "-", "stale"},
 		{"shop-member-shop-0-a", "shop-0_a", "0", "10m0s", "*", "ago", "15s", "-", "member"},
 		{"web", "web-0_a", "4", "1h0m", "*", "ago", "15s", "-", "held"},

@@ -38,12 +38,18 @@ func (p Table) cells(r Row) []string {
 	if r.TermAgeSeconds != nil {
 		term = shortDuration(secondsDuration(*r.TermAgeSeconds))
 	}
-	renewed := "-"
-	if r.SinceRenewalSeconds != nil {
+	// A record nobody holds was written by a release (or never held): its
+	// renewal and lease are the release's, not a holder's, so the
+	// narrow table shows neither (the wide one has the record's times).
+	renewed, lease := "-", "-"
+	if r.SinceRenewalSeconds != nil && r.Holder != "" {
 		renewed = shortDuration(secondsDuration(*r.SinceRenewalSeconds)) + " ago"
 	}
+	if r.Holder != "" {
+		lease = strconv.Itoa(int(r.LeaseDurationSeconds)) + "s"
+	}
 	c := []string{r.Name, holder, strconv.FormatInt(r.Token, 10), term, renewed,
-		strconv.Itoa(int(r.LeaseDurationSeconds)) + "s", handoffCell(r.Handoff, p.Wide), r.State}
+		lease, handoffCell(r.Handoff, p.Wide), r.State}
 	if p.Namespaces {
 		c = append([]string{r.Namespace}, c...)
 	}
