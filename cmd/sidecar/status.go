@@ -214,6 +214,9 @@ func (c *statusConfig) source(environ []string) (statusview.Source, error) {
 	}
 	getenv := func(k string) string { v, _ := lookup(environ, k); return v }
 	cfg, ns, err := kubeclient.KubectlConfig(c.kubeconfig, c.context, getenv)
+	if errors.Is(err, kubeclient.ErrNoKubeconfig) {
+		return nil, fmt.Errorf("%w; an election on SQLite or PostgreSQL: --backend sqlite --sqlite-path <file>, or --backend postgres --postgres-url <url>", err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,18 @@
 package kubeclient
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
+
+// ErrNoKubeconfig is KubectlConfig's error when no kubeconfig is found and
+// the process does not run in a Pod: the caller may say what else it
+// could be given.
+var ErrNoKubeconfig = errors.New("no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a Pod")
 
 // KubectlConfig finds the API server and the namespace as kubectl does,
 // for commands an operator runs from a workstation or as a kubectl
@@ -42,7 +48,9 @@ func KubectlConfig(kubeconfig, context string, getenv func(string) string) (*res
 	cfg, err := loader.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, "", fmt.Errorf("no kubeconfig found (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a Pod: %w", err)
+			// client-go's own words would send the reader to
+			// KUBERNETES_MASTER, a variable nobody should set.
+			return nil, "", ErrNoKubeconfig
 		}
 		return nil, "", fmt.Errorf("kubeconfig, %s: %w", where, err)
 	}

@@ -1,6 +1,7 @@
 package kubeclient
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,8 @@ func TestKubectlConfig(t *testing.T) {
 	}
 	if _, _, err := KubectlConfig(filepath.Join(dir, "missing"), "", nil); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("a missing file: %v", err)
+	}
+	if _, _, err := KubectlConfig("", "", nil); !errors.Is(err, ErrNoKubeconfig) || strings.Contains(err.Error(), "KUBERNETES_MASTER") {
+		t.Errorf("no kubeconfig, outside a Pod: %v; want ErrNoKubeconfig alone", err)
 	}
 }
