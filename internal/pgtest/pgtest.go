@@ -37,6 +37,7 @@ type Server struct {
 	LogPath string
 	stop    func() error
 	crash   func() error
+	restart func(down time.Duration) (*Server, error)
 }
 
 // URL is the server's address as a postgres:// URL (the socket directory
@@ -47,6 +48,19 @@ func (s *Server) URL(database string) string {
 
 // Stop stops the server (a fast shutdown) and removes its directory.
 func (s *Server) Stop() error { return s.stop() }
+
+// Restart stops the server as an operator's restart does (a fast
+// shutdown: every session is ended, every commit kept), leaves it down for
+// down, and starts it again on the same data directory and socket, so the
+// DSN and URLs stay valid. Not safe to call concurrently with Stop.
+func (s *Server) Restart(down time.Duration) error {
+	next, err := s.restart(down)
+	if err != nil {
+		return err
+	}
+	*s = *next
+	return nil
+}
 
 // Start starts a server; see the package doc. The server is a child of the
 // test binary that the kernel kills if the binary dies before Stop.

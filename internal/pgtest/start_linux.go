@@ -116,7 +116,7 @@ func (h *host) run(dir string, extra ...string) (*Server, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		logFile, err := os.Create(logPath)
+		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restart appends
 		if err != nil {
 			started <- err
 			return
@@ -163,8 +163,15 @@ func (h *host) run(dir string, extra ...string) (*Server, error) {
 		_ = stop()
 		return nil, fmt.Errorf("%w\npostgres log:\n%s", err, log)
 	}
+	restart := func(down time.Duration) (*Server, error) {
+		if err := halt(syscall.SIGINT); err != nil {
+			return nil, err
+		}
+		time.Sleep(down)
+		return h.run(dir, extra...)
+	}
 	return &Server{DSN: dsn, SocketDir: dir, LogPath: logPath, stop: stop,
-		crash: func() error { return halt(syscall.SIGQUIT) }}, nil // immediate shutdown
+		crash: func() error { return halt(syscall.SIGQUIT) }, restart: restart}, nil // crash: an immediate shutdown
 }
 
 // startPair starts a primary, then a standby made from it with
