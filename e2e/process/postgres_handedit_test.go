@@ -1,0 +1,122 @@
+package process
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// Three sidecars on one PostgreSQL table, every one sampled as fast as it
+// answers, while an operator edits the election's row by hand with psql
+// (a new version, as a write through the table's identity column does):
+//
+//   - holder renamed to a replica that does not exist: a live holder
+//     nobody renews; the leader steps down at its next renewal and a
+//     replica takes over a lease after the edit, with the next token;
+//   - holder emptied (not a release: the lease duration stays): the
+//     standbys wait it out, and the leader takes the row back at its next
+//     renewal with the next token;
+//   - token lowered to 0: the leader starts a new term one above the
+//     highest token it saw, never a lower one, and a replica logs that the
+//     token went back;
+//   - the row deleted: the trigger refuses, naming why, and the leader
+//     leads on.
+//
+// Throughout, no claim of an older term comes after a newer term's first
+// claim, and no token is claimed by two replicas.
+func TestPostgresRecordEditedByHand(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, edit string
+		newTerm    bool // the edit ends the leader's term
+	}{
+		{"holder renamed", `UPDATE %s SET holder = 'ghost_0', version = DEFAULT WHERE name = 'leader-sidecar'`, true},
+		{"holder emptied", `UPDATE %s SET holder = '', version = DEFAULT WHERE name = 'leader-sidecar'`, true},
+		{"token lowered", `UPDATE %s SET transitions = 0, version = DEFAULT WHERE name = 'leader-sidecar'`, true},
+		{"row deleted", `DELETE FROM %s WHERE name = 'leader-sidecar'`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			server := postgresServer.Server(t)
+			table := "hand_edited_" + strings.ReplaceAll(c.name, " ", "_")
+			var all []*sidecartest.Sidecar
+			for range 3 {
+				all = append(all, sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", server.DSN, "--postgres-table", table))
+			}
+			for _, s := range all {
+				s.WaitServing()
+			}
+			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+			sidecartest.AwaitSettled(t, all, leader)
+
+			var log sidecartest.ClaimLog
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for _, s := range all {
+				log.Sample(&wg, stop, s, func(err error) bool {
+					t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
+					return false
+				})
+			}
+			log.AwaitSampled(t, token)
+			db, err := sql.Open("pgx", server.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			edited := time.Now()
+			_, err = db.ExecContext(t.Context(), fmt.Sprintf(c.edit, table))
+			switch {
+			case c.newTerm && err != nil:
+				t.Fatalf("the edit: %v", err)
+			case !c.newTerm && (err == nil || !strings.Contains(err.Error(), "never deleted")):
+				t.Fatalf("the delete: %v, want it refused as never deleted", err)
+			}
+
+			var next *sidecartest.Sidecar
+			var nextToken int64
+			if c.newTerm {
+				next = sidecartest.AwaitToken(t, all, token+1, 3*sidecartest.LeaseDuration)
+				nextToken = token + 1
+				log.AwaitSampled(t, nextToken)
+			} else {
+				next, nextToken = leader, token
+				sidecartest.Steady(t, all, leader, token, sidecartest.LeaseDuration)
+			}
+			took := time.Since(edited)
+			sidecartest.AwaitSettled(t, all, next)
+			close(stop)
+			wg.Wait()
+
+			terms := log.Check(t)
+			holders := map[sidecartest.Term]map[string]bool{}
+			for _, cl := range log.Claims() {
+				if holders[cl.Term] == nil {
+					holders[cl.Term] = map[string]bool{}
+				}
+				holders[cl.Term][cl.Who] = true
+			}
+			for term, who := range holders {
+				if len(who) != 1 {
+					t.Errorf("token %v was claimed by %d replicas", term, len(who))
+				}
+			}
+			if c.name == "token lowered" {
+				reported := false
+				for _, s := range all {
+					reported = reported || strings.Contains(s.Logs(), "the record's token is lower than one seen before")
+				}
+				if !reported {
+					t.Error("no replica logged that the token went back")
+				}
+			}
+			t.Logf("%s: token %d, then %d (the same replica: %v), %v after the edit; terms %v",
+				c.name, token, nextToken, next == leader, took.Round(time.Millisecond), terms)
+		})
+	}
+}
