@@ -25,20 +25,24 @@ import (
 //     highest token it saw, never a lower one, and a replica logs that the
 //     token went back;
 //   - the row deleted: the trigger refuses, naming why, and the leader
-//     leads on.
+//     leads on;
+//   - holder renamed without a new version: the leader's next renewal,
+//     whose compare-and-swap still matches, writes over the edit, and it
+//     leads on with its token.
 //
 // Throughout, no claim of an older term comes after a newer term's first
 // claim, and no token is claimed by two replicas.
 func TestPostgresRecordEditedByHand(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name, edit string
-		newTerm    bool // the edit ends the leader's term
+		name, edit       string
+		newTerm, refused bool // the edit ends the leader's term; the table refuses it
 	}{
-		{"holder renamed", `UPDATE %s SET holder = 'ghost_0', version = DEFAULT WHERE name = 'leader-sidecar'`, true},
-		{"holder emptied", `UPDATE %s SET holder = '', version = DEFAULT WHERE name = 'leader-sidecar'`, true},
-		{"token lowered", `UPDATE %s SET transitions = 0, version = DEFAULT WHERE name = 'leader-sidecar'`, true},
-		{"row deleted", `DELETE FROM %s WHERE name = 'leader-sidecar'`, false},
+		{"holder renamed", `UPDATE %s SET holder = 'ghost_0', version = DEFAULT WHERE name = 'leader-sidecar'`, true, false},
+		{"holder emptied", `UPDATE %s SET holder = '', version = DEFAULT WHERE name = 'leader-sidecar'`, true, false},
+		{"token lowered", `UPDATE %s SET transitions = 0, version = DEFAULT WHERE name = 'leader-sidecar'`, true, false},
+		{"row deleted", `DELETE FROM %s WHERE name = 'leader-sidecar'`, false, true},
+		{"holder renamed in place", `UPDATE %s SET holder = 'ghost_0' WHERE name = 'leader-sidecar'`, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -72,9 +76,9 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 			edited := time.Now()
 			_, err = db.ExecContext(t.Context(), fmt.Sprintf(c.edit, table))
 			switch {
-			case c.newTerm && err != nil:
+			case !c.refused && err != nil:
 				t.Fatalf("the edit: %v", err)
-			case !c.newTerm && (err == nil || !strings.Contains(err.Error(), "never deleted")):
+			case c.refused && (err == nil || !strings.Contains(err.Error(), "never deleted")):
 				t.Fatalf("the delete: %v, want it refused as never deleted", err)
 			}
 
@@ -87,6 +91,13 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 			} else {
 				next, nextToken = leader, token
 				sidecartest.Steady(t, all, leader, token, sidecartest.LeaseDuration)
+				var holder string
+				if err := db.QueryRowContext(t.Context(), "SELECT holder FROM "+table+" WHERE name = 'leader-sidecar'").Scan(&holder); err != nil {
+					t.Fatal(err)
+				}
+				if id := sidecartest.IdentityOf(t, leader); holder != id {
+					t.Fatalf("after a lease the row names %q, want the leader %q", holder, id)
+				}
 			}
 			took := time.Since(edited)
 			sidecartest.AwaitSettled(t, all, next)
