@@ -114,21 +114,48 @@ func TestPostgresThreeSidecarsHandOffAndFailOver(t *testing.T) {
 		handOff.Round(time.Millisecond), failOver.Round(time.Millisecond), sidecartest.LeaseDuration, terms)
 }
 
-// A server that cannot be reached stops the sidecar with exit status 1
-// and an error that names the flag and the server, not the password.
-func TestPostgresUnreachableServerIsOneLineWithoutThePassword(t *testing.T) {
+// A server that cannot be reached, a database or a role it does not have:
+// each stops the sidecar with exit status 1 and one error line that names
+// the flag, the server and what is wrong, never the password.
+func TestPostgresBadServerIsOneLineWithoutThePassword(t *testing.T) {
 	t.Parallel()
-	url := "postgres://app:" + neverLogged + "@/orders?host=" + t.TempDir() + "&connect_timeout=2"
-	s := sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", url)
-	if code := s.WaitExit(30 * time.Second); code != 1 {
-		t.Fatalf("exit status %d, want 1; logs:\n%s", code, s.Logs())
-	}
-	logs := s.Logs()
-	if strings.Contains(logs, neverLogged) {
-		t.Fatalf("the sidecar printed the password:\n%s", logs)
-	}
-	if !strings.Contains(logs, "--postgres-url: postgres: open") || !strings.Contains(logs, "app@unix:") || !strings.Contains(logs, "failed to connect") {
-		t.Fatalf("logs:\n%s\nwant an error naming --postgres-url and the server", logs)
+	socketDir := postgresServer.Server(t).SocketDir
+	for _, c := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"unreachable", "postgres://app:" + neverLogged + "@/orders?host=" + t.TempDir() + "&connect_timeout=2",
+			[]string{"app@unix:", "failed to connect"}},
+		{"no such database", "postgres://postgres:" + neverLogged + "@/no_such_db?host=" + socketDir,
+			[]string{"postgres@unix:", "no_such_db", "does not exist (SQLSTATE 3D000)"}},
+		{"no such role", "postgres://no_such_role:" + neverLogged + "@/postgres?host=" + socketDir,
+			[]string{"no_such_role@unix:", "does not exist (SQLSTATE 28000)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", c.url)
+			if code := s.WaitExit(30 * time.Second); code != 1 {
+				t.Fatalf("exit status %d, want 1; logs:\n%s", code, s.Logs())
+			}
+			logs := s.Logs()
+			if strings.Contains(logs, neverLogged) {
+				t.Fatalf("the sidecar printed the password:\n%s", logs)
+			}
+			var errors []string
+			for line := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+				if strings.Contains(line, `"level":"ERROR"`) {
+					errors = append(errors, line)
+				}
+			}
+			if len(errors) != 1 {
+				t.Fatalf("%d error lines, want one:\n%s", len(errors), logs)
+			}
+			for _, w := range append([]string{"--postgres-url: postgres: open"}, c.want...) {
+				if !strings.Contains(errors[0], w) {
+					t.Fatalf("the error line\n%s\ndoes not say %q", errors[0], w)
+				}
+			}
+		})
 	}
 }
 
