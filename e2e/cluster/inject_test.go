@@ -511,11 +511,12 @@ func TestInjectorPlainDeployment(t *testing.T) {
 // TestInjectorReadmeCommands follows docs/injection.md's "Add leadership
 // to an existing Deployment" (the README shows its last command): in
 // namespace shop, enforcing Pod Security "restricted", a Deployment
-// orders of the example worker, as the ServiceAccount orders with the
-// token automounted, without the sidecar; then the page's three commands,
-// run as written (the first by the shared install). The Deployment rolls
-// out two injected Pods, one of which leads; each app container keeps the
-// ServiceAccount token it asked for, the sidecar mounts its own. Then a
+// orders of the example worker, as the namespace's default ServiceAccount
+// with the token automounted, without the sidecar; then the page's three
+// commands, run as written (the first by the shared install), which create
+// the ServiceAccount orders and name it. The Deployment rolls out two
+// injected Pods that run as orders, one of which leads; each app container
+// keeps the ServiceAccount token it asked for, the sidecar mounts its own. Then a
 // template change (kubectl rollout restart) rolls out new Pods, each
 // injected once.
 func TestInjectorReadmeCommands(t *testing.T) {
@@ -534,13 +535,21 @@ func TestInjectorReadmeCommands(t *testing.T) {
 	const ns = "shop"
 	namespaceNamed(t, ns)
 	_, app := images(t)
-	apply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: orders, namespace: %s}\n---\n", ns)+
-		fmt.Sprintf(workerDeployment, ns, 2, "", true, app))
+	// The Deployment as a user has it: no ServiceAccount of its own (the
+	// namespace's default); the steps create one and name it.
+	asDefault := strings.Replace(fmt.Sprintf(workerDeployment, ns, 2, "", true, app), "      serviceAccountName: orders\n", "", 1)
+	if strings.Contains(asDefault, "serviceAccountName") {
+		t.Fatal("the Deployment still names a ServiceAccount")
+	}
+	apply(t, ctx, asDefault)
 	for _, step := range steps[1:] {
 		t.Logf("$ %s\n%s", step, mustShell(t, ctx, step))
 	}
 
 	appToken := func(p corev1.Pod) string {
+		if p.Spec.ServiceAccountName != "orders" {
+			return fmt.Sprintf("runs as %q, want the ServiceAccount orders", p.Spec.ServiceAccountName)
+		}
 		m := injecttest.TokenMounts(p.Spec.Containers[0])
 		if len(m) != 1 || !strings.HasPrefix(m[0], "kube-api-access-") {
 			return fmt.Sprintf("the app mounts %v, want the ServiceAccount's token", m)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // lintValues are the values the chart is linted with.
 var lintValues = []string{
 	"",
-	"namespaces:\n  - {namespace: shop, serviceAccount: orders, lease: orders}\n" +
+	"namespaces:\n  - {namespace: shop, serviceAccount: orders, createServiceAccount: true, lease: orders}\n" +
 		"  - {namespace: jobs, serviceAccount: batch, lease: nightly, readinessMode: pod-condition, events: false,\n" +
 		"     settings: {logLevel: debug, waitForLeadership: true}}\n" +
 		"  - {namespace: web, serviceAccount: web, lease: web, readinessMode: label}\n" +
@@ -68,7 +69,8 @@ func TestInjectorChartSchema(t *testing.T) {
 
 // TestInjectorChartNamespacePart: an entry of namespaces renders the
 // Role of the library chart's least privilege for its mode, bound to its
-// ServiceAccount.
+// ServiceAccount, and the ServiceAccount itself where the entry says
+// createServiceAccount.
 func TestInjectorChartNamespacePart(t *testing.T) {
 	out, err := renderInjector(t, lintValues[1])
 	if err != nil {
@@ -76,7 +78,11 @@ func TestInjectorChartNamespacePart(t *testing.T) {
 	}
 	r := sidecartest.DecodeManifests(t, out)
 	rules := map[string]string{}
+	var accounts []string
 	for _, o := range r.Raw {
+		if o.GetKind() == "ServiceAccount" {
+			accounts = append(accounts, o.GetNamespace()+"/"+o.GetName())
+		}
 		if o.GetKind() == "Role" {
 			rules[o.GetNamespace()] = strings.Join(strings.Fields(stringify(o.Object["rules"])), " ")
 		}
@@ -97,6 +103,9 @@ func TestInjectorChartNamespacePart(t *testing.T) {
 				t.Errorf("the Role of %s has rules %s, want %s", ns, rules[ns], w)
 			}
 		}
+	}
+	if want := []string{"shop/orders"}; !slices.Equal(accounts, want) {
+		t.Errorf("ServiceAccounts %v, want %v (the one entry with createServiceAccount)", accounts, want)
 	}
 	if strings.Contains(rules["cron"], "pods") {
 		t.Errorf("the Role of cron grants pods with podDeletionCost: false and readiness none: %s", rules["cron"])
