@@ -1,0 +1,73 @@
+package process
+
+import (
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
+)
+
+// Three sidecars on one PostgreSQL, every one sampled as fast as it
+// answers, while the leader's sidecar is frozen with SIGSTOP for two lease
+// durations (a paused process, a stalled VM): a standby takes over with
+// the token one higher once the lease has run out, and when the frozen
+// one resumes, its first answers already say it does not lead: no claim
+// of the older term is sent after the newer term's first claim, and no
+// token is claimed by two replicas.
+func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
+	t.Parallel()
+	server := postgresServer.Server(t)
+	var all []*sidecartest.Sidecar
+	for range 3 {
+		all = append(all, sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", server.DSN, "--postgres-table", "paused_leader"))
+	}
+	for _, s := range all {
+		s.WaitServing()
+	}
+	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
+	sidecartest.AwaitSettled(t, all, leader)
+
+	var log sidecartest.ClaimLog
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, s := range all {
+		log.Sample(&wg, stop, s, func(err error) bool { return true }) // the frozen one answers late or not at all
+	}
+	log.AwaitSampled(t, token)
+	leader.Signal(syscall.SIGSTOP)
+	frozen := time.Now()
+	next := sidecartest.AwaitToken(t, sidecartest.Without(all, leader), token+1, 3*sidecartest.LeaseDuration)
+	took := time.Since(frozen)
+	log.AwaitSampled(t, token+1)
+	if rest := 2*sidecartest.LeaseDuration - time.Since(frozen); rest > 0 {
+		time.Sleep(rest)
+	}
+	leader.Signal(syscall.SIGCONT)
+	sidecartest.AwaitSettled(t, all, next)
+	close(stop)
+	wg.Wait()
+
+	terms := log.Check(t)
+	holders := map[sidecartest.Term]map[string]bool{}
+	for _, cl := range log.Claims() {
+		if holders[cl.Term] == nil {
+			holders[cl.Term] = map[string]bool{}
+		}
+		holders[cl.Term][cl.Who] = true
+	}
+	for term, who := range holders {
+		if len(who) != 1 {
+			t.Errorf("token %v was claimed by %d replicas", term, len(who))
+		}
+	}
+	if len(terms) != 2 {
+		t.Fatalf("answers covered terms %v, want the two", terms)
+	}
+	if least := sidecartest.LeaseDuration - sidecartest.RenewInterval; took < least {
+		t.Fatalf("a standby took over %v after the freeze, before the lease could have run out (%v)", took, least)
+	}
+	t.Logf("frozen for %v: the next leader led %v after the freeze (lease %v); answers per term %v",
+		2*sidecartest.LeaseDuration, took.Round(time.Millisecond), sidecartest.LeaseDuration, terms)
+}
