@@ -37,6 +37,12 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   need "promtool and prometheus" prometheus
 fi
 
+# pgbouncer: a pooler in transaction mode in front of the PostgreSQL
+# tests' server (e2e/process), where LISTEN cannot work.
+if ! [[ -x /usr/sbin/pgbouncer ]] && ! command -v pgbouncer >/dev/null; then
+  need PgBouncer pgbouncer
+fi
+
 # curl: the README's and docs/handoff.md's commands, run as written
 # (e2e/process).
 if ! command -v curl >/dev/null; then

@@ -9,3 +9,5 @@ var errLinuxOnly = errors.New("the PostgreSQL tests start their servers on Linux
 func start() (*Server, error) { return nil, errLinuxOnly }
 
 func startPair(Replication) (*Pair, error) { return nil, errLinuxOnly }
+
+func startPooler(*Server, int) (*Pooler, error) { return nil, errLinuxOnly }
