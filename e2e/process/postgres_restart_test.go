@@ -17,12 +17,14 @@ import (
 // leader with its token (it renewed on a new connection within its renew
 // deadline) or, if that took longer, the next with a higher token;
 //
-// stopped past the lease: down for two lease durations. No replica can
+// stopped past the lease: down for a lease and a renew interval. No replica can
 // renew or take over while the server is down: the leader stops claiming
 // within its renew deadline of the stop (no claim is asked for later than
 // that and answered leader: true: it last renewed before the stop), and
-// nobody claims again until the server is back. Then one replica leads, with a
-// token above every earlier one, within two leases.
+// nobody claims again until the server is back. Then one replica leads
+// within two leases: the leader again, its term resumed (nobody could
+// write in between, and the row still names it), or another with a higher
+// token once its wait for the row's expiry ran out.
 //
 // Throughout, no claim of an older term comes after a newer term's first
 // claim, and no token is claimed by two replicas.
@@ -33,7 +35,7 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 		down time.Duration
 	}{
 		{"restarted", 500 * time.Millisecond},
-		{"stopped past the lease", 2 * sidecartest.LeaseDuration},
+		{"stopped past the lease", sidecartest.LeaseDuration + sidecartest.RenewInterval},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
