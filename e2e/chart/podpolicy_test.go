@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,27 +20,60 @@ import (
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
 
-// TestChartPodPatchPolicy applies the chart's Role and its pod patch
-// policy (rendered where the API serves ValidatingAdmissionPolicy) on the
-// API server, and patches Pods as the sidecar's ServiceAccount with a
-// token bound to Pod orders-0: the deletion cost and the role label of
-// orders-0 change; another Pod, another annotation or label, and the
-// spec are refused with a message that says why. Before the policy, the
-// Role alone let the ServiceAccount patch the other Pod.
+// TestChartPodPatchPolicy applies a chart's Role and its pod patch policy
+// on the API server, and patches Pods as the sidecar's ServiceAccount with
+// a token bound to Pod orders-0: the deletion cost and the role label of
+// orders-0 change; another Pod, another annotation or label, and the spec
+// are refused with a message that says why. Before the policy, the Role
+// alone let the ServiceAccount patch the other Pod. The charts: the
+// library chart's (through the example chart, rendered where the API
+// serves ValidatingAdmissionPolicy), and the injector's for a namespace
+// it prepares; the two policies say the same but for whom they bind.
 func TestChartPodPatchPolicy(t *testing.T) {
 	dir := sidecartest.Charts(t)
 	k := sidecartest.Kube(t)
+	specs := map[string]admissionv1.ValidatingAdmissionPolicySpec{}
+	for _, c := range []struct {
+		name   string
+		render func(ns string) (string, error)
+	}{
+		{"library chart", func(ns string) (string, error) {
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(values, []byte("sidecar:\n  readiness:\n    mode: label\n"), 0o644); err != nil {
+				return "", err
+			}
+			return sidecartest.RunHelm(t, "template", sidecartest.ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns,
+				"--values", values, "--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
+		}},
+		{"injector", func(ns string) (string, error) {
+			return sidecartest.RunHelm(t, "template", "leader-sidecar-injector", sidecartest.RepoPath(t, "charts", "leader-sidecar-injector"),
+				"--namespace", "leader-sidecar-injector", "--show-only", "templates/namespaces.yaml", "--set",
+				"namespaces[0].namespace="+ns+",namespaces[0].serviceAccount=orders,namespaces[0].createServiceAccount=true,"+
+					"namespaces[0].lease=orders,namespaces[0].readinessMode=label")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := k.Namespace(t)
+			out, err := c.render(ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := checkPodPatchPolicy(t, k, ns, out)
+			spec.MatchConditions = nil // whom it binds: the chart's ServiceAccount
+			specs[c.name] = spec
+		})
+	}
+	if lib, inj := specs["library chart"], specs["injector"]; !reflect.DeepEqual(lib, inj) {
+		t.Errorf("the injector's pod patch policy says another thing than the library chart's:\n%+v\n%+v", inj, lib)
+	}
+}
+
+// checkPodPatchPolicy applies the ServiceAccount, Role, RoleBinding and pod
+// patch policy of out in ns and checks what the ServiceAccount may patch;
+// it returns the policy's spec.
+func checkPodPatchPolicy(t *testing.T, k *sidecartest.KubeEnv, ns, out string) admissionv1.ValidatingAdmissionPolicySpec {
+	t.Helper()
 	ctx := context.Background()
-	ns := k.Namespace(t)
-	values := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(values, []byte("sidecar:\n  readiness:\n    mode: label\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := sidecartest.RunHelm(t, "template", sidecartest.ChartRelease, filepath.Join(dir, "leader-sidecar-example"), "--namespace", ns,
-		"--values", values, "--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := sidecartest.DecodeManifests(t, out)
 	var policy *admissionv1.ValidatingAdmissionPolicy
 	var binding *admissionv1.ValidatingAdmissionPolicyBinding
@@ -128,4 +162,5 @@ func TestChartPodPatchPolicy(t *testing.T) {
 			t.Errorf("%s of its own Pod: %v; want it refused saying %q", c.name, err, c.refused)
 		}
 	}
+	return policy.Spec
 }
