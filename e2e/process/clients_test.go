@@ -149,6 +149,9 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 	}
 	fakes["503 with a leader's body"] = unavailable.URL
 	dead := "http://" + closedPort(t)
+	// A shard group's sidecar has no single leader: its 409 says so, and
+	// every client passes that on.
+	shardGroup := sidecartest.Start(t, sidecartest.DBPath(t), "--shards", "2")
 
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
@@ -168,6 +171,10 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 				if out, errOut, code := c.run(t, url); code != 2 || out != "" || errOut == "" {
 					t.Fatalf("answered %s: exit %d, stdout %q, stderr %q; want 2 and a message", name, code, out, errOut)
 				}
+			}
+			if out, errOut, code := c.run(t, "http://"+shardGroup.Addr()); code != 2 || out != "" ||
+				!strings.Contains(errOut, "409") || !strings.Contains(errOut, "there is no single leader; GET /shards lists the shards held here") {
+				t.Fatalf("on a shard group's sidecar: exit %d, stdout %q, stderr %q; want 2 and the sidecar's reason", code, out, errOut)
 			}
 		})
 	}

@@ -164,11 +164,22 @@ function send(method, where, timeoutMs, limit) {
   });
 }
 
+/** ': <the sidecar's error>' of an error answer whose JSON body names one
+ * (a shard group's 409 says to ask GET /shards), else ''. */
+function reasonOf(body) {
+  try {
+    const err = JSON.parse(body).error;
+    return typeof err === 'string' && err ? `: ${err}` : '';
+  } catch {
+    return '';
+  }
+}
+
 async function get(url, path, timeoutMs, limit) {
   const where = `${base(url)}${path}`;
   const { status, statusText, body } = await send('GET', where, timeoutMs, limit);
   if (status < 200 || status > 299) {
-    throw new SidecarError(`GET ${where}: ${status} ${statusText}`);
+    throw new SidecarError(`GET ${where}: ${status} ${statusText}${reasonOf(body)}`);
   }
   return body;
 }

@@ -117,11 +117,23 @@ def _decode(body: bytes) -> dict:
     return state
 
 
+def _reason(e: urllib.error.HTTPError) -> str:
+    """': <the sidecar's error>' of an error answer whose JSON body names
+    one (a shard group's 409 says to ask GET /shards), else ''."""
+    try:
+        err = json.loads(e.read(MAX_ANSWER)).get("error")
+    except Exception:  # not JSON, not an object: the status says enough
+        return ""
+    return ": %s" % err if isinstance(err, str) and err else ""
+
+
 def _get(url: Optional[str], path: str, timeout: float, limit: int) -> bytes:
     try:
         with _opener.open(_base(url) + path, timeout=timeout) as resp:
             body = resp.read(limit + 1)
-    except (OSError, urllib.error.URLError) as e:  # HTTPError is a URLError
+    except urllib.error.HTTPError as e:
+        raise SidecarError("GET %s%s: %s%s" % (_base(url), path, e, _reason(e))) from e
+    except (OSError, urllib.error.URLError) as e:
         raise SidecarError("GET %s%s: %s" % (_base(url), path, e)) from e
     if len(body) > limit:
         raise SidecarError("answer larger than %d bytes" % limit)

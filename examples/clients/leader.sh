@@ -248,7 +248,16 @@ case $# in
   *) usage ;;
 esac
 
-body=$(curl -fsS --max-time 2 --noproxy '*' "$url/leader") || fail "no usable answer from $url/leader"
+# The status on a line of its own after the body, so that an error answer's
+# reason (a shard group's 409 says to ask GET /shards) can be shown.
+answer=$(curl -sS --max-time 2 --noproxy '*' -w '\n%{http_code}' "$url/leader") || fail "no usable answer from $url/leader"
+status=$(printf '%s\n' "$answer" | tail -n 1)
+body=$(printf '%s\n' "$answer" | sed '$d')
+case $status in
+  2??) ;;
+  *) reason=$(printf '%s' "$body" | sed -n 's/.*"error":"\([^"]*\)".*/\1/p')
+    fail "GET $url/leader: HTTP $status${reason:+: $reason}" ;;
+esac
 
 if [ -n "$jq" ]; then
   line=$(printf '%s' "$body" | "$jq" -er '
