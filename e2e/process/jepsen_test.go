@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/internal/pgtest"
 	"github.com/leader-sidecar/leader-sidecar/internal/settest"
 	"github.com/leader-sidecar/leader-sidecar/internal/sidecartest"
 )
@@ -17,7 +18,8 @@ import (
 // PostgreSQL row while it believes its sidecar leads; a seeded nemesis
 // pauses the leader's sidecar past the lease (its app keeps writing with
 // the term it last heard: a stale leader), cuts a PostgreSQL leader's
-// sidecar off from the server or slows its path to it, and kills
+// sidecar off from the server or slows its path to it, restarts the
+// server of the election's records (down for a lease and more), and kills
 // sidecars, starting new ones in their place. LEADER_SIDECAR_JEPSEN_DURATION runs the
 // nemesis longer (make jepsen), LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
@@ -33,9 +35,20 @@ var setStores = []struct {
 		c.Launch = func() *sidecartest.Sidecar { return sidecartest.Launch(t, file) }
 	}},
 	{"postgres", func(t *testing.T, table string, c *settest.Config) {
-		// Each sidecar reaches the server through a proxy of its own, which
-		// the nemesis cuts or slows.
-		socket := filepath.Join(postgresServer.Server(t).SocketDir, ".s.PGSQL.5432")
+		// The election's records on a server of their own, which the
+		// nemesis restarts (the list stays on the package's server). Each
+		// sidecar reaches it through a proxy of its own, which the nemesis
+		// cuts or slows.
+		records, err := pgtest.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := records.Stop(); err != nil {
+				t.Errorf("stopping the records' PostgreSQL: %v", err)
+			}
+		})
+		socket := filepath.Join(records.SocketDir, ".s.PGSQL.5432")
 		var proxied settest.ProxiedStore
 		c.Launch = func() *sidecartest.Sidecar {
 			px := sidecartest.NewTCPProxy(t, socket)
@@ -44,7 +57,19 @@ var setStores = []struct {
 			proxied.Add(s, px)
 			return s
 		}
-		c.StoreFaults = proxied.Faults(slowStore)
+		restart := settest.StoreFault{Name: "store restart", Inject: func(*sidecartest.Sidecar) func() {
+			// A fast shutdown of the records' server, every session ended,
+			// until the nemesis undoes the fault; then the same data again.
+			if err := records.Halt(); err != nil {
+				t.Errorf("stopping the records' PostgreSQL: %v", err)
+			}
+			return func() {
+				if err := records.Resume(); err != nil {
+					t.Errorf("starting the records' PostgreSQL again: %v", err)
+				}
+			}
+		}}
+		c.StoreFaults = append(proxied.Faults(slowStore), restart)
 	}},
 }
 

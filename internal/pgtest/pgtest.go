@@ -37,7 +37,8 @@ type Server struct {
 	LogPath string
 	stop    func() error
 	crash   func() error
-	restart func(down time.Duration) (*Server, error)
+	halt    func() error
+	resume  func() (*Server, error)
 }
 
 // URL is the server's address as a postgres:// URL (the socket directory
@@ -54,7 +55,20 @@ func (s *Server) Stop() error { return s.stop() }
 // down, and starts it again on the same data directory and socket, so the
 // DSN and URLs stay valid. Not safe to call concurrently with Stop.
 func (s *Server) Restart(down time.Duration) error {
-	next, err := s.restart(down)
+	if err := s.Halt(); err != nil {
+		return err
+	}
+	time.Sleep(down)
+	return s.Resume()
+}
+
+// Halt stops the server as Restart does, leaving it down until Resume.
+func (s *Server) Halt() error { return s.halt() }
+
+// Resume starts a halted server again on the same data directory and
+// socket.
+func (s *Server) Resume() error {
+	next, err := s.resume()
 	if err != nil {
 		return err
 	}

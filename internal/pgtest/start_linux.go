@@ -163,15 +163,10 @@ func (h *host) run(dir string, extra ...string) (*Server, error) {
 		_ = stop()
 		return nil, fmt.Errorf("%w\npostgres log:\n%s", err, log)
 	}
-	restart := func(down time.Duration) (*Server, error) {
-		if err := halt(syscall.SIGINT); err != nil {
-			return nil, err
-		}
-		time.Sleep(down)
-		return h.run(dir, extra...)
-	}
 	return &Server{DSN: dsn, SocketDir: dir, LogPath: logPath, stop: stop,
-		crash: func() error { return halt(syscall.SIGQUIT) }, restart: restart}, nil // crash: an immediate shutdown
+		crash:  func() error { return halt(syscall.SIGQUIT) }, // an immediate shutdown
+		halt:   func() error { return halt(syscall.SIGINT) },  // a fast shutdown, the directory kept
+		resume: func() (*Server, error) { return h.run(dir, extra...) }}, nil
 }
 
 // startPair starts a primary, then a standby made from it with
