@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,13 +12,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
 	"github.com/leader-sidecar/leader-sidecar/internal/kubetest"
+	"github.com/leader-sidecar/leader-sidecar/internal/pgtest"
 )
 
-// bench is one run: its configuration, binaries and API server.
+// bench is one run: its configuration, binaries, API server and
+// PostgreSQL server.
 type bench struct {
 	cfg         config
-	kube        *kubetest.Env // nil when no measurement of the run needs it
+	kube        *kubetest.Env  // nil when no measurement of the run needs it
+	pg          *pgtest.Server // nil when no measurement of the run needs it
+	pgDB        *sql.DB        // on pg: the bench's own reads of the records
 	tmp         string
 	sidecarBin  string
 	clientGoBin string
@@ -32,7 +39,7 @@ func (b *bench) logf(format string, args ...any) { b.cfg.Log(fmt.Sprintf(format,
 type results struct {
 	Handoff   map[string][]trial // key: system/profile/backend
 	Failover  map[string][]trial
-	Floor     map[string][]trial // key: floorLeaseHandoff, floorSQLiteHandoff, floorFailover
+	Floor     map[string][]trial // key: floorLeaseHandoff, floorSQLiteHandoff, floorFailover, floorPostgres*
 	Cost      []costResult
 	Elections []electionsResult
 	Load      map[string]loadResult // "trivial", "sidecar"
@@ -54,24 +61,25 @@ func key(sys string, p profile, backend string) string { return sys + "/" + p.Na
 
 // measurement is one part of the benchmark.
 type measurement struct {
-	name     string
-	needsAPI bool // needs the envtest API server
-	measure  func(*bench, *results) error
+	name          string
+	needsAPI      bool // needs the envtest API server
+	needsPostgres bool // needs a PostgreSQL server
+	measure       func(*bench, *results) error
 }
 
 // measurements, in the order a run makes them.
 var measurements = []measurement{
-	{"handoff", true, measureHandoff},
-	{"handoff-sqlite", false, measureHandoffSQLite},
-	{"failover", true, measureFailover},
-	{"cost", true, measureCost},
-	{"elections", true, measureElections},
-	{"throughput", false, measureThroughput},
-	{"footprint", true, measureFootprint},
-	{"startup", true, measureStartup},
-	{"shard-stop", true, measureShardStop},
-	{"shard-scale", true, measureShardScale},
-	{"shard-cost", true, measureShardCost},
+	{"handoff", true, false, measureHandoff},
+	{"handoff-sqlite", false, false, measureHandoffSQLite},
+	{"failover", true, false, measureFailover},
+	{"cost", true, false, measureCost},
+	{"elections", true, false, measureElections},
+	{"throughput", false, false, measureThroughput},
+	{"footprint", true, false, measureFootprint},
+	{"startup", true, false, measureStartup},
+	{"shard-stop", true, false, measureShardStop},
+	{"shard-scale", true, false, measureShardScale},
+	{"shard-cost", true, false, measureShardCost},
 }
 
 func measurementNames() []string {
@@ -173,7 +181,8 @@ func write(dir, page string, res *results) error {
 }
 
 // setUp makes the temporary directory, the binaries and, if a measurement
-// needs it, the API server; stop undoes what was done, also after an error.
+// needs them, the API server and the PostgreSQL server; stop undoes what
+// was done, also after an error.
 func (b *bench) setUp(res *results) (stop func(), err error) {
 	var undo []func()
 	stop = func() {
@@ -196,6 +205,20 @@ func (b *bench) setUp(res *results) (stop func(), err error) {
 				return stop, fmt.Errorf("starting envtest: %w", err)
 			}
 			undo = append(undo, func() { _ = b.kube.Stop() })
+			break
+		}
+	}
+	for _, m := range measurements {
+		if m.needsPostgres && b.cfg.runs(m.name) {
+			b.logf("starting PostgreSQL")
+			if b.pg, err = pgtest.Start(); err != nil {
+				return stop, fmt.Errorf("starting PostgreSQL: %w", err)
+			}
+			undo = append(undo, func() { _ = b.pg.Stop() })
+			if b.pgDB, err = sql.Open("pgx", b.pg.DSN); err != nil {
+				return stop, err
+			}
+			undo = append(undo, func() { _ = b.pgDB.Close() })
 			break
 		}
 	}

@@ -19,26 +19,32 @@ import (
 type candSpec struct {
 	sys        string
 	prof       profile
-	backend    string // sidecar: lease or sqlite
+	backend    string // sidecar: lease, sqlite or postgres
 	kubeconfig string
 	namespace  string
-	lease      string
+	lease      string // the Lease's name, or the SQLite or PostgreSQL row's
 	sqlitePath string
+	pgURL      string
 	identity   string
 	follow     bool // sidecar: follow /leader/watch to see it lead
 	httpAddr   string
 	extra      []string // sidecar: further flags (shard mode's)
 }
 
-// spawn starts a candidate of sys on the Lease ns/name (or SQLite file)
-// behind its own counting proxy; a sidecar gets the flags extra besides.
+// spawn starts a candidate of sys on the Lease ns/name behind its own
+// counting proxy, or on the row name of the SQLite file ns, or on the
+// PostgreSQL row pgElection(ns, name); a sidecar gets the flags extra
+// besides.
 func (b *bench) spawn(sys string, prof profile, backend, ns, name string, follow bool, extra ...string) (*cand, error) {
 	spec := candSpec{sys: sys, prof: prof, backend: backend, namespace: ns, lease: name, follow: follow, extra: extra,
 		identity: fmt.Sprintf("%s-%d", strings.ReplaceAll(sys, "-", ""), b.seq.Add(1))}
 	var p *countingProxy
-	if backend == "sqlite" {
+	switch backend {
+	case "sqlite":
 		spec.sqlitePath = filepath.Join(b.tmp, ns+".db")
-	} else {
+	case "postgres":
+		spec.pgURL, spec.lease = b.pg.DSN, pgElection(ns, name)
+	default:
 		var err error
 		if p, err = newProxy(b.kube.Config); err != nil {
 			return nil, err
@@ -63,10 +69,21 @@ func (b *bench) spawn(sys string, prof profile, backend, ns, name string, follow
 // SQLite file name) named after base.
 func (b *bench) namespace(base string) (string, error) {
 	if b.kube == nil {
-		return fmt.Sprintf("%s-%d-%d", base, b.seq.Add(1), time.Now().UnixNano()), nil
+		return b.freshName(base), nil
 	}
 	return b.kube.Namespace(context.Background(), base)
 }
+
+// freshName is a name after base that nothing else in the run has, and
+// a valid lease name (lowercase RFC 1123) when base is one: a SQLite
+// file's, or a PostgreSQL group's, whose elections share the records
+// table and differ by name only.
+func (b *bench) freshName(base string) string {
+	return fmt.Sprintf("%s-%d-%d", base, b.seq.Add(1), time.Now().UnixNano())
+}
+
+// pgElection is the PostgreSQL row of the election name in the group ns.
+func pgElection(ns, name string) string { return ns + "-" + name }
 
 func (b *bench) startCand(s candSpec) (*cand, error) {
 	c := &cand{sys: s.sys, ready: make(chan struct{}), leading: make(chan struct{})}
@@ -81,9 +98,12 @@ func (b *bench) startCand(s candSpec) (*cand, error) {
 		if b.cfg.LogLevel != "" {
 			args = append(args, "--log-level", b.cfg.LogLevel)
 		}
-		if s.backend == "sqlite" {
+		switch s.backend {
+		case "sqlite":
 			args = append(args, "--backend", "sqlite", "--sqlite-path", s.sqlitePath, "--lease-name", s.lease)
-		} else {
+		case "postgres":
+			args = append(args, "--backend", "postgres", "--postgres-url", s.pgURL, "--lease-name", s.lease)
+		default:
 			args = append(args, "--backend", "lease", "--kubeconfig", s.kubeconfig, "--namespace", s.namespace, "--lease-name", s.lease)
 		}
 		args = append(args, s.extra...)

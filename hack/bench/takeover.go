@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend/postgres"
 )
 
 // trial is one hand-off or fail-over.
@@ -53,8 +56,12 @@ func (g *group) stop() { stopAll(append([]*cand{g.leader}, g.standbys...)) }
 // takeovers runs n hand-offs (sig SIGTERM) or fail-overs (SIGKILL) between
 // two candidates of sys on a fresh election.
 func (b *bench) takeovers(sys string, prof profile, backend string, sig syscall.Signal, n int) ([]trial, error) {
-	ns, err := b.namespace(fmt.Sprintf("%s-%s-%s", kindOf(sig), sys, prof.Name))
-	if err != nil {
+	base := fmt.Sprintf("%s-%s-%s", kindOf(sig), sys, prof.Name)
+	var ns string
+	var err error
+	if backend == "postgres" {
+		ns = b.freshName(base) // a name in the one records table, not a namespace
+	} else if ns, err = b.namespace(base); err != nil {
 		return nil, err
 	}
 	g, err := b.newPair(sys, prof, backend, ns, "bench")
@@ -119,11 +126,16 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	var renew time.Time
 	if sig == syscall.SIGKILL && g.backend != "sqlite" {
 		// A renewal the leader sent just before the kill may still land:
-		// read the Lease once it has, and before a standby can take over
+		// read the record once it has, and before a standby can take over
 		// (the last renewal + the lease, at the earliest two thirds of a
 		// lease after the kill).
 		time.Sleep(g.prof.Lease / 3)
-		if l, err := b.kube.Client.CoordinationV1().Leases(g.ns).Get(context.Background(), g.name, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
+		if g.backend == "postgres" {
+			var err error
+			if renew, err = b.pgRenewTime(pgElection(g.ns, g.name)); err != nil {
+				return trial{}, err
+			}
+		} else if l, err := b.kube.Client.CoordinationV1().Leases(g.ns).Get(context.Background(), g.name, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
 			renew = l.Spec.RenewTime.Time
 		}
 	}
@@ -151,6 +163,22 @@ func (b *bench) takeover(g *group, sig syscall.Signal) (trial, error) {
 	}
 	g.standbys = append(g.standbys, fresh)
 	return t, nil
+}
+
+// pgRenewTime is the renew time of the PostgreSQL record of election in
+// the sidecar's default table, as its last writer stamped it (to the
+// microsecond, as stored).
+func (b *bench) pgRenewTime(election string) (time.Time, error) {
+	var us sql.NullInt64
+	err := b.pgDB.QueryRow(`SELECT (extract(epoch FROM renew_time) * 1000000)::bigint FROM `+postgres.DefaultTable+
+		` WHERE name = $1`, election).Scan(&us)
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("reading the renew time of %s: %w", election, err)
+	case !us.Valid:
+		return time.Time{}, fmt.Errorf("the record of %s has no renew time", election)
+	}
+	return time.UnixMicro(us.Int64), nil
 }
 
 // randomPause is the wait before a trial: 0.2 to 2.2 retry periods.
