@@ -10,11 +10,13 @@ import (
 
 // Each latency the bench reports beside its floor: the least code that
 // does the same work, measured in the same run on the same machine
-// (floor_sqlite.go, floor_lease.go).
+// (floor_sqlite.go, floor_lease.go, floor_postgres.go).
 const (
-	floorLeaseHandoff  = "lease hand-off"
-	floorSQLiteHandoff = "sqlite hand-off"
-	floorFailover      = "fail-over beyond the lease"
+	floorLeaseHandoff     = "lease hand-off"
+	floorSQLiteHandoff    = "sqlite hand-off"
+	floorFailover         = "fail-over beyond the lease"
+	floorPostgresHandoff  = "postgres hand-off"
+	floorPostgresFailover = "postgres fail-over beyond the lease"
 
 	// floorRatioTarget: the SQLite hand-off p99 target, and the ratio above
 	// which the page shows where the time goes.
@@ -147,7 +149,9 @@ func floorRows(r *results) []floorRow {
 		rows = append(rows,
 			floorRow{floorLeaseHandoff, pr.Name, r.Handoff[key(sysSidecar, pr, "lease")], r.Floor[floorLeaseHandoff], lat},
 			floorRow{floorSQLiteHandoff, pr.Name, r.Handoff[key(sysSidecar, pr, "sqlite")], r.Floor[floorSQLiteHandoff], lat},
-			floorRow{floorFailover, pr.Name, r.Failover[key(sysSidecar, pr, "lease")], r.Floor[floorFailover], beyond})
+			floorRow{floorFailover, pr.Name, r.Failover[key(sysSidecar, pr, "lease")], r.Floor[floorFailover], beyond},
+			floorRow{floorPostgresHandoff, pr.Name, r.Handoff[key(sysSidecar, pr, "postgres")], r.Floor[floorPostgresHandoff], lat},
+			floorRow{floorPostgresFailover, pr.Name, r.Failover[key(sysSidecar, pr, "postgres")], r.Floor[floorPostgresFailover], beyond})
 	}
 	return slices.DeleteFunc(rows, func(f floorRow) bool { return len(f.sidecar) == 0 || len(f.floor) == 0 })
 }
@@ -176,7 +180,14 @@ func renderFloors(w *page, r *results) {
 	w.p("the watch event reaching the other client, and its acquire (an update with the event's resourceVersion). Ends when the acquire returns.\n")
 	w.p("- **Crash fail-over beyond the lease**: the same two clients; the leader renews, the renewal reaches the other client by its watch, ")
 	w.p("and after a pause (a real standby waits out the lease duration there) it takes the Lease with one update: ")
-	w.p("time from the renewal's `renewTime` to its watch event, plus the update.\n\n")
+	w.p("time from the renewal's `renewTime` to its watch event, plus the update.\n")
+	w.p("- **PostgreSQL hand-off**: two connections (pgx) in the bench process to the same server, with `synchronous_commit=on` as the backend's writes, ")
+	w.p("on a one-row table of its own whose trigger calls `pg_notify` after each write, as the backend's does; the other connection LISTENs. ")
+	w.p("The first commits the release (an `UPDATE` that compares the version and bumps it); the other receives the notification, reads the row ")
+	w.p("and commits the acquire (an `UPDATE` from the version it read). Ends when the acquire has committed.\n")
+	w.p("- **PostgreSQL fail-over beyond the lease**: the same two connections; the first renews (an `UPDATE` of the version and `renew_time`), ")
+	w.p("the other receives the notification and reads the row, and after a pause (a real standby waits out the lease duration there) ")
+	w.p("takes the row with one compare-and-swap: time from the renewal's `renew_time` to the row read, plus the compare-and-swap.\n\n")
 	w.p("The sidecar's figures end later than the floors': when the bench sees the new leader's `leader: true` event on its `/leader/watch`, ")
 	w.p("which is what an application learns; the floors end when the acquire is written.\n\n")
 	w.p("| latency | timings | sidecar trials | sidecar p50 | sidecar p99 | floor trials | floor p50 | floor p99 | sidecar ÷ floor p50 | sidecar ÷ floor p99 |\n")

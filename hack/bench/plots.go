@@ -23,15 +23,19 @@ const (
 )
 
 var curveColors = map[string]color.Color{
-	key(sysSidecar, profDefault, "lease"):  color.RGBA{0, 90, 200, 255},
-	key(sysSidecar, profShort, "lease"):    color.RGBA{90, 160, 255, 255},
-	key(sysSidecar, profDefault, "sqlite"): color.RGBA{0, 150, 80, 255},
-	key(sysSidecar, profShort, "sqlite"):   color.RGBA{100, 210, 140, 255},
-	key(sysClientGo, profDefault, "lease"): color.RGBA{210, 40, 30, 255},
-	key(sysClientGo, profShort, "lease"):   color.RGBA{250, 140, 60, 255},
-	floorKey(floorLeaseHandoff):            color.RGBA{0, 0, 0, 255},
-	floorKey(floorSQLiteHandoff):           color.RGBA{110, 110, 110, 255},
-	floorKey(floorFailover):                color.RGBA{0, 0, 0, 255},
+	key(sysSidecar, profDefault, "lease"):    color.RGBA{0, 90, 200, 255},
+	key(sysSidecar, profShort, "lease"):      color.RGBA{90, 160, 255, 255},
+	key(sysSidecar, profDefault, "sqlite"):   color.RGBA{0, 150, 80, 255},
+	key(sysSidecar, profShort, "sqlite"):     color.RGBA{100, 210, 140, 255},
+	key(sysSidecar, profDefault, "postgres"): color.RGBA{120, 40, 170, 255},
+	key(sysSidecar, profShort, "postgres"):   color.RGBA{190, 130, 230, 255},
+	key(sysClientGo, profDefault, "lease"):   color.RGBA{210, 40, 30, 255},
+	key(sysClientGo, profShort, "lease"):     color.RGBA{250, 140, 60, 255},
+	floorKey(floorLeaseHandoff):              color.RGBA{0, 0, 0, 255},
+	floorKey(floorSQLiteHandoff):             color.RGBA{110, 110, 110, 255},
+	floorKey(floorPostgresHandoff):           color.RGBA{80, 20, 110, 255},
+	floorKey(floorFailover):                  color.RGBA{0, 0, 0, 255},
+	floorKey(floorPostgresFailover):          color.RGBA{80, 20, 110, 255},
 }
 
 // floorKey is a floor's curve among the sidecar's and client-go's.
@@ -54,13 +58,13 @@ func withFloors(data map[string][]trial, r *results, latencies ...string) map[st
 func plots(dir string, r *results) error {
 	if len(r.Handoff) > 0 {
 		if err := cdf("Graceful hand-off: SIGTERM to leader → standby leads", "latency (ms, log scale)",
-			filepath.Join(dir, handoffPlot), withFloors(r.Handoff, r, floorLeaseHandoff, floorSQLiteHandoff), lat, true); err != nil {
+			filepath.Join(dir, handoffPlot), withFloors(r.Handoff, r, floorLeaseHandoff, floorSQLiteHandoff, floorPostgresHandoff), lat, true); err != nil {
 			return err
 		}
 	}
 	if len(r.Failover) > 0 {
 		if err := cdf("Crash fail-over: time past (last renewTime + lease duration)", "ms beyond the lease duration",
-			filepath.Join(dir, failoverPlot), withFloors(r.Failover, r, floorFailover), beyond, false); err != nil {
+			filepath.Join(dir, failoverPlot), withFloors(r.Failover, r, floorFailover, floorPostgresFailover), beyond, false); err != nil {
 			return err
 		}
 	}
