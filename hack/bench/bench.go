@@ -71,7 +71,9 @@ type measurement struct {
 var measurements = []measurement{
 	{"handoff", true, false, measureHandoff},
 	{"handoff-sqlite", false, false, measureHandoffSQLite},
+	{"handoff-postgres", false, true, measureHandoffPostgres},
 	{"failover", true, false, measureFailover},
+	{"failover-postgres", false, true, measureFailoverPostgres},
 	{"cost", true, false, measureCost},
 	{"elections", true, false, measureElections},
 	{"throughput", false, false, measureThroughput},

@@ -22,8 +22,8 @@ func TestMain(m *testing.M) {
 // lease/4) for a second each and their model, the
 // shard-mode measurements on groups of 4 shards (a 1 → 2 scale-up moves
 // exactly the 2 shards it must), so the
-// program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and fails
-// without it.
+// program cannot rot, and renders the page again from the saved results. It needs envtest (KUBEBUILDER_ASSETS) and
+// the PostgreSQL server binaries (internal/pgtest), and fails without them.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts envtest and some thirty processes")
@@ -51,6 +51,7 @@ func TestSmoke(t *testing.T) {
 		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 2 × 2 |", "| client-go | 1/4 (750ms) | 2 × 2 |", "2 / 2",
 		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets", "idle RSS ≤ 16.0 MiB on both backends",
 		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
+		"| short | postgres | leader-sidecar | 2 |", "| short | postgres | leader-sidecar | 1 |", "| postgres hand-off | short | 2 |", "| postgres fail-over beyond the lease | short | 1 |",
 		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| shards | replicas | held after | window |", "| 2s | ["} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %q", s)
@@ -79,7 +80,11 @@ func TestFlags(t *testing.T) {
 		!slices.Equal(c.Shards.Backends, []string{"lease"}) || c.Shards.Replicas != 3 {
 		t.Fatalf("parseFlags of the shard-mode flags: %+v, %v", c.Shards, err)
 	}
-	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-trials", "-1"},
+	c, err = parseFlags([]string{"-only", "handoff-postgres,failover-postgres", "-postgres-trials", "5"})
+	if err != nil || !c.runs("handoff-postgres") || !c.runs("failover-postgres") || c.runs("failover") || c.PostgresTrials != 5 {
+		t.Fatalf("parseFlags of the PostgreSQL measurements: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"-only", "nonsense"}, {"-replicas", "0"}, {"-standbys", "x"}, {"-sqlite-trials", "0"}, {"-postgres-trials", "0"}, {"-trials", "-1"},
 		{"-shard-scale", "5-3"}, {"-shard-scale", "3"}, {"-shard-backends", "etcd"}, {"-shards", "0"}, {"-shard-counts", "300"}, {"-shard-stop-trials", "0"}, {"-shard-cost-timings", "long"},
 		{"-elections", "0"}, {"-elections-renew", "1/1"}, {"-elections-renew", "third"}, {"-elections-renew", "3/2"}, {"-elections-max-candidates", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {

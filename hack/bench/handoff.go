@@ -37,6 +37,21 @@ func measureHandoffSQLite(b *bench, res *results) error {
 	return err
 }
 
+// measureHandoffPostgres: the sidecar's graceful hand-offs on one
+// PostgreSQL server (no API server), each profile.
+func measureHandoffPostgres(b *bench, res *results) error {
+	for _, p := range b.profiles() {
+		t, err := b.takeovers(sysSidecar, p, "postgres", syscall.SIGTERM, b.cfg.PostgresTrials)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		res.Handoff[key(sysSidecar, p, "postgres")] = t
+	}
+	t, err := b.pgFloor(b.cfg.PostgresTrials, false)
+	res.Floor[floorPostgresHandoff] = t
+	return err
+}
+
 // profiles are the timings of a run: both, or the short ones in a smoke run.
 func (b *bench) profiles() []profile {
 	if b.cfg.Smoke {
@@ -55,7 +70,7 @@ func renderHandoff(w *page, r *results) {
 	w.p("at a random phase of the standby's polls and the leader's renewals.\n\n")
 	w.p("| timings | backend | system | trials | p50 | p90 | p99 | max | client-go ÷ sidecar (p50 / p99) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, pr := range []profile{profDefault, profShort} {
-		for _, be := range []string{"lease", "sqlite"} {
+		for _, be := range []string{"lease", "sqlite", "postgres"} {
 			for _, sys := range []string{sysSidecar, sysClientGo} {
 				ts := r.Handoff[key(sys, pr, be)]
 				if len(ts) == 0 {

@@ -1,7 +1,9 @@
 // Command bench measures leader-sidecar against a candidate built on
 // client-go's tools/leaderelection (ReleaseOnCancel), on one envtest API
 // server in one run: graceful hand-off and crash fail-over latency, each
-// beside its floor, API server requests per minute for 1..N standbys, many
+// beside its floor (the sidecar's also on SQLite and on a throwaway
+// PostgreSQL server, internal/pgtest, started only when a PostgreSQL
+// measurement runs), API server requests per minute for 1..N standbys, many
 // elections on one API server, GET /leader throughput against a trivial
 // net/http handler, and footprint; and, in shard mode, how fast a gracefully
 // stopped replica's shards move, how many shards a scale-up moves against
@@ -14,9 +16,12 @@
 // Each measurement lives in a file of its own (handoff.go, failover.go,
 // cost.go, elections.go, throughput.go, footprint.go, startup.go,
 // shardstop.go, shardscale.go, shardcost.go on the machinery of shards.go)
-// with the section of the page it renders; the hand-off and fail-over measurements
-// also measure their floors, the least code that does the same work
-// (floor.go, floor_sqlite.go, floor_lease.go). -only runs some of them and
+// with the section of the page it renders; handoff.go also holds
+// handoff-sqlite and handoff-postgres, failover.go failover-postgres (the
+// sidecar alone: client-go has no PostgreSQL). The hand-off and fail-over
+// measurements also measure their floors, the least code that does the
+// same work (floor.go, floor_sqlite.go, floor_lease.go,
+// floor_postgres.go). -only runs some of them and
 // prints their sections without writing anything; -smoke runs every
 // measurement once or twice with the short timings only, in seconds (the
 // test in this directory does that). -save keeps a run's results, from
@@ -83,28 +88,29 @@ import (
 )
 
 type config struct {
-	Smoke        bool
-	Out          string   // directory of benchmarks.md and the plots
-	OutSet       bool     // -out was given: a run of -only writes its partial page and plots there too
-	Only         []string // measurements to run (names in measurements); nil: all
-	SidecarBin   string   // a sidecar binary to measure instead of building ./cmd/sidecar
-	Trials       int      // hand-off trials per system and profile on a Lease
-	SQLiteTrials int      // hand-off trials per profile on SQLite
-	CrashTrials  int      // fail-over trials per system, short profile
-	CrashDefault int      // fail-over trials per system, default profile
-	Standbys     []int
-	CostWindow   time.Duration // default profile; the short profile uses a third, at least 5s
-	CostProfiles []string
-	Elections    electionsConfig
-	Shards       shardsConfig
-	Idle         time.Duration // footprint: how long leader and standby idle before RSS is read
-	LoadDuration time.Duration
-	Concurrency  int
-	LogLevel     string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
-	Command      string
-	Save         string       // file to write the results to, as JSON
-	Render       string       // file of results to render the page from, measuring nothing
-	Log          func(string) `json:"-"`
+	Smoke          bool
+	Out            string   // directory of benchmarks.md and the plots
+	OutSet         bool     // -out was given: a run of -only writes its partial page and plots there too
+	Only           []string // measurements to run (names in measurements); nil: all
+	SidecarBin     string   // a sidecar binary to measure instead of building ./cmd/sidecar
+	Trials         int      // hand-off trials per system and profile on a Lease
+	SQLiteTrials   int      // hand-off trials per profile on SQLite
+	PostgresTrials int      // hand-off trials per profile on PostgreSQL
+	CrashTrials    int      // fail-over trials per system, short profile
+	CrashDefault   int      // fail-over trials per system, default profile
+	Standbys       []int
+	CostWindow     time.Duration // default profile; the short profile uses a third, at least 5s
+	CostProfiles   []string
+	Elections      electionsConfig
+	Shards         shardsConfig
+	Idle           time.Duration // footprint: how long leader and standby idle before RSS is read
+	LoadDuration   time.Duration
+	Concurrency    int
+	LogLevel       string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
+	Command        string
+	Save           string       // file to write the results to, as JSON
+	Render         string       // file of results to render the page from, measuring nothing
+	Log            func(string) `json:"-"`
 }
 
 func main() {
@@ -136,8 +142,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.SidecarBin, "sidecar", "", "measure this sidecar binary instead of building ./cmd/sidecar (to compare builds)")
 	fs.IntVar(&c.Trials, "trials", 30, "graceful hand-off trials per system and profile on a Lease")
 	fs.IntVar(&c.SQLiteTrials, "sqlite-trials", 100, "graceful hand-off trials per profile on SQLite (about a second each)")
-	fs.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system with the short profile")
-	fs.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system with the default profile (each waits out a 15s lease)")
+	fs.IntVar(&c.PostgresTrials, "postgres-trials", 100, "graceful hand-off trials per profile on PostgreSQL (about a second each)")
+	fs.IntVar(&c.CrashTrials, "crash-trials", 10, "crash fail-over trials per system and backend with the short profile")
+	fs.IntVar(&c.CrashDefault, "crash-trials-default", 10, "crash fail-over trials per system and backend with the default profile (each waits out a 15s lease)")
 	fs.StringVar(&standbys, "standbys", "1,10,50", "standby counts for the API server cost")
 	fs.DurationVar(&c.CostWindow, "cost-window", 30*time.Second, "measurement window of the API server cost (default profile; the short profile uses a third, at least 5s)")
 	fs.StringVar(&costProfiles, "cost-profiles", "default,short", "profiles for the API server cost")
@@ -166,7 +173,7 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	fs.Visit(func(f *flag.Flag) { c.OutSet = c.OutSet || f.Name == "out" })
-	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-elections-trials": c.Elections.Trials,
+	for name, n := range map[string]int{"-trials": c.Trials, "-sqlite-trials": c.SQLiteTrials, "-postgres-trials": c.PostgresTrials, "-elections-trials": c.Elections.Trials,
 		"-shard-stop-trials": c.Shards.StopTrials, "-shard-scale-trials": c.Shards.ScaleTrials} {
 		if n < 1 {
 			return c, fmt.Errorf("%s: must be at least 1, got %d", name, n)
@@ -269,11 +276,12 @@ func parseSteps(list string) ([]scaleStep, error) {
 }
 
 // smokeConfig shrinks c to a seconds-long run: a trial of each hand-off
-// and fail-over on a Lease and of their floors, two on SQLite, and a
-// trial of each shard-mode measurement on groups of 4 shards.
+// and fail-over on a Lease and on PostgreSQL and of their floors, two
+// hand-offs on SQLite and on PostgreSQL, and a trial of each shard-mode
+// measurement on groups of 4 shards.
 func smokeConfig(c config) config {
 	c.Smoke = true
-	c.Trials, c.SQLiteTrials, c.CrashTrials, c.CrashDefault = 1, 2, 1, 0
+	c.Trials, c.SQLiteTrials, c.PostgresTrials, c.CrashTrials, c.CrashDefault = 1, 2, 2, 1, 0
 	c.Standbys = []int{1}
 	c.CostWindow = 2 * time.Second
 	c.CostProfiles = []string{"short"}
