@@ -39,12 +39,17 @@ func stepsString(steps []step) string {
 }
 
 // The sidecar's log lines that mark the steps of a takeover, in order,
-// and whose log (the old leader's or the new one's) has them.
+// and whose log (the old leader's or the new one's) has them. A graceful
+// stop with a standby running hands off (pkg/election: offer, accept,
+// transfer) instead of releasing.
 var sidecarStepLines = []struct {
 	msg, name string
 	newLeader bool
 }{
+	{"offering leadership", "offer committed", false},
+	{"accepted a hand-off; leading once the leader transfers the record", "accept committed", true},
 	{"stopped leading", "leader stopped claiming", false},
+	{"handed leadership off", "transfer committed", false},
 	{"released the lease", "release committed", false},
 	{"leader changed: released, nobody leads", "standby read the release", true},
 	{"became leader", "acquire committed", true},
@@ -217,7 +222,8 @@ func renderWhereTheTimeGoes(w *page, rows []floorRow) {
 	w.p("### Where the time goes\n\n")
 	w.p("Where the sidecar's p99 is above %.1f× its floor's: the slowest trials of each (those at or above the p90), ", floorRatioTarget)
 	w.p("each step as the time since the previous one. The sidecar's steps are the times of its own JSON log lines ")
-	w.p("(`stopped leading` and `released the lease` on the old leader; `leader changed: released, nobody leads` and `became leader` on the new one); ")
+	w.p("(`offering leadership`, `stopped leading`, `handed leadership off` or `released the lease` on the old leader; ")
+	w.p("`accepted a hand-off`, `leader changed: released, nobody leads` and `became leader` on the new one); ")
 	w.p("a fail-over's are measured from the end of the lease (last `renewTime` + lease duration).\n\n")
 	for _, f := range slow {
 		for _, who := range []struct {
