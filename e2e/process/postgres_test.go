@@ -2,8 +2,12 @@ package process
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -367,5 +371,38 @@ func TestPostgresStatus(t *testing.T) {
 		if out, err := status("no_such_table"); err == nil || !strings.Contains(out, "no_such_table does not exist") {
 			t.Fatalf("status of a table that does not exist: %v\n%s", err, out)
 		}
+	}
+}
+
+// A sidecar on PostgreSQL exports what every backend's does: its build
+// info names the backend, it leads with its token, and its requests to
+// the store are timed by operation.
+func TestPostgresMetrics(t *testing.T) {
+	t.Parallel()
+	s := sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", postgresServer.Server(t).DSN,
+		"--postgres-table", "with_metrics", "--ops-address", "127.0.0.1:0")
+	s.WaitServing()
+	_, token := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{s}, 10*time.Second)
+	resp, err := http.Get("http://" + s.Listener("ops") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %v %v", resp.Status, err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^leader_sidecar_build_info\{.*backend="postgres".*\} 1$`),
+		regexp.MustCompile(`(?m)^leader_sidecar_is_leader(\{[^}]*\})? 1$`),
+		regexp.MustCompile(fmt.Sprintf(`(?m)^leader_sidecar_token(\{[^}]*\})? %d$`, token)),
+		regexp.MustCompile(`(?m)^leader_sidecar_store_request_duration_seconds_count\{.*operation="update",result="ok"\} [1-9]`),
+	} {
+		if !want.Match(body) {
+			t.Errorf("/metrics has no line matching %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
 	}
 }
