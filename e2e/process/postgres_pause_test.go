@@ -49,18 +49,7 @@ func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
 	wg.Wait()
 
 	terms := log.Check(t)
-	holders := map[sidecartest.Term]map[string]bool{}
-	for _, cl := range log.Claims() {
-		if holders[cl.Term] == nil {
-			holders[cl.Term] = map[string]bool{}
-		}
-		holders[cl.Term][cl.Who] = true
-	}
-	for term, who := range holders {
-		if len(who) != 1 {
-			t.Errorf("token %v was claimed by %d replicas", term, len(who))
-		}
-	}
+	log.CheckOneHolderPerTerm(t)
 	if len(terms) != 2 {
 		t.Fatalf("answers covered terms %v, want the two", terms)
 	}

@@ -84,22 +84,13 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 			wg.Wait()
 
 			terms := log.Check(t)
-			holders := map[sidecartest.Term]map[string]bool{}
 			var lastDown time.Time // the last claim asked for while the server was down
 			for _, cl := range log.Claims() {
-				if holders[cl.Term] == nil {
-					holders[cl.Term] = map[string]bool{}
-				}
-				holders[cl.Term][cl.Who] = true
 				if cl.Sent.After(stopped) && cl.Sent.Before(back) && cl.Sent.After(lastDown) {
 					lastDown = cl.Sent
 				}
 			}
-			for term, who := range holders {
-				if len(who) != 1 {
-					t.Errorf("token %v was claimed by %d replicas", term, len(who))
-				}
-			}
+			log.CheckOneHolderPerTerm(t)
 			var claimedDown time.Duration // how long after the stop the last claim while down was asked for
 			if !lastDown.IsZero() {
 				claimedDown = lastDown.Sub(stopped)

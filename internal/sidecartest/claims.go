@@ -167,6 +167,26 @@ func (l *ClaimLog) Check(t testing.TB) map[Term]int {
 	return terms
 }
 
+// CheckOneHolderPerTerm fails t if the claims of one term came from more
+// than one replica: a token handed out twice.
+func (l *ClaimLog) CheckOneHolderPerTerm(t testing.TB) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	holders := map[Term]map[string]bool{}
+	for _, c := range l.claims {
+		if holders[c.Term] == nil {
+			holders[c.Term] = map[string]bool{}
+		}
+		holders[c.Term][c.Who] = true
+	}
+	for term, who := range holders {
+		if len(who) != 1 {
+			t.Errorf("token %v was claimed by %d replicas", term, len(who))
+		}
+	}
+}
+
 // Sample polls s's /leader as fast as it answers until stop is closed,
 // logging every leader:true answer (who: its pid). On an error it calls
 // onErr and stops if onErr returns false.
