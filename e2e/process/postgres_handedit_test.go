@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,25 +47,15 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 			t.Parallel()
 			server := postgresServer.Server(t)
 			table := "hand_edited_" + strings.ReplaceAll(c.name, " ", "_")
-			var all []*sidecartest.Sidecar
-			for range 3 {
-				all = append(all, sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", server.DSN, "--postgres-table", table))
-			}
-			for _, s := range all {
-				s.WaitServing()
-			}
+			all := startOnPostgres(t, table, 3)
 			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 			sidecartest.AwaitSettled(t, all, leader)
 
 			var log sidecartest.ClaimLog
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for _, s := range all {
-				log.Sample(&wg, stop, s, func(err error) bool {
-					t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
-					return false
-				})
-			}
+			halt := log.SampleUntilHalted(all, func(s *sidecartest.Sidecar, err error) bool {
+				t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
+				return false
+			})
 			log.AwaitSampled(t, token)
 			db, err := sql.Open("pgx", server.DSN)
 			if err != nil {
@@ -101,8 +90,7 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 			}
 			took := time.Since(edited)
 			sidecartest.AwaitSettled(t, all, next)
-			close(stop)
-			wg.Wait()
+			halt()
 
 			terms := log.Check(t)
 			log.CheckOneHolderPerTerm(t)

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,23 +18,13 @@ import (
 // token is claimed by two replicas.
 func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
 	t.Parallel()
-	server := postgresServer.Server(t)
-	var all []*sidecartest.Sidecar
-	for range 3 {
-		all = append(all, sidecartest.Spawn(t, nil, "--backend", "postgres", "--postgres-url", server.DSN, "--postgres-table", "paused_leader"))
-	}
-	for _, s := range all {
-		s.WaitServing()
-	}
+	all := startOnPostgres(t, "paused_leader", 3)
 	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
 	sidecartest.AwaitSettled(t, all, leader)
 
 	var log sidecartest.ClaimLog
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for _, s := range all {
-		log.Sample(&wg, stop, s, func(err error) bool { return true }) // the frozen one answers late or not at all
-	}
+	// The frozen one answers late or not at all: keep asking.
+	halt := log.SampleUntilHalted(all, func(*sidecartest.Sidecar, error) bool { return true })
 	log.AwaitSampled(t, token)
 	leader.Signal(syscall.SIGSTOP)
 	frozen := time.Now()
@@ -45,8 +34,7 @@ func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
 	leader.Signal(syscall.SIGCONT)
 	resumed := time.Since(frozen)
 	sidecartest.AwaitSettled(t, all, next)
-	close(stop)
-	wg.Wait()
+	halt()
 
 	terms := log.Check(t)
 	log.CheckOneHolderPerTerm(t)

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -59,14 +58,10 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 			sidecartest.AwaitSettled(t, all, leader)
 
 			var log sidecartest.ClaimLog
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			for _, s := range all {
-				log.Sample(&wg, stop, s, func(err error) bool {
-					t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
-					return false
-				})
-			}
+			halt := log.SampleUntilHalted(all, func(s *sidecartest.Sidecar, err error) bool {
+				t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
+				return false
+			})
 			log.AwaitSampled(t, token)
 			stopped := time.Now()
 			if err := server.Restart(c.down); err != nil {
@@ -80,8 +75,7 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 			}
 			log.AwaitSampled(t, nextToken)
 			sidecartest.AwaitSettled(t, all, next)
-			close(stop)
-			wg.Wait()
+			halt()
 
 			terms := log.Check(t)
 			var lastDown time.Time // the last claim asked for while the server was down

@@ -187,6 +187,21 @@ func (l *ClaimLog) CheckOneHolderPerTerm(t testing.TB) {
 	}
 }
 
+// SampleUntilHalted samples every sidecar of all as Sample does, each
+// on a goroutine of its own, until halt is called; halt returns once every
+// sampler has stopped. onErr is Sample's, told which sidecar failed.
+func (l *ClaimLog) SampleUntilHalted(all []*Sidecar, onErr func(s *Sidecar, err error) bool) (halt func()) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, s := range all {
+		l.Sample(&wg, stop, s, func(err error) bool { return onErr(s, err) })
+	}
+	return func() {
+		close(stop)
+		wg.Wait()
+	}
+}
+
 // Sample polls s's /leader as fast as it answers until stop is closed,
 // logging every leader:true answer (who: its pid). On an error it calls
 // onErr and stops if onErr returns false.
