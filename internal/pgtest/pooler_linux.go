@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -61,25 +60,10 @@ pidfile = %s
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	started, exited := make(chan error, 1), make(chan error, 1)
-	var proc *os.Process
-	// As for the server: the parent-death signal is tied to this thread.
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		cmd := exec.Command(bin, configPath)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: h.cred}
-		if err := cmd.Start(); err != nil {
-			started <- fmt.Errorf("starting pgbouncer: %w", err)
-			return
-		}
-		proc = cmd.Process
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	proc, exited, err := startTied(h.commandAt(bin, configPath), func() {})
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("starting pgbouncer: %w", err)
 	}
 	stopped := false
 	stop := func() error {

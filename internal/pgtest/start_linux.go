@@ -65,7 +65,12 @@ func (h *host) tempDir() (string, error) {
 // command is one of the server's binaries, run as the server's user and
 // killed if the thread that started it ends.
 func (h *host) command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(filepath.Join(h.bin, name), args...)
+	return h.commandAt(filepath.Join(h.bin, name), args...)
+}
+
+// commandAt is command for the binary at path (PgBouncer's, say).
+func (h *host) commandAt(path string, args ...string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: h.cred}
 	return cmd
 }
@@ -105,37 +110,47 @@ func start() (*Server, error) {
 	return h.run(dir)
 }
 
+// startTied starts cmd, a command of host.command (killed when the thread
+// that started it ends), on a goroutine that keeps its thread for the
+// child's lifetime, so the child lives until it exits or is stopped. It
+// returns the process and a channel of its exit, after which done runs.
+func startTied(cmd *exec.Cmd, done func()) (*os.Process, <-chan error, error) {
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			done()
+			started <- err
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		done()
+		exited <- err
+	}()
+	if err := <-started; err != nil {
+		return nil, nil, err
+	}
+	return cmd.Process, exited, nil
+}
+
 // run runs postgres on dir/data, its socket in dir, with settings and
 // extra, and waits until it accepts connections.
 func (h *host) run(dir string, extra ...string) (*Server, error) {
 	logPath := filepath.Join(dir, "postgres.log")
-	started, exited := make(chan error, 1), make(chan error, 1)
-	var proc *os.Process
-	// The parent-death signal fires when the thread that started the child
-	// ends, so the goroutine keeps its thread for the server's lifetime.
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restart appends
-		if err != nil {
-			started <- err
-			return
-		}
-		defer logFile.Close()
-		args := append([]string{"-D", filepath.Join(dir, "data"), "-k", dir, "-p", "5432"}, settings...)
-		server := h.command("postgres", append(args, extra...)...)
-		server.Stdout, server.Stderr = logFile, logFile
-		if err := server.Start(); err != nil {
-			started <- fmt.Errorf("starting postgres: %w", err)
-			return
-		}
-		proc = server.Process
-		started <- nil
-		exited <- server.Wait()
-	}()
-	if err := <-started; err != nil {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restart appends
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
+	}
+	args := append([]string{"-D", filepath.Join(dir, "data"), "-k", dir, "-p", "5432"}, settings...)
+	server := h.command("postgres", append(args, extra...)...)
+	server.Stdout, server.Stderr = logFile, logFile
+	proc, exited, err := startTied(server, func() { logFile.Close() })
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting postgres: %w", err)
 	}
 	var once sync.Once
 	var stopErr error
