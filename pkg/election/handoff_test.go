@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -509,6 +510,99 @@ func TestStoppingLeaderAloneReleases(t *testing.T) {
 		rec, _, err := store.Open("roll").Get(t.Context())
 		if err != nil || !isRelease(rec) || rec.Transitions != token || !rec.Handoff.IsZero() {
 			t.Fatalf("stored %+v (%v), want the release shape at token %d", rec, err, token)
+		}
+	})
+}
+
+// acceptBlind is a leader's store under load: once armed, its renewals fail
+// (so its claim runs out during a hand-off) and its reads do not show an
+// accept of its offer, until a write of its own conflicts; the accept has
+// landed by then, but the hand-off has ended without seeing it.
+type acceptBlind struct {
+	backend.Backend
+	me        string
+	mu        sync.Mutex
+	armed     bool
+	offer     backend.Record
+	offerAt   backend.Version
+	conflicts int
+}
+
+func (b *acceptBlind) Update(ctx context.Context, prev backend.Version, rec backend.Record) (backend.Version, error) {
+	b.mu.Lock()
+	armed := b.armed
+	b.mu.Unlock()
+	if armed && rec.HolderIdentity == b.me && rec.Handoff.IsZero() && rec.LeaseDurationSeconds > 1 {
+		return "", errors.New("renewal failed (store under load)")
+	}
+	v, err := b.Backend.Update(ctx, prev, rec)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case err == nil && rec.Handoff.Phase == backend.HandoffOffer:
+		b.offer, b.offerAt = rec, v
+	case errors.Is(err, backend.ErrConflict):
+		b.conflicts++
+		b.armed = false
+	}
+	return v, err
+}
+
+func (b *acceptBlind) Get(ctx context.Context) (backend.Record, backend.Version, error) {
+	rec, v, err := b.Backend.Get(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil && b.armed && rec.Handoff.Phase == backend.HandoffAccept && rec.Handoff.From == b.me {
+		return b.offer, b.offerAt, nil
+	}
+	return rec, v, err
+}
+
+// A leader stopped while its store is slow: its claim runs out during the
+// hand-off (its renewals fail), and the standby's accept lands without the
+// leader seeing it. Its shutdown then finds the accept on its own term,
+// which it stopped claiming: it releases it, and the standby that accepted
+// leads at once with the next token, instead of waiting out the lease.
+func TestStoppingLeaderReleasesAnAcceptItDidNotSee(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		blind := &acceptBlind{Backend: store.Open("roll"), me: "old-a"}
+		old := startRevision(t, blind, "old-a", "old")
+		time.Sleep(time.Second)
+		b := startRevision(t, store.Open("roll"), "new-b", "new")
+		time.Sleep(time.Minute + DefaultRetryPeriod/2)
+		if soleLeader(t, old, b) != old {
+			t.Fatal("old-a does not lead")
+		}
+		token := old.Status().Token
+		lapse := old.Status().ValidUntil
+		blind.mu.Lock()
+		blind.armed = true
+		blind.mu.Unlock()
+		time.Sleep(time.Until(lapse) - old.HandoffTimeout()/2) // the claim runs out before the offer's timeout
+		stopped := make(chan struct{})
+		go func() { old.stop(); close(stopped) }()
+		for done := false; !done; {
+			select {
+			case <-stopped:
+				done = true
+			default:
+				if ls := leaders(old, b); len(ls) > 1 {
+					t.Fatalf("%d lead at once", len(ls))
+				}
+				time.Sleep(handoffPoll / 2)
+			}
+		}
+		stoppedAt := time.Now()
+		synctest.Wait()
+		blind.mu.Lock()
+		conflicts := blind.conflicts
+		blind.mu.Unlock()
+		if conflicts == 0 {
+			t.Fatal("the leader's writes met no accept: the test did not make the case")
+		}
+		if s := b.Status(); !s.Leader || s.Token != token+1 || !time.Now().Equal(stoppedAt) {
+			t.Fatalf("new-b %+v at +%v after old-a stopped: want leading at once with token %d", s, time.Since(stoppedAt), token+1)
 		}
 	})
 }

@@ -108,12 +108,16 @@ func (e *Elector) SittingOut() bool {
 // record may still claim. Those are waited out like an expiry. A renewal
 // whose answer was lost (a shutdown cancelled it, it timed out) is known
 // once the read after the conflict shows the very record it sent
-// (observeLocked): that version is released.
+// (observeLocked): that version is released. So is a standby's accept of
+// this candidate's offer on the term it claimed (acceptOnOwnTermLocked):
+// a hand-off cut short (its claim ran out, or the stop's bound, while the
+// accept was landing unseen) leaves it, and the standby that accepted
+// waits for a transfer that will not come; released, it leads at once.
 func (e *Elector) releaseRecord(ctx context.Context) error {
 	for range 2 {
 		e.mu.Lock()
 		v := e.view
-		ours := v.version == e.writtenVersion && v.version != e.deferredVersion
+		ours := v.version == e.writtenVersion && v.version != e.deferredVersion || e.acceptOnOwnTermLocked(v.rec)
 		e.mu.Unlock()
 		if v.holder() != e.cfg.Identity || !ours {
 			return nil
@@ -135,6 +139,18 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		e.observe(err == nil, fresh, freshVersion)
 	}
 	return fmt.Errorf("release: the record kept changing: %w", backend.ErrConflict)
+}
+
+// acceptOnOwnTermLocked reports whether rec is the term this candidate
+// last claimed (its holder, its token) carrying a standby's accept of this
+// candidate's own offer: a version the standby wrote over one this
+// candidate wrote and claimed, so the term is this candidate's to end.
+// Only an offer made while claiming is accepted, and a term's token is
+// never handed out twice, so no other term can look like it.
+func (e *Elector) acceptOnOwnTermLocked(rec backend.Record) bool {
+	me, a := e.cfg.Identity, rec.Handoff
+	return e.token > 0 && rec.HolderIdentity == me && rec.Transitions == e.token &&
+		a.Phase == backend.HandoffAccept && a.From == me && a.Token == e.token && a.To != "" && a.To != me
 }
 
 // ReleaseShape is the record a release writes, here, in client-go and in
