@@ -84,7 +84,7 @@ func lastLine(root, script string, args ...string) (string, error) {
 
 // run runs kubectl or helm against the cluster and returns its stdout; it
 // fails the test when the command fails.
-func (e *env) run(t *testing.T, ctx context.Context, name string, args ...string) string {
+func (e *env) run(t testing.TB, ctx context.Context, name string, args ...string) string {
 	t.Helper()
 	out, err := e.try(ctx, name, args...)
 	if err != nil {
@@ -109,7 +109,7 @@ func (e *env) try(ctx context.Context, name string, args ...string) (string, err
 // namespace creates a namespace of its own for the test, enforcing Pod
 // Security "restricted" as the charts promise to meet, and deletes it
 // afterwards.
-func (e *env) namespace(t *testing.T) string {
+func (e *env) namespace(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -134,7 +134,7 @@ func (e *env) namespace(t *testing.T) string {
 
 // eventually polls cond every 250ms until it holds or ctx ends, then fails
 // the test with the last reason cond gave.
-func eventually(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, ctx context.Context, what string, cond func() (bool, string)) {
 	t.Helper()
 	var reason string
 	for {

@@ -70,7 +70,7 @@ func TestExampleChartElectsOneLeader(t *testing.T) {
 
 // readmeExampleCommands are the README's three commands for the example
 // chart: build its dependencies, install it, print the Lease's holder.
-func readmeExampleCommands(t *testing.T) []string {
+func readmeExampleCommands(t testing.TB) []string {
 	t.Helper()
 	_, section := cut(t, readFile(t, filepath.Join(cl.root, "README.md")), "### The example chart")
 	_, section = cut(t, section, "```sh\n")
@@ -149,7 +149,7 @@ func installExample(t *testing.T, ctx context.Context, ns string, replicas int) 
 }
 
 // install installs the example chart into ns as release demo, with args.
-func install(t *testing.T, ctx context.Context, ns string, args ...string) {
+func install(t testing.TB, ctx context.Context, ns string, args ...string) {
 	t.Helper()
 	buildChartDeps(t, ctx)
 	chart := filepath.Join(cl.root, "charts", "leader-sidecar-example")
@@ -161,7 +161,7 @@ func install(t *testing.T, ctx context.Context, ns string, args ...string) {
 // directory under each other.
 var chartDeps sync.Once
 
-func buildChartDeps(t *testing.T, ctx context.Context) {
+func buildChartDeps(t testing.TB, ctx context.Context) {
 	t.Helper()
 	chartDeps.Do(func() { mustShell(t, ctx, readmeExampleCommands(t)[0]) })
 }
@@ -169,7 +169,7 @@ func buildChartDeps(t *testing.T, ctx context.Context) {
 // runningPods waits until ns has replicas Pods of release demo, each
 // running every container (and with ready, each container ready), and
 // returns them.
-func runningPods(t *testing.T, ctx context.Context, ns string, replicas int, ready bool) []corev1.Pod {
+func runningPods(t testing.TB, ctx context.Context, ns string, replicas int, ready bool) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	eventually(t, ctx, fmt.Sprintf("%d Pods running (ready: %v)", replicas, ready), func() (bool, string) {

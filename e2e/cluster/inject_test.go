@@ -149,7 +149,7 @@ func shell(ctx context.Context, script string) (string, error) {
 }
 
 // mustShell is shell that fails t.
-func mustShell(t *testing.T, ctx context.Context, script string) string {
+func mustShell(t testing.TB, ctx context.Context, script string) string {
 	t.Helper()
 	out, err := shell(ctx, script)
 	if err != nil {

@@ -117,7 +117,7 @@ func codeBlock(t *testing.T, doc, after string) string {
 }
 
 // cut is strings.Cut that fails the test when sep is missing.
-func cut(t *testing.T, s, sep string) (string, string) {
+func cut(t testing.TB, s, sep string) (string, string) {
 	t.Helper()
 	before, after, ok := strings.Cut(s, sep)
 	if !ok {
@@ -126,7 +126,7 @@ func cut(t *testing.T, s, sep string) (string, string) {
 	return before, after
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
