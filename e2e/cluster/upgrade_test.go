@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -149,15 +150,24 @@ type sampler struct {
 	ns string
 	// newStore: the new Pods elect in another store than the old ones, so
 	// their terms are newer than every old term whatever their tokens.
-	newStore          bool
-	http              *http.Client
-	host              string
-	log               sidecartest.ClaimLog
-	rounds            int
-	old               map[string]bool // the Pods of the first round
-	lastOld, firstNew time.Time       // a leader among the old Pods, the new Pods
-	seen              []string        // each leader in turn, "old" or "new" and its Pod
-	newLeader         chan struct{}   // closed when a new Pod is first seen leading
+	newStore bool
+	http     *http.Client
+	host     string
+	log      sidecartest.ClaimLog
+	rounds   int
+	// old holds the UIDs of the Pods of the first round: by UID, not name,
+	// since a StatefulSet's new Pod has its old Pod's name.
+	old               map[types.UID]bool
+	lastOld, firstNew time.Time     // a leader among the old Pods, the new Pods
+	seen              []string      // each leader in turn, "old" or "new" and its Pod
+	newLeader         chan struct{} // closed when a new Pod is first seen leading
+	// leaderlessSince is the start of the first round that found no
+	// leader after one that did (zero while one leads), and
+	// longestLeaderless the longest such stretch closed so far, from that
+	// round to the next that found a leader. A round that could not reach
+	// the leader's Pod counts as leaderless: an upper bound, to a round.
+	leaderlessSince   time.Time
+	longestLeaderless time.Duration
 }
 
 func (s *sampler) run(ctx context.Context) error {
@@ -192,14 +202,14 @@ func (s *sampler) run(ctx context.Context) error {
 
 func (s *sampler) sample(ctx context.Context, pods []corev1.Pod, round time.Time) {
 	if s.old == nil {
-		s.old = map[string]bool{}
+		s.old = map[types.UID]bool{}
 		for _, p := range pods {
-			s.old[p.Name] = true
+			s.old[p.UID] = true
 		}
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var leaders []string
+	var leaders []corev1.Pod
 	sweep := s.rounds
 	for _, p := range pods {
 		if p.Status.PodIP == "" {
@@ -230,12 +240,14 @@ func (s *sampler) sample(ctx context.Context, pods []corev1.Pod, round time.Time
 				return
 			}
 			term := sidecartest.Term{Token: token}
-			if s.newStore && !s.old[p.Name] {
+			if s.newStore && !s.old[p.UID] {
 				term.Epoch = 1
 			}
-			s.log.Add(sidecartest.Claim{Who: p.Name, Term: term, Sweep: sweep, Sent: sent, Answer: answered})
+			// The UID tells a StatefulSet's old and new Pod of one name apart.
+			who := p.Name + "/" + string(p.UID)
+			s.log.Add(sidecartest.Claim{Who: who, Term: term, Sweep: sweep, Sent: sent, Answer: answered})
 			mu.Lock()
-			leaders = append(leaders, p.Name)
+			leaders = append(leaders, p)
 			mu.Unlock()
 		})
 	}
@@ -244,16 +256,23 @@ func (s *sampler) sample(ctx context.Context, pods []corev1.Pod, round time.Time
 		return
 	}
 	s.rounds++
+	switch {
+	case len(leaders) == 0 && s.leaderlessSince.IsZero():
+		s.leaderlessSince = round
+	case len(leaders) > 0 && !s.leaderlessSince.IsZero():
+		s.longestLeaderless = max(s.longestLeaderless, round.Sub(s.leaderlessSince))
+		s.leaderlessSince = time.Time{}
+	}
 	for _, l := range leaders {
 		age := "new "
-		if s.old[l] {
+		if s.old[l.UID] {
 			age = "old "
 		}
-		if len(s.seen) == 0 || s.seen[len(s.seen)-1] != age+l {
-			s.seen = append(s.seen, age+l)
+		if len(s.seen) == 0 || s.seen[len(s.seen)-1] != age+l.Name {
+			s.seen = append(s.seen, age+l.Name)
 		}
 		switch {
-		case s.old[l]:
+		case s.old[l.UID]:
 			s.lastOld = round
 		case s.firstNew.IsZero():
 			s.firstNew = round
