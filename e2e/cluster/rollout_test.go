@@ -5,79 +5,284 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
 // TestRolloutMovesLeadershipOnce rolls out the example chart's three
-// replicas (readiness mode none) twice under each RollingUpdate shape:
-// the default (maxSurge 25%, maxUnavailable 25%) and maxSurge 0 /
-// maxUnavailable 1. The leader's Pod carries the deletion cost, so it is
-// removed last, and on SIGTERM it hands off to a Pod of the new revision:
-// every rollout moves leadership exactly once (the token rises by one;
-// each move of a term raises it), and no round of samples of every Pod
-// finds two leaders.
+// replicas (readiness mode none) twice under each RollingUpdate shape of
+// its Deployment, the default (maxSurge 25%, maxUnavailable 25%) and
+// maxSurge 0 / maxUnavailable 1, and twice as a StatefulSet of the same
+// Pod template. The leader's Pod carries the deletion cost, so a
+// Deployment removes it last, and on SIGTERM it hands off to a Pod of the
+// new revision: every Deployment rollout moves leadership exactly once
+// (the token rises by one; each move of a term raises it). A StatefulSet
+// ignores the deletion cost and replaces its Pods from the highest ordinal
+// down, so there the successor's revision alone does it: one move, or two
+// when the leader is on the highest ordinal, replaced while every other
+// Pod is still old (docs/kubernetes.md, Rollouts). Each sidecar is checked
+// to know its Pod's revision, and no round of samples of every Pod finds
+// two leaders.
 func TestRolloutMovesLeadershipOnce(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name string
-		set  []string
-	}{
-		{"default", nil},
-		{"maxSurge 0", []string{"--set", "strategy.type=RollingUpdate", "--set", "strategy.rollingUpdate.maxSurge=0",
-			"--set", "strategy.rollingUpdate.maxUnavailable=1"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, w := range []workload{deploymentDefault, deploymentMaxSurge0, statefulSet} {
+		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 			ns := cl.namespace(t)
-			install(t, ctx, ns, append([]string{"--set", "replicaCount=3", "--wait", "--timeout", "2m"}, c.set...)...)
-			pods := runningPods(t, ctx, ns, 3, true)
-			eventually(t, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
-				_, _, reason := oneLeader(ctx, ns, pods)
-				return reason == "", reason
-			})
+			w.install(t, ctx, ns, 3, afterIssue38)
 			for round := 1; round <= 2; round++ {
-				before := leaseToken(t, ctx, ns)
-				s := &sampler{ns: ns, newLeader: make(chan struct{})}
-				sampling, stop := context.WithCancel(ctx)
-				done := make(chan struct{})
-				var sampleErr error
-				go func() { defer close(done); sampleErr = s.run(sampling) }()
-				start := time.Now()
-				cl.run(t, ctx, cl.helm, "upgrade", release, filepath.Join(cl.root, "charts", "leader-sidecar-example"), "--namespace", ns,
-					"--reuse-values", "--set-string", fmt.Sprintf("podAnnotations.e2e/rollout=%d", round))
-				eventually(t, ctx, "the Deployment rolled out", func() (bool, string) { return rolledOut(ctx, ns) })
-				rolled := time.Since(start)
-				current := runningPods(t, ctx, ns, 3, true)
-				eventually(t, ctx, "exactly one leader among the new Pods", func() (bool, string) {
-					_, _, reason := oneLeader(ctx, ns, current)
-					return reason == "", reason
-				})
-				stop()
-				<-done
-				if sampleErr != nil {
-					t.Fatal(sampleErr)
+				r := w.rollOut(t, ctx, ns, 3, round)
+				t.Logf("rollout %d rolled out in %v; %d rounds of samples; leaders in turn %q; token %d → %d; longest leaderless %v",
+					round, r.rolled.Round(time.Millisecond), r.rounds, r.seen, r.before, r.after, r.leaderless)
+				if r.twoLeaderRounds > 0 || r.lateOlderClaims > 0 {
+					t.Errorf("rollout %d: %d rounds had two Pods claim at one instant; %d claims of an older term were asked for after a newer term's claim had arrived",
+						round, r.twoLeaderRounds, r.lateOlderClaims)
 				}
-				after := leaseToken(t, ctx, ns)
-				t.Logf("rollout %d rolled out in %v; %d rounds of samples; leaders in turn %q; token %d → %d",
-					round, rolled.Round(time.Millisecond), s.rounds, s.seen, before, after)
-				s.twoLeaders(t, fmt.Sprintf("rollout %d", round))
-				if after != before+1 {
-					t.Errorf("rollout %d moved leadership %d times (token %d → %d), want once", round, after-before, before, after)
+				if want := w.wantMoves(r.leaderBefore, 3); r.moves() != want {
+					t.Errorf("rollout %d moved leadership %d times (token %d → %d; leader before %s), want %d",
+						round, r.moves(), r.before, r.after, r.leaderBefore, want)
 				}
 			}
 		})
 	}
 }
 
+// workload is how the example chart's Pods are run and rolled out: by the
+// chart's Deployment under one strategy, or by a StatefulSet.
+type workload struct {
+	name string
+	// set are helm values of the install.
+	set []string
+	// statefulSet: the Pods are a StatefulSet's (see useStatefulSet).
+	statefulSet bool
+}
+
+var (
+	deploymentDefault   = workload{name: "default"}
+	deploymentMaxSurge0 = workload{name: "maxSurge 0", set: []string{"--set", "strategy.type=RollingUpdate",
+		"--set", "strategy.rollingUpdate.maxSurge=0", "--set", "strategy.rollingUpdate.maxUnavailable=1"}}
+	statefulSet = workload{name: "StatefulSet", statefulSet: true}
+)
+
+// sidecarMode is what the sidecars are given of issue 38 ("one move per
+// rollout"): its two measures, or neither.
+type sidecarMode string
+
+const (
+	// afterIssue38 is the chart's defaults: the deletion cost on the
+	// leader's Pod, and each sidecar knows its Pod's revision.
+	afterIssue38 sidecarMode = "after"
+	// beforeIssue38 is podDeletionCost false and no revision (both
+	// variables given empty, after the chart's own, which the kubelet
+	// lets win): a stopping leader hands off to whichever standby takes
+	// the offer first.
+	beforeIssue38 sidecarMode = "before"
+)
+
+// values are the helm values of mode.
+func (m sidecarMode) values() []string {
+	if m == afterIssue38 {
+		return nil
+	}
+	return []string{"--set", "sidecar.podDeletionCost=false", "--set-json",
+		`sidecar.extraEnv=[{"name":"POD_TEMPLATE_HASH","value":""},{"name":"POD_CONTROLLER_REVISION_HASH","value":""}]`}
+}
+
+// install installs the example chart in ns with replicas Pods of w in
+// mode, waits for one leader, and checks that every sidecar was given
+// what mode says: the deletion cost on or off, and its Pod's revision
+// label or none.
+func (w workload) install(tb testing.TB, ctx context.Context, ns string, replicas int, mode sidecarMode) {
+	tb.Helper()
+	deploymentReplicas := replicas
+	if w.statefulSet {
+		deploymentReplicas = 0
+	}
+	args := []string{"--set", fmt.Sprintf("replicaCount=%d", deploymentReplicas), "--wait", "--timeout", "2m"}
+	install(tb, ctx, ns, append(append(args, w.set...), mode.values()...)...)
+	if w.statefulSet {
+		useStatefulSet(tb, ctx, ns, int32(replicas))
+	}
+	pods := runningPods(tb, ctx, ns, replicas, true)
+	eventually(tb, ctx, "exactly one leader, the Lease's holder", func() (bool, string) {
+		_, _, reason := oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+	for _, p := range pods {
+		revision, cost := sidecarRevisionAndCost(tb, ctx, ns, p.Name)
+		want, wantCost := p.Labels["pod-template-hash"], true
+		if w.statefulSet {
+			want = p.Labels["controller-revision-hash"]
+		}
+		if mode == beforeIssue38 {
+			want, wantCost = "", false
+		} else if want == "" {
+			tb.Fatalf("%s has no revision label: %v", p.Name, p.Labels)
+		}
+		if revision != want || cost != wantCost {
+			tb.Fatalf("%s's sidecar has revision %q and pod-deletion-cost %v, want %q and %v (%s)", p.Name, revision, cost, want, wantCost, mode)
+		}
+	}
+}
+
+// useStatefulSet runs the example chart's Pods as a StatefulSet: the
+// chart renders only a Deployment, so the StatefulSet is made from the
+// installed Deployment (left at 0 replicas, so that helm uninstall still
+// removes what helm made) with its name, selector and Pod template as
+// the chart rendered them, and the default update strategy
+// (RollingUpdate, from the highest ordinal down). Taking the Pod template
+// from the chart keeps its sidecar, Downward API and RBAC exactly the
+// chart's, where a chart of the test's own would drift from it.
+func useStatefulSet(tb testing.TB, ctx context.Context, ns string, replicas int32) {
+	tb.Helper()
+	d, err := cl.client.AppsV1().Deployments(ns).Get(ctx, fullName, metav1.GetOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Labels: d.Labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas,
+			Selector: d.Spec.Selector,
+			Template: d.Spec.Template,
+			// The chart's Service; the Pods need no DNS names.
+			ServiceName: d.Name,
+		},
+	}
+	if _, err := cl.client.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// sidecarRevisionAndCost asks the sidecar of pod, by `sidecar check` in
+// its container (the container's own arguments are not needed: the chart
+// gives these two settings as variables), for the revision it read from
+// the Downward API and whether it sets the deletion cost.
+func sidecarRevisionAndCost(tb testing.TB, ctx context.Context, ns, pod string) (string, bool) {
+	tb.Helper()
+	out := cl.run(tb, ctx, cl.kubectl, "exec", "--namespace", ns, pod, "--container", sidecarContainer, "--", "/sidecar", "check")
+	var revision, cost string
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "pod-deletion-cost: "); ok {
+			cost = v
+		}
+		if _, v, ok := strings.Cut(line, " revision="); ok && strings.HasPrefix(line, "pod: ") {
+			revision = v
+		}
+	}
+	unquoted, err := strconv.Unquote(revision)
+	if err != nil || (cost != "true" && cost != "false") {
+		tb.Fatalf("%s: sidecar check printed no revision or pod-deletion-cost:\n%s", pod, out)
+	}
+	return unquoted, cost == "true"
+}
+
+// rollout is what one rollout did, as the Lease and the sampler saw it.
+type rollout struct {
+	before, after int32 // the Lease's token
+	leaderBefore  string
+	rolled        time.Duration
+	rounds        int
+	seen          []string
+	leaderless    time.Duration
+	// twoLeaderRounds and lateOlderClaims: sidecartest.ClaimLog's
+	// TwoLeaderSweeps and Overlaps.
+	twoLeaderRounds, lateOlderClaims int
+}
+
+// moves is how many times leadership moved: every move raises the token
+// by one.
+func (r rollout) moves() int { return int(r.after - r.before) }
+
+// rollOut changes the Pod template's annotation e2e/rollout to round
+// (as `kubectl rollout restart` does with its own annotation; nothing else
+// of the template changes), sampling every Pod until the rollout is
+// complete and a new Pod leads.
+func (w workload) rollOut(tb testing.TB, ctx context.Context, ns string, replicas, round int) rollout {
+	tb.Helper()
+	var r rollout
+	pods := runningPods(tb, ctx, ns, replicas, true)
+	eventually(tb, ctx, "exactly one leader before the rollout", func() (bool, string) {
+		var reason string
+		_, r.leaderBefore, reason = oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+	r.before = leaseToken(tb, ctx, ns)
+	s := &sampler{ns: ns, newLeader: make(chan struct{})}
+	sampling, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.run(sampling) }()
+	start := time.Now()
+	kind := "deployment"
+	if w.statefulSet {
+		kind = "statefulset"
+	}
+	cl.run(tb, ctx, cl.kubectl, "patch", kind, fullName, "--namespace", ns, "--type", "merge",
+		"--patch", fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"e2e/rollout":"%d"}}}}}`, round))
+	eventually(tb, ctx, "the "+kind+" rolled out", func() (bool, string) {
+		if w.statefulSet {
+			return statefulSetRolledOut(ctx, ns)
+		}
+		return rolledOut(ctx, ns)
+	})
+	r.rolled = time.Since(start)
+	current := runningPods(tb, ctx, ns, replicas, true)
+	eventually(tb, ctx, "exactly one leader among the new Pods", func() (bool, string) {
+		_, _, reason := oneLeader(ctx, ns, current)
+		return reason == "", reason
+	})
+	select { // the new leader in the samples too, which ends a leaderless stretch
+	case <-s.newLeader:
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("rollout %d: the sampler never saw a new Pod lead", round)
+	}
+	stop()
+	<-done
+	r.after = leaseToken(tb, ctx, ns)
+	r.rounds, r.seen, r.leaderless = s.rounds, s.seen, s.longestLeaderless
+	r.twoLeaderRounds = s.log.TwoLeaderSweeps()
+	r.lateOlderClaims, _ = s.log.Overlaps()
+	return r
+}
+
+// wantMoves is how many times a rollout of w's replicas moves leadership
+// from leader: once, but a StatefulSet replaces the highest ordinal first,
+// when only old Pods can take over, and the one that does is replaced
+// later: twice.
+func (w workload) wantMoves(leader string, replicas int) int {
+	if w.statefulSet && strings.HasSuffix(leader, fmt.Sprintf("-%d", replicas-1)) {
+		return 2
+	}
+	return 1
+}
+
+// statefulSetRolledOut says whether the StatefulSet has only replicas of
+// its update revision, as many as it wants, each ready.
+func statefulSetRolledOut(ctx context.Context, ns string) (bool, string) {
+	s, err := cl.client.AppsV1().StatefulSets(ns).Get(ctx, fullName, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	st, want := s.Status, *s.Spec.Replicas
+	if st.ObservedGeneration < s.Generation || st.CurrentRevision != st.UpdateRevision ||
+		st.UpdatedReplicas != want || st.Replicas != want || st.ReadyReplicas != want {
+		return false, fmt.Sprintf("generation %d observed %d, revision %s updating to %s, replicas %d updated %d ready %d, want %d",
+			s.Generation, st.ObservedGeneration, st.CurrentRevision, st.UpdateRevision, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, want)
+	}
+	return true, ""
+}
+
 // leaseToken is the example chart's Lease's token in ns.
-func leaseToken(t *testing.T, ctx context.Context, ns string) int32 {
+func leaseToken(t testing.TB, ctx context.Context, ns string) int32 {
 	t.Helper()
 	l, err := cl.client.CoordinationV1().Leases(ns).Get(ctx, fullName, metav1.GetOptions{})
 	if err != nil {
