@@ -166,3 +166,19 @@ test-cluster:
 	@kubeconfig=$$(hack/cluster.sh up | tail -1) && \
 	  LEADER_SIDECAR_KUBECONFIG=$$kubeconfig CGO_ENABLED=0 $(GO) test -trimpath -tags cluster -count=1 -parallel 4 -timeout 20m ./e2e/cluster/...; \
 	  rc=$$?; hack/cluster.sh down; exit $$rc
+
+# make bench-rollouts: BenchmarkRollouts (e2e/cluster) on a one-node
+# cluster that hack/cluster.sh starts before it and removes after it:
+# moves of leadership per rollout, before and after issue 38, printed as a
+# markdown table (docs/benchmarks.md, "Rollouts on the one-node cluster").
+# Not part of make test-cluster. ROLLOUTS per cell (10); ROLLOUT_CELLS a
+# -bench pattern of the cells, e.g. 'Rollouts/replicas=3/' (every cell:
+# about two hours).
+ROLLOUTS ?= 10
+ROLLOUT_CELLS ?= Rollouts
+.PHONY: bench-rollouts
+bench-rollouts:
+	@kubeconfig=$$(hack/cluster.sh up | tail -1) && \
+	  LEADER_SIDECAR_KUBECONFIG=$$kubeconfig LEADER_SIDECAR_ROLLOUTS=$(ROLLOUTS) CGO_ENABLED=0 $(GO) test -trimpath -tags cluster -count=1 \
+	    -run '^$$' -bench '$(ROLLOUT_CELLS)' -benchtime 1x -timeout 4h ./e2e/cluster/; \
+	  rc=$$?; hack/cluster.sh down; exit $$rc
