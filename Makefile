@@ -173,7 +173,7 @@ test-cluster:
 # markdown table (docs/benchmarks.md, "Rollouts on the one-node cluster").
 # Not part of make test-cluster. ROLLOUTS per cell (10); ROLLOUT_CELLS a
 # -bench pattern of the cells, e.g. 'Rollouts/replicas=3/' (every cell:
-# about two hours).
+# about 50 minutes on 2 busy cores).
 ROLLOUTS ?= 10
 ROLLOUT_CELLS ?= Rollouts
 .PHONY: bench-rollouts
