@@ -7,6 +7,7 @@
 //	go run ./hack/sim -shards 8 -candidates 3        # a shard group
 //	go run ./hack/sim -shards 8 -seeds 20 -digest    # one figure for the whole range
 //	go run ./hack/sim -seeds 5000 -first-violation   # stop at the first broken seed
+//	go run ./hack/sim -seeds 5000 -store-restarts -failovers  # the store's own faults
 //
 // It prints "N schedules, V violations" and exits 1 if V > 0. With
 // -first-violation it stops at the first broken schedule in the order of
@@ -54,6 +55,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	progress := fs.Duration("progress", 0, "print the figures so far every this much wall time (0: only at the end)")
 	trusted := fs.Duration("trusted-record-lease", 0, "every candidate's MaxRecordLeaseDuration (default: the simulator's bound, 30s); a longer one lets hostile lease durations break liveness")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	restarts := fs.Bool("store-restarts", false, "give every schedule one to three restarts of the store that lose nothing (a lone election only)")
+	failovers := fs.Bool("failovers", false, "give every schedule one or two failovers of the store that lose its last writes (a lone election only)")
+	reissue := fs.Bool("reissue-versions", false, "with -failovers: a failover hands out again the versions it lost (an etcd backup restored without --bump-revision)")
 	firstViolation := fs.Bool("first-violation", false, "stop at the first schedule, in the order of the seeds, that breaks an invariant, and print it")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -85,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards,
-		ShardsTo: *shardsTo, TrustedRecordLease: *trusted}
+		ShardsTo: *shardsTo, TrustedRecordLease: *trusted, StoreRestarts: *restarts, Failovers: *failovers, ReissueVersions: *reissue}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	switch {
@@ -138,6 +142,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var virtual time.Duration
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
 	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping int
+	var storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash int
 	var settledMax time.Duration
 	// Results arrive in any order; the digest, the summaries and the first
 	// violation take them in the order of the seeds.
@@ -193,6 +198,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			leadersStopped, stopHandedOff = leadersStopped+r.LeadersStopped, stopHandedOff+r.StopHandedOff
 			stopToOther, crashedStopping = stopToOther+r.StopToOtherRevision, crashedStopping+r.CrashedStopping
 		}
+		storeRestarts, failoversPlayed = storeRestarts+r.StoreRestarts, failoversPlayed+r.Failovers
+		lostWrites, handedTwice = lostWrites+r.LostWrites, handedTwice+r.TokensHandedTwice
+		severed, committedAtCrash = severed+r.Severed, committedAtCrash+r.CommittedAtCrash
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -222,6 +230,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			handoffs, handedOff, stoppedTargets, hostile)
 		fmt.Fprintf(stdout, "%d rolling updates: %d leaders stopped, %d handed off on stop (%d to the other revision), %d candidates crashed while stopping\n",
 			rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping)
+		if *restarts || *failovers {
+			fmt.Fprintf(stdout, "%d store restarts; %d failovers, losing %d writes; %d tokens handed out twice; %d requests cut off as the store went down, %d of them committed\n",
+				storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash)
+		}
 	}
 	if *digest {
 		fmt.Fprintf(stdout, "digest of seeds %d to %d: %s\n", *start, *start+*seeds-1, sum)

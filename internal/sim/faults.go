@@ -75,8 +75,9 @@ func deleteRecord(w *world, el *contest) string {
 	if !el.store.present {
 		return ""
 	}
+	el.store.remember()
 	el.store.present = false
-	el.store.version++
+	el.store.nextVersion()
 	el.edited, el.touched = true, true
 	el.check.newEpoch()
 	w.changed(el)

@@ -63,20 +63,30 @@ func (w *world) send(c *candidate, req *call) {
 	}
 	fail := func(err error) func() result { return func() result { return result{err: err} } }
 	w.logf("%s -> %s%s", c.id, req.op, requestText{req})
+	if c.el.store.keepsPast || w.storeRestarts {
+		w.track(c, req)
+	}
 	switch {
+	case w.now < c.el.store.downUntil: // restarting or failing over: nothing reaches it
+		if w.chance(0.5) {
+			deliver(w.now+back, fail(errUnavailable))
+			return
+		}
+		deliver(w.now+timeout, fail(errTimeout))
+		return
 	case w.now < p.outageUntil || w.chance(p.failChance):
 		if w.chance(0.5) {
 			deliver(w.now+back, fail(errUnavailable)) // refused at once
 			return
 		}
 		if w.chance(0.5) {
-			w.at(w.now+there, func() { w.apply(c, req) }) // applied, answer lost
+			w.at(w.now+there, func() { w.applySent(c, req) }) // applied, answer lost
 		}
 		deliver(w.now+timeout, fail(errTimeout))
 		return
 	}
 	var r result
-	w.at(w.now+there, func() { r = w.apply(c, req) })
+	w.at(w.now+there, func() { r = w.applySent(c, req) })
 	if there+back >= timeout {
 		deliver(w.now+timeout, fail(errTimeout))
 		return
@@ -84,6 +94,16 @@ func (w *world) send(c *candidate, req *call) {
 	// The apply event was queued first, so it runs first even when the
 	// answer takes no time.
 	deliver(w.now+there+back, func() result { return r })
+}
+
+// applySent carries out a request that has reached the store, unless a
+// restart or failover cut it off on the way (storefaults.go).
+func (w *world) applySent(c *candidate, req *call) result {
+	if req.severed {
+		return result{err: errUnavailable}
+	}
+	req.applied = true
+	return w.apply(c, req)
 }
 
 // apply carries a request out at the store now, and signals the watches
@@ -94,6 +114,9 @@ func (w *world) apply(c *candidate, req *call) result {
 	r := el.store.apply(req)
 	if r.err == nil && req.op != opGet {
 		el.checkTokenStep(w, c, prev, present, req.rec)
+		if el.store.keepsPast {
+			w.strikeAfterAcquire(el, prev, present, req.rec)
+		}
 	}
 	w.logf("store%s: %s %s by %s: %v", el.suffix(), req.op, requestText{req}, c.id, r)
 	if el.store.version != before {

@@ -86,6 +86,19 @@ type Options struct {
 	// rolling update of the count to ShardsTo, and at times back (see
 	// counts.go).
 	ShardsTo int
+	// StoreRestarts gives every schedule of a lone election one to three
+	// restarts of the store that lose nothing, and Failovers one or two
+	// failovers that lose its last writes (storefaults.go). Off, the
+	// schedules are those their seeds drew before these faults existed.
+	StoreRestarts, Failovers bool
+	// ReissueVersions makes the failovers hand out again the versions
+	// they lost (an etcd backup restored without --bump-revision);
+	// otherwise a failover's store issues versions above every one it
+	// issued before, as PostgreSQL's sequences do. The election tells
+	// records apart by their versions: with versions handed out twice,
+	// the checker finds tokens handed out twice beyond the terms a
+	// failover lost (storefaults.go).
+	ReissueVersions bool
 }
 
 func (o Options) withDefaults() Options {
@@ -124,6 +137,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("shards must be in [0, %d], got %d", shard.MaxShards, o.Shards)
 	case o.ShardsTo < 0 || o.ShardsTo > shard.MaxShards || o.ShardsTo > 0 && o.Shards == 0:
 		return fmt.Errorf("shards-to must be in [0, %d], and only with shards, got %d", shard.MaxShards, o.ShardsTo)
+	case o.ReissueVersions && !o.Failovers:
+		return fmt.Errorf("reissuing versions is a kind of failover: only with failovers")
+	case (o.StoreRestarts || o.Failovers) && o.Shards > 0:
+		return fmt.Errorf("store restarts and failovers are played in a lone election only, not with shards")
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	case o.TrustedRecordLease != 0 && o.TrustedRecordLease < o.LeaseDuration:
@@ -240,6 +257,15 @@ type Result struct {
 	// stopped.
 	Rollout                                                             bool
 	LeadersStopped, StopHandedOff, StopToOtherRevision, CrashedStopping int
+	// StoreRestarts and Failovers count the store's restarts and lossy
+	// failovers played (Options.StoreRestarts, Options.Failovers),
+	// LostWrites the writes the failovers lost, and TokensHandedTwice the
+	// tokens claimed by a second holder after a failover lost the term of
+	// the first.
+	StoreRestarts, Failovers, LostWrites, TokensHandedTwice int
+	// Severed counts the requests on their way to the store when it went
+	// down, CommittedAtCrash those of them that took effect all the same.
+	Severed, CommittedAtCrash int
 }
 
 // Run plays the schedule of opts.Seed.
@@ -276,6 +302,7 @@ func Run(opts Options) (Result, error) {
 	scheduleHandoffs(w)
 	scheduleHostileLeases(w)
 	scheduleRollout(w)
+	scheduleStoreFaults(w)
 	w.run()
 	return w.result(), nil
 }
@@ -299,6 +326,10 @@ func (w *world) result() Result {
 		Handoffs:       w.handoffCount.asked,
 		HandedOff:      w.handoffCount.done,
 		StoppedTargets: w.handoffCount.stopped,
+	}
+	if sf := w.storeFaults; sf != nil {
+		r.StoreRestarts, r.Failovers, r.LostWrites, r.TokensHandedTwice = sf.restarts, sf.failovers, sf.lostWrites, sf.handedTwice
+		r.Severed, r.CommittedAtCrash = sf.severed, sf.committedAtCrash
 	}
 	if ro := w.rollout; ro != nil {
 		r.Rollout = true

@@ -19,6 +19,46 @@ type store struct {
 	// of a record never created say so (backend.ErrNeverCreated), as the
 	// SQLite and memory stores do, where a Lease does not.
 	created, provesNeverCreated bool
+	// past keeps the states before the last writes (at most keptStates),
+	// newest last, when the schedule has lossy failovers: what a promoted
+	// standby or a restored backup may hold (storefaults.go).
+	past      []storedState
+	keepsPast bool
+	downUntil time.Duration // restarting or failing over until then: every request fails
+	// issued is the highest version issued; writes counts the writes
+	// (and deletions).
+	issued, writes int64
+	// reissues makes a failover hand out again the versions it lost, as
+	// a store that numbers versions from the restored state does (an etcd
+	// backup restored without --bump-revision): otherwise versions go on
+	// above every one issued, as PostgreSQL's sequence does.
+	reissues bool
+	// armed are the down times of the failovers waiting for the next
+	// write that starts a term (strikeAfterAcquire).
+	armed []time.Duration
+}
+
+// storedState is the record as one write left it.
+type storedState struct {
+	rec              backend.Record
+	present, created bool
+	version          int64
+}
+
+// keptStates is how many states before the current one a store that may
+// fail over keeps: a failover loses at most that many writes.
+const keptStates = 8
+
+// remember keeps the state about to be replaced, if the store may fail
+// over.
+func (s *store) remember() {
+	if !s.keepsPast {
+		return
+	}
+	if len(s.past) == keptStates {
+		s.past = append(s.past[:0], s.past[1:]...)
+	}
+	s.past = append(s.past, storedState{s.rec, s.present, s.created, s.version})
 }
 
 func (s *store) versionString() backend.Version {
@@ -58,8 +98,18 @@ func (s *store) apply(c *call) result {
 }
 
 func (s *store) write(rec backend.Record) {
+	s.remember()
 	s.rec, s.present, s.created = rec, true, true
-	s.version++
+	s.nextVersion()
+}
+
+// nextVersion gives the record a version never issued before: one above
+// the last, or above every one issued before a failover that set the
+// version back.
+func (s *store) nextVersion() {
+	s.version = max(s.version, s.issued) + 1
+	s.issued = s.version
+	s.writes++
 }
 
 type op int
@@ -75,11 +125,16 @@ func (o op) String() string { return [...]string{"Get", "Create", "Update", "Cre
 
 // call is one request from a candidate, parked until the world answers it.
 type call struct {
-	ctx   context.Context // ends the request in the candidate when it ends (expire)
-	op    op
-	prev  backend.Version
-	rec   backend.Record
-	reply chan result
+	ctx  context.Context // ends the request in the candidate when it ends (expire)
+	from *candidate
+	// applied is set once the request took effect at the store; severed
+	// once a restart or failover cut it off before it did (it then never
+	// does).
+	applied, severed bool
+	op               op
+	prev             backend.Version
+	rec              backend.Record
+	reply            chan result
 }
 
 type result struct {

@@ -21,6 +21,10 @@ func (r Result) Summary() string {
 		fmt.Fprintf(&b, ", rolling update: %d leaders stopped, %d handed off on stop, %d to the other revision, %d crashed stopping",
 			r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping)
 	}
+	if r.StoreRestarts+r.Failovers > 0 { // likewise
+		fmt.Fprintf(&b, ", store: %d restarts, %d failovers losing %d writes, %d tokens handed out twice, %d requests cut off (%d committed)",
+			r.StoreRestarts, r.Failovers, r.LostWrites, r.TokensHandedTwice, r.Severed, r.CommittedAtCrash)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, ", violation at %v: %q", v.At, v.What)
 	}

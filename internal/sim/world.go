@@ -33,6 +33,10 @@ type world struct {
 	handoffCount  struct{ asked, done, stopped int }
 	rollout       *rollout // the schedule's rolling update, if it has one
 	hostileLeases int      // hostile lease durations written (scheduleHostileLeases)
+	// storeFaults are the store's restarts and failovers, if the schedule
+	// has any (storefaults.go); storeRestarts says it has restarts.
+	storeFaults   *storeFaults
+	storeRestarts bool
 	profile       profile
 
 	candidates []*candidate
