@@ -42,6 +42,7 @@ type checker struct {
 	lostMax      int64
 	lostOwner    map[int64]string
 	affectedUpTo int
+	overlapped   map[fence.TermID]bool
 	lastToken    map[string]int64 // candidate -> its latest term's token
 	terms        int
 	lastLeader   time.Duration
@@ -105,6 +106,11 @@ func (c *checker) afterEvent(w *world, el *contest) {
 			c.violate(w, el, "two leaders at once: "+strings.Join(names, ", "))
 			return
 		}
+		// A term begun beside one a failover lost is affected too: its
+		// holder may take the record over again, as a leader does.
+		for _, l := range leaders {
+			c.overlapped[fence.TermID{Token: l.s.Token, Holder: l.cand.id}] = true
+		}
 		w.logf("two leaders at once, for a term a failover lost: %s", strings.Join(names, ", "))
 	}
 	for _, l := range leaders {
@@ -118,9 +124,9 @@ func (c *checker) afterEvent(w *world, el *contest) {
 
 // lostTerm reports whether a failover that lost writes affected term: it
 // was claimed before one, or its token was claimed by another holder
-// before one and lost in it.
+// before one and lost in it, or it was claimed beside such a term.
 func (c *checker) lostTerm(term fence.TermID) bool {
-	if order, ok := c.order[term]; ok && order <= c.affectedUpTo {
+	if order, ok := c.order[term]; ok && order <= c.affectedUpTo || c.overlapped[term] {
 		return true
 	}
 	first, ok := c.lostOwner[term.Token]
@@ -178,7 +184,7 @@ func (c *checker) write(w *world, el *contest, term fence.TermID, what string) {
 		c.violate(w, el, fmt.Sprintf("the guard accepted %s from %v after one from %v", what, term, last))
 	case err == nil:
 		c.newestWriter, c.guardLast = c.order[term], term
-	case what == "the leader's write" && c.epoch == 1 && term.Token > c.lostMax:
+	case what == "the leader's write" && c.epoch == 1 && term.Token > c.lostMax && !c.lostTerm(term):
 		c.violate(w, el, fmt.Sprintf("the guard refused the leader's write from %v: %v", term, err))
 	}
 }
@@ -196,7 +202,7 @@ func (c *checker) failedOver(token int64) {
 		return // nothing claimed yet
 	}
 	if c.lostOwner == nil {
-		c.lostOwner = map[int64]string{}
+		c.lostOwner, c.overlapped = map[int64]string{}, map[fence.TermID]bool{}
 	}
 	c.affectedUpTo = len(c.order)
 	for term := range c.order {
