@@ -13,7 +13,10 @@
 // hand (holder emptied or changed, token raised or lowered, lease duration
 // changed), a hostile lease duration written into the record (beyond the
 // bound the candidates trust, up to 68 years), change signals delayed,
-// dropped and reordered, and clocks that run at different rates. The
+// dropped and reordered, and clocks that run at different rates; with
+// Options.StoreRestarts and Options.Failovers, the store restarts (losing
+// nothing: the requests on their way fail, committed or not) and fails
+// over to the record as it was some writes ago (storefaults.go). The
 // bounds the elector puts on its own work (an attempt, a hand-off, the
 // release on shutdown) are kept on each candidate's clock in virtual
 // time: one that expires cuts off the request or wait it bounds, as a
@@ -22,9 +25,13 @@
 // After every event it checks the invariants: at most one candidate claims
 // leadership; a token is claimed by one holder only, and each new term's
 // token is above every earlier one (between faults that may rightly reset
-// tokens: see docs/backends.md); each process's own tokens only rise; a guard fed
-// every leader's writes, some of them late, never accepts a write from a
-// term older than one it accepted and never refuses the current leader;
+// tokens: see docs/backends.md); these bend only for the terms a lossy
+// failover affected (storefaults.go); each process's own tokens only
+// rise; a guard fed every leader's writes, some of them late, never
+// accepts a write from a term older than one it accepted, nor a lower
+// token or the same token from another holder than the last it accepted,
+// and never refuses the current leader (but after a reset or a lossy
+// failover, until the election passes the tokens it holds);
 // on a record nobody deleted or edited by hand, every write keeps the
 // token or starts a term one above it; and once faults stop, a leader is
 // back within Options.livenessBound.

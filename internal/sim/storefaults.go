@@ -19,15 +19,20 @@ import (
 // not (the client cannot tell which: it gets an error either way). Every
 // invariant must hold across it.
 //
-// A lossy failover (an asynchronous standby promoted, a backup restored
-// without bumping versions) is a restart that comes back with the record
-// as it was some writes ago, its version too, so that versions are
-// handed out again; the watches signal the change. A token may then be
-// handed out twice, and for the terms whose writes were lost the checker
-// lets "tokens unique and rising" and "one leader at every instant" bend
-// (checker.failedOver says how far); the guard, in a store that did not
+// A lossy failover (an asynchronous standby promoted, a backup restored)
+// is a restart that comes back with the record as it was some writes
+// ago, with the version it had then; the watches signal the change. The
+// next writes take versions above every one issued before, as
+// PostgreSQL's identity sequence does, or, with Options.ReissueVersions,
+// hand the lost ones out again, as an etcd backup restored without
+// --bump-revision does. A token may then be handed out twice, and for the
+// terms the failover affected the checker lets "tokens unique and rising"
+// and "one leader at every instant" bend (checker.failedOver and
+// checker.lostTerm say which terms); the guard, in a store that did not
 // fail over, must still refuse every stale write and a token from a
-// second holder, and a leader must be back once faults stop.
+// second holder, and a leader must be back once faults stop. With
+// versions handed out again, a candidate can take a new record for one
+// it saw and miss its token, which the checker reports.
 
 // storeFaults is what the schedule's store faults did.
 type storeFaults struct {
