@@ -64,3 +64,20 @@ func TestFirstViolationOnACleanRange(t *testing.T) {
 		t.Fatalf("want the usual last line and no first violation:\n%s", out.String())
 	}
 }
+
+// The store's restarts and failovers are played when asked for, and their
+// figures printed; a shard group refuses them.
+func TestStoreFaultFlags(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-seeds", "20", "-store-restarts", "-failovers"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d, want 0; stderr %s, stdout:\n%s", code, errs.String(), out.String())
+	}
+	line := regexp.MustCompile(`(?m)^(\d+) store restarts; (\d+) failovers, losing (\d+) writes; \d+ tokens handed out twice`).FindStringSubmatch(out.String())
+	if line == nil || line[1] == "0" || line[2] == "0" || line[3] == "0" {
+		t.Fatalf("want restarts, failovers and lost writes counted:\n%s", out.String())
+	}
+	errs.Reset()
+	if code := run([]string{"-seeds", "1", "-shards", "2", "-failovers"}, &out, &errs); code != 2 {
+		t.Fatalf("-shards with -failovers: exit %d, want 2; stderr %s", code, errs.String())
+	}
+}
