@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/fence"
 )
@@ -42,7 +43,7 @@ type checker struct {
 	lostMax      int64
 	lostOwner    map[int64]string
 	affectedUpTo int
-	overlapped   map[fence.TermID]bool
+	affected     map[fence.TermID]bool
 	lastToken    map[string]int64 // candidate -> its latest term's token
 	terms        int
 	lastLeader   time.Duration
@@ -109,7 +110,7 @@ func (c *checker) afterEvent(w *world, el *contest) {
 		// A term begun beside one a failover lost is affected too: its
 		// holder may take the record over again, as a leader does.
 		for _, l := range leaders {
-			c.overlapped[fence.TermID{Token: l.s.Token, Holder: l.cand.id}] = true
+			c.affected[fence.TermID{Token: l.s.Token, Holder: l.cand.id}] = true
 		}
 		w.logf("two leaders at once, for a term a failover lost: %s", strings.Join(names, ", "))
 	}
@@ -123,10 +124,11 @@ func (c *checker) afterEvent(w *world, el *contest) {
 }
 
 // lostTerm reports whether a failover that lost writes affected term: it
-// was claimed before one, or its token was claimed by another holder
-// before one and lost in it, or it was claimed beside such a term.
+// was claimed before one, or begun by a write it lost, or its token was
+// another holder's in a term it lost, or it was claimed beside such a
+// term.
 func (c *checker) lostTerm(term fence.TermID) bool {
-	if order, ok := c.order[term]; ok && order <= c.affectedUpTo || c.overlapped[term] {
+	if order, ok := c.order[term]; ok && order <= c.affectedUpTo || c.affected[term] {
 		return true
 	}
 	first, ok := c.lostOwner[term.Token]
@@ -147,10 +149,14 @@ func (c *checker) claimed(w *world, el *contest, cand *candidate, term fence.Ter
 		// After one, a candidate that never saw the higher tokens may
 		// reuse them ("When tokens go back" in docs/backends.md), but no candidate
 		// ever starts a term at or below a token it has seen.
-		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && c.epoch == 1 {
+		// A term begun by a write a failover lost, claimed after it (its
+		// claim deferred, or its answer late), is out of the line of
+		// tokens the store goes on with.
+		lost := c.affected[term]
+		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && c.epoch == 1 && !lost {
 			c.violate(w, el, fmt.Sprintf("token %d claimed by %s and by %s", term.Token, owner, term.Holder))
 		}
-		if term.Token <= c.highest && c.epoch == 1 {
+		if term.Token <= c.highest && c.epoch == 1 && !lost {
 			c.violate(w, el, fmt.Sprintf("%s leads with token %d, not above %d claimed before", term.Holder, term.Token, c.highest))
 		}
 		if before, ok := cand.seenBeforeWrite[term.Token]; ok && term.Token <= before {
@@ -159,11 +165,19 @@ func (c *checker) claimed(w *world, el *contest, cand *candidate, term fence.Ter
 		if last := c.lastToken[cand.id]; term.Token <= last {
 			c.violate(w, el, fmt.Sprintf("%s's token went from %d to %d", cand.id, last, term.Token))
 		}
-		if first, ok := c.lostOwner[term.Token]; ok && first != term.Holder {
+		// A token counts as handed out twice once both holders claimed it.
+		if first, ok := c.lostOwner[term.Token]; ok && first != term.Holder && c.claimedBy(term.Token, first) {
 			w.storeFaults.handedTwice++
 			w.logf("token %d handed out twice: to %s, whose term a failover lost, and to %s", term.Token, first, term.Holder)
 		}
-		c.owner[term.Token], c.highest, c.lastToken[cand.id] = term.Holder, term.Token, term.Token
+		if owner, ok := c.owner[term.Token]; ok && owner != term.Holder && lost {
+			w.storeFaults.handedTwice++
+			w.logf("token %d handed out twice: to %s, and to %s, whose term a failover lost", term.Token, owner, term.Holder)
+		}
+		c.lastToken[cand.id] = term.Token
+		if !lost {
+			c.owner[term.Token], c.highest = term.Holder, term.Token
+		}
 		c.order[term] = len(c.order) + 1
 		// The application checked /leader now and writes later.
 		w.after(w.between(0, 2*w.opts.RenewDeadline), func() {
@@ -189,26 +203,40 @@ func (c *checker) write(w *world, el *contest, term fence.TermID, what string) {
 	}
 }
 
+// claimedBy reports whether holder claimed a term with token.
+func (c *checker) claimedBy(token int64, holder string) bool {
+	_, ok := c.order[fence.TermID{Token: token, Holder: holder}]
+	return ok
+}
+
 // failedOver is told that the store failed over to a record with token
-// (0 if none). Every term claimed so far may have lost writes: its holder
+// (0 if none), losing the writes of lost. Every term claimed so far may have lost writes: its holder
 // may go on claiming until it finds out, beside a new leader (affectedUpTo);
 // the claimed tokens above token are lost, and may be handed out again
 // (lostOwner); the guard may hold tokens up to the highest claimed, and
 // refuse new leaders until the election passes them (lostMax). Token
 // order is then checked again from the highest token claimed that the
 // store still has, as the election goes on from there.
-func (c *checker) failedOver(token int64) {
+func (c *checker) failedOver(token int64, lost []backend.Record) {
 	if c.owner == nil {
 		return // nothing claimed yet
 	}
 	if c.lostOwner == nil {
-		c.lostOwner, c.overlapped = map[int64]string{}, map[fence.TermID]bool{}
+		c.lostOwner, c.affected = map[int64]string{}, map[fence.TermID]bool{}
 	}
 	c.affectedUpTo = len(c.order)
 	for term := range c.order {
 		c.lostMax = max(c.lostMax, term.Token)
 		if term.Token > token {
 			c.lostOwner[term.Token] = term.Holder
+		}
+	}
+	for _, rec := range lost {
+		if term := (fence.TermID{Token: rec.Transitions, Holder: rec.HolderIdentity}); term.Holder != "" && term.Token > token {
+			c.affected[term] = true
+			if _, ok := c.lostOwner[term.Token]; !ok {
+				c.lostOwner[term.Token] = term.Holder
+			}
 		}
 	}
 	c.highest = 0

@@ -164,6 +164,12 @@ func (w *world) failOver(el *contest, lose int, down time.Duration) string {
 	sf.lostWrites += lose
 	was := describe(s.rec, s.present)
 	back := s.past[len(s.past)-lose]
+	var lost []backend.Record // what the lost writes wrote
+	for _, st := range append(s.past[len(s.past)-lose+1:], storedState{rec: s.rec, present: s.present}) {
+		if st.present {
+			lost = append(lost, st.rec)
+		}
+	}
 	s.past = s.past[:len(s.past)-lose]
 	s.rec, s.present, s.created, s.version = back.rec, back.present, back.created, back.version
 	if s.reissues {
@@ -176,7 +182,7 @@ func (w *world) failOver(el *contest, lose int, down time.Duration) string {
 	if s.present {
 		token = s.rec.Transitions
 	}
-	el.check.failedOver(token)
+	el.check.failedOver(token, lost)
 	w.changed(el)
 	return fmt.Sprintf("the store fails over, losing its last %d writes (%s, back to %s v%d), back at %v%s",
 		lose, was, describe(s.rec, s.present), s.version, s.downUntil, el.suffix())
