@@ -101,7 +101,7 @@ type Options struct {
 	// ReissueVersions makes the failovers hand out again the versions
 	// they lost (an etcd backup restored without --bump-revision);
 	// otherwise a failover's store issues versions above every one it
-	// issued before, as PostgreSQL's sequences do. The election tells
+	// issued before (etcd restored with --bump-revision). The election tells
 	// records apart by their versions: with versions handed out twice,
 	// the checker finds tokens handed out twice beyond the terms a
 	// failover lost (storefaults.go).

@@ -31,7 +31,7 @@ type store struct {
 	// reissues makes a failover hand out again the versions it lost, as
 	// a store that numbers versions from the restored state does (an etcd
 	// backup restored without --bump-revision): otherwise versions go on
-	// above every one issued, as PostgreSQL's sequence does.
+	// above every one issued (restored with it).
 	reissues bool
 	// armed are the down times of the failovers waiting for the next
 	// write that starts a term (strikeAfterAcquire).

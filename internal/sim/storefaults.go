@@ -22,10 +22,10 @@ import (
 // A lossy failover (an asynchronous standby promoted, a backup restored)
 // is a restart that comes back with the record as it was some writes
 // ago, with the version it had then; the watches signal the change. The
-// next writes take versions above every one issued before, as
-// PostgreSQL's identity sequence does, or, with Options.ReissueVersions,
-// hand the lost ones out again, as an etcd backup restored without
-// --bump-revision does. A token may then be handed out twice, and for the
+// next writes take versions above every one issued before, as after an
+// etcd backup restored with --bump-revision, or, with
+// Options.ReissueVersions, hand the lost ones out again, as one restored
+// without it does. A token may then be handed out twice, and for the
 // terms the failover affected the checker lets "tokens unique and rising"
 // and "one leader at every instant" bend (checker.failedOver and
 // checker.lostTerm say which terms); the guard, in a store that did not
