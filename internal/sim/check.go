@@ -233,6 +233,9 @@ func (c *checker) failedOver(token int64, lost []backend.Record) {
 	}
 	for _, rec := range lost {
 		if term := (fence.TermID{Token: rec.Transitions, Holder: rec.HolderIdentity}); term.Holder != "" && term.Token > token {
+			// Its holder may yet claim it (the answer was on its way) and
+			// write to the guard with it.
+			c.lostMax = max(c.lostMax, term.Token)
 			c.affected[term] = true
 			if _, ok := c.lostOwner[term.Token]; !ok {
 				c.lostOwner[term.Token] = term.Holder
