@@ -429,6 +429,25 @@ func startRevision(t *testing.T, b backend.Backend, id, rev string) *running {
 	return r
 }
 
+// stopSampling stops r and, until it has stopped, samples all every half
+// hand-off poll, failing t if two lead at once.
+func stopSampling(t *testing.T, r *running, all ...*running) {
+	t.Helper()
+	stopped := make(chan struct{})
+	go func() { r.stop(); close(stopped) }()
+	for {
+		select {
+		case <-stopped:
+			return
+		default:
+			if ls := leaders(all...); len(ls) > 1 {
+				t.Fatalf("%d lead at once", len(ls))
+			}
+			time.Sleep(handoffPoll / 2)
+		}
+	}
+}
+
 // A stopping leader hands off to the candidate of another revision, with
 // the next token, however the candidates started, and whether the old
 // standby or the new one was started first; at no instant do two lead.
@@ -448,19 +467,7 @@ func TestStoppingLeaderHandsToAnotherRevision(t *testing.T) {
 					t.Fatal("old-a does not lead")
 				}
 				token := old.Status().Token
-				stopped := make(chan struct{})
-				go func() { old.stop(); close(stopped) }()
-				for done := false; !done; {
-					select {
-					case <-stopped:
-						done = true
-					default:
-						if ls := leaders(all...); len(ls) > 1 {
-							t.Fatalf("%d lead at once", len(ls))
-						}
-						time.Sleep(handoffPoll / 2)
-					}
-				}
+				stopSampling(t, old, all...)
 				synctest.Wait()
 				next := soleLeader(t, all[1:]...)
 				if id := next.Status().Identity; id != "new-c" || next.Status().Token != token+1 {
@@ -580,19 +587,7 @@ func TestStoppingLeaderReleasesAnAcceptItDidNotSee(t *testing.T) {
 		blind.armed = true
 		blind.mu.Unlock()
 		time.Sleep(time.Until(lapse) - old.HandoffTimeout()/2) // the claim runs out before the offer's timeout
-		stopped := make(chan struct{})
-		go func() { old.stop(); close(stopped) }()
-		for done := false; !done; {
-			select {
-			case <-stopped:
-				done = true
-			default:
-				if ls := leaders(old, b); len(ls) > 1 {
-					t.Fatalf("%d lead at once", len(ls))
-				}
-				time.Sleep(handoffPoll / 2)
-			}
-		}
+		stopSampling(t, old, old, b)
 		stoppedAt := time.Now()
 		synctest.Wait()
 		blind.mu.Lock()
