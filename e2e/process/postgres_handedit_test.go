@@ -56,6 +56,7 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 				t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
 				return false
 			})
+			t.Cleanup(halt) // a failed check must not leave samplers asking dead sidecars
 			log.AwaitSampled(t, token)
 			db, err := sql.Open("pgx", server.DSN)
 			if err != nil {

@@ -25,6 +25,7 @@ func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
 	var log sidecartest.ClaimLog
 	// The frozen one answers late or not at all: keep asking.
 	halt := log.SampleUntilHalted(all, func(*sidecartest.Sidecar, error) bool { return true })
+	t.Cleanup(halt) // a failed check must not leave samplers asking dead sidecars
 	log.AwaitSampled(t, token)
 	leader.Signal(syscall.SIGSTOP)
 	frozen := time.Now()

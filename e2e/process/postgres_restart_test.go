@@ -62,6 +62,7 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 				t.Errorf("GET /leader of sidecar %d: %v", s.Pid(), err)
 				return false
 			})
+			t.Cleanup(halt) // a failed check must not leave samplers asking dead sidecars
 			log.AwaitSampled(t, token)
 			if err := server.Halt(); err != nil {
 				t.Fatalf("stopping PostgreSQL: %v", err)

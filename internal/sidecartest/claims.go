@@ -196,9 +196,12 @@ func (l *ClaimLog) SampleUntilHalted(all []*Sidecar, onErr func(s *Sidecar, err 
 	for _, s := range all {
 		l.Sample(&wg, stop, s, func(err error) bool { return onErr(s, err) })
 	}
-	return func() {
-		close(stop)
-		wg.Wait()
+	var once sync.Once
+	return func() { // idempotent: callers may also register it with t.Cleanup
+		once.Do(func() {
+			close(stop)
+			wg.Wait()
+		})
 	}
 }
 
