@@ -58,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	restarts := fs.Bool("store-restarts", false, "give every schedule one to three restarts of the store that lose nothing (a lone election only)")
 	failovers := fs.Bool("failovers", false, "give every schedule one or two failovers of the store that lose its last writes (a lone election only)")
 	reissue := fs.Bool("reissue-versions", false, "with -failovers: a failover hands out again the versions it lost (an etcd backup restored without --bump-revision)")
+	staleReads := fs.Bool("stale-reads", false, "let reads and change signals show the record as it was up to two leases ago (a lagging watch cache; a lone election only)")
+	throttling := fs.Bool("throttling", false, "give every schedule one to three windows in which the server refuses requests with 429 (a lone election only)")
 	firstViolation := fs.Bool("first-violation", false, "stop at the first schedule, in the order of the seeds, that breaks an invariant, and print it")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -89,7 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards,
-		ShardsTo: *shardsTo, TrustedRecordLease: *trusted, StoreRestarts: *restarts, Failovers: *failovers, ReissueVersions: *reissue}
+		ShardsTo: *shardsTo, TrustedRecordLease: *trusted, StoreRestarts: *restarts, Failovers: *failovers, ReissueVersions: *reissue,
+		StaleReads: *staleReads, Throttling: *throttling}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	switch {
@@ -143,6 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
 	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping int
 	var storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash int
+	var staleShown, throttled, throttledOut, regressedReports int
 	var settledMax time.Duration
 	// Results arrive in any order; the digest, the summaries and the first
 	// violation take them in the order of the seeds.
@@ -201,6 +205,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		storeRestarts, failoversPlayed = storeRestarts+r.StoreRestarts, failoversPlayed+r.Failovers
 		lostWrites, handedTwice = lostWrites+r.LostWrites, handedTwice+r.TokensHandedTwice
 		severed, committedAtCrash = severed+r.Severed, committedAtCrash+r.CommittedAtCrash
+		staleShown, throttled, throttledOut = staleShown+r.StaleReads, throttled+r.Throttled, throttledOut+r.ThrottledOut
+		regressedReports += r.TokenRegressedReports
 		if len(r.Violations) > 0 {
 			broken++
 		}
@@ -233,6 +239,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if *restarts || *failovers {
 			fmt.Fprintf(stdout, "%d store restarts; %d failovers, losing %d writes; %d tokens handed out twice; %d requests cut off as the store went down, %d of them committed\n",
 				storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash)
+		}
+		if *staleReads || *throttling {
+			fmt.Fprintf(stdout, "%d reads and signals from a lagging view; %d tries refused with 429, %d requests refused until their timeout; %d reports of a token gone back\n",
+				staleShown, throttled, throttledOut, regressedReports)
 		}
 	}
 	if *digest {

@@ -85,6 +85,11 @@ func (w *world) send(c *candidate, req *call) {
 		deliver(w.now+timeout, fail(errTimeout))
 		return
 	}
+	there, through := w.throttle(there, timeout)
+	if !through {
+		deliver(w.now+timeout, fail(errThrottled))
+		return
+	}
 	var r result
 	w.at(w.now+there, func() { r = w.applySent(c, req) })
 	if there+back >= timeout {
@@ -103,6 +108,9 @@ func (w *world) applySent(c *candidate, req *call) result {
 		return result{err: errUnavailable}
 	}
 	req.applied = true
+	if req.op == opGet && w.stale() {
+		return w.readLagging(c, c.el)
+	}
 	return w.apply(c, req)
 }
 
@@ -137,11 +145,16 @@ func (w *world) apply(c *candidate, req *call) result {
 // snapshot.
 func (w *world) changed(el *contest) {
 	el.changedAt = w.now
+	w.rememberState(el)
 	p := w.currentProfile()
 	state := el.store
 	for _, c := range w.liveOf(el) {
 		if w.chance(p.dropChance) {
 			continue
+		}
+		state := state
+		if w.stale() {
+			state = w.lagged(el)
 		}
 		w.after(w.between(0, p.watchDelay), func() {
 			c.whenRunning(func() {

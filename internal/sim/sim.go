@@ -16,7 +16,10 @@
 // dropped and reordered, and clocks that run at different rates; with
 // Options.StoreRestarts and Options.Failovers, the store restarts (losing
 // nothing: the requests on their way fail, committed or not) and fails
-// over to the record as it was some writes ago (storefaults.go). The
+// over to the record as it was some writes ago (storefaults.go); with
+// Options.StaleReads and Options.Throttling, reads and change signals
+// that show the record as it was a lag ago, and windows in which the
+// server refuses requests with 429 (servingfaults.go). The
 // bounds the elector puts on its own work (an attempt, a hand-off, the
 // release on shutdown) are kept on each candidate's clock in virtual
 // time: one that expires cuts off the request or wait it bounds, as a
@@ -106,6 +109,12 @@ type Options struct {
 	// the checker finds tokens handed out twice beyond the terms a
 	// failover lost (storefaults.go).
 	ReissueVersions bool
+	// StaleReads lets a lone election's reads and change signals show the
+	// record as it was a lag ago, and Throttling gives its schedule
+	// windows in which the server refuses requests with 429 Too Many
+	// Requests (servingfaults.go). Off, the schedules are those their
+	// seeds drew before these faults existed.
+	StaleReads, Throttling bool
 }
 
 func (o Options) withDefaults() Options {
@@ -148,6 +157,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("reissuing versions is a kind of failover: only with failovers")
 	case (o.StoreRestarts || o.Failovers) && o.Shards > 0:
 		return fmt.Errorf("store restarts and failovers are played in a lone election only, not with shards")
+	case (o.StaleReads || o.Throttling) && o.Shards > 0:
+		return fmt.Errorf("stale reads and throttling are played in a lone election only, not with shards")
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	case o.TrustedRecordLease != 0 && o.TrustedRecordLease < o.LeaseDuration:
@@ -273,6 +284,13 @@ type Result struct {
 	// Severed counts the requests on their way to the store when it went
 	// down, CommittedAtCrash those of them that took effect all the same.
 	Severed, CommittedAtCrash int
+	// StaleReads counts the reads and change signals that showed a state
+	// older than the store's (Options.StaleReads); Throttled the tries
+	// refused with 429 and ThrottledOut the requests refused until their
+	// timeout (Options.Throttling); TokenRegressedReports the candidates'
+	// reports of a token below one they saw (election.TokenRegressed),
+	// true after a hand edit or a deletion, false after a stale read.
+	StaleReads, Throttled, ThrottledOut, TokenRegressedReports int
 }
 
 // Run plays the schedule of opts.Seed.
@@ -299,7 +317,8 @@ func Run(opts Options) (Result, error) {
 	w.elections = []*contest{{shard: -1}}
 	// Odd seeds' stores prove a record never created: drawn from the
 	// seed, not the random stream, so earlier seeds replay as before.
-	w.elections[0].store.provesNeverCreated = opts.Seed%2 != 0
+	// A store whose reads lag is a Lease's, which proves nothing.
+	w.elections[0].store.provesNeverCreated = opts.Seed%2 != 0 && !opts.StaleReads
 	w.logf("schedule %d: %d candidates, renew interval %v, snapshots %v, store %+v, proves a record never created %v",
 		opts.Seed, opts.Candidates, w.renewInterval, w.snapshots, w.profile, w.elections[0].store.provesNeverCreated)
 	for range opts.Candidates {
@@ -310,6 +329,7 @@ func Run(opts Options) (Result, error) {
 	scheduleHostileLeases(w)
 	scheduleRollout(w)
 	scheduleStoreFaults(w)
+	scheduleServingFaults(w)
 	w.run()
 	return w.result(), nil
 }
@@ -338,6 +358,10 @@ func (w *world) result() Result {
 		r.StoreRestarts, r.Failovers, r.LostWrites, r.TokensHandedTwice = sf.restarts, sf.failovers, sf.lostWrites, sf.handedTwice
 		r.Severed, r.CommittedAtCrash = sf.severed, sf.committedAtCrash
 	}
+	if sf := w.servingFaults; sf != nil {
+		r.StaleReads, r.Throttled, r.ThrottledOut = sf.staleReads, sf.throttled, sf.throttledOut
+	}
+	r.TokenRegressedReports = w.regressedReports
 	if ro := w.rollout; ro != nil {
 		r.Rollout = true
 		r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping =

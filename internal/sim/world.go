@@ -37,7 +37,13 @@ type world struct {
 	// has any (storefaults.go); storeRestarts says it has restarts.
 	storeFaults   *storeFaults
 	storeRestarts bool
-	profile       profile
+	// servingFaults are the stale reads and throttling of what serves
+	// the record, if the schedule has any (servingfaults.go).
+	servingFaults *servingFaults
+	// regressedReports counts the candidates' reports of a token lower
+	// than one they saw (election.TokenRegressed).
+	regressedReports int
+	profile          profile
 
 	candidates []*candidate
 	started    int // candidates ever started, for identities
@@ -284,6 +290,9 @@ func (o traceObserver) LeaseDurationBounded(holder string, declared, bound time.
 	o.c.w.logf("%s reports a lease duration of %v for %q, waited out as %v", o.c.id, declared, holder, bound)
 }
 func (o traceObserver) TokenAnomaly(a election.TokenAnomaly, seen, highest int64) {
+	if a == election.TokenRegressed {
+		o.c.w.regressedReports++
+	}
 	o.c.w.logf("%s reports %s (seen %d, highest %d)", o.c.id, a, seen, highest)
 }
 
