@@ -22,12 +22,15 @@ import (
 // sidecar past the lease (its app keeps writing with the term it last
 // heard: a stale leader), cuts the leader's sidecar off from the API
 // server or slows its path to it, deletes the Lease under the leader,
-// and kills sidecars, starting new ones, as new Pods, in their place.
+// restarts the API server (etcd keeps the data), and kills sidecars,
+// starting new ones, as new Pods, in their place. Each run has an API
+// server of its own, which it may restart under nobody else's tests.
 // LEADER_SIDECAR_JEPSEN_DURATION runs the nemesis longer (make jepsen),
 // LEADER_SIDECAR_JEPSEN_SEED sets its seed.
 
-// leaseSetConfig is the set test's configuration on a Lease of its own,
-// its list in table of the package's PostgreSQL server.
+// leaseSetConfig is the set test's configuration on a Lease of an API
+// server of its own, its list in table of the package's PostgreSQL
+// server.
 func leaseSetConfig(t *testing.T, table string) settest.Config {
 	t.Helper()
 	db, err := sql.Open("pgx", postgresServer.Server(t).DSN)
@@ -35,7 +38,7 @@ func leaseSetConfig(t *testing.T, table string) settest.Config {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	k := sidecartest.Kube(t)
+	k := sidecartest.OwnKube(t)
 	ns := k.Namespace(t)
 	u, err := url.Parse(k.Config.Host)
 	if err != nil {
@@ -52,6 +55,20 @@ func leaseSetConfig(t *testing.T, table string) settest.Config {
 		}
 		return func() {}
 	}}
+	// A stop lets open watches end within 2 s
+	// (kubetest: shutdown-watch-termination-grace-period), then refuses
+	// every connection until the API server is started again.
+	api := k.Env.ControlPlane.GetAPIServer()
+	restart := settest.StoreFault{Name: "api-server-restart", Inject: func(*sidecartest.Sidecar) func() {
+		if err := api.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver: %v", err)
+		}
+		return func() {
+			if err := api.Start(); err != nil {
+				t.Errorf("starting kube-apiserver again: %v", err)
+			}
+		}
+	}}
 	return settest.Config{DB: db, Table: table,
 		Launch: func() *sidecartest.Sidecar {
 			px := sidecartest.NewTCPProxy(t, u.Host)
@@ -59,7 +76,7 @@ func leaseSetConfig(t *testing.T, table string) settest.Config {
 			proxied.Add(s, px)
 			return s
 		},
-		StoreFaults: append(proxied.Faults(1500*time.Millisecond), deleteLease)}
+		StoreFaults: append(proxied.Faults(1500*time.Millisecond), deleteLease, restart)}
 }
 
 // TestLeaseFencedSetUnderFaults: with fence.SQLGuard checking each
