@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestSmoke runs every measurement of the benchmark once or twice with the
-// short timings, the many elections at 1 and 2 x 2 (each renewing every
+// short timings (the footprint and start-up too), the many elections at 1 and 2 x 2 (each renewing every
 // lease/4) for a second each and their model, the
 // shard-mode measurements on groups of 4 shards (a 1 → 2 scale-up moves
 // exactly the 2 shards it must), so the
@@ -49,7 +49,7 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, s := range []string{"Graceful hand-off", "| short | sqlite | leader-sidecar |", "client-go", "Many elections",
 		"| leader-sidecar | 1/4 (750ms) | 1 × 2 |", "| leader-sidecar | 1/4 (750ms) | 2 × 2 |", "| client-go | 1/4 (750ms) | 2 × 2 |", "2 / 2",
-		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "Targets", "idle RSS ≤ 16.0 MiB on both backends",
+		"### Model", "| leader-sidecar | 1/4 | kube-apiserver CPU, s/min | 2 |", "| client-go | 1/4 | etcd RSS growth, MiB | 2 |", "The renew interval", "req/s", "idle RSS", "RSS split, idle leader / standby: anonymous", "[footprint.md](footprint.md)", "| process start → leads on a free Lease (short timings) |", "(short timings, Lease, 1 standby", "Targets", "idle RSS ≤ 16.0 MiB on both backends",
 		"| sqlite hand-off | short | 2 |", "| lease hand-off | short |", "| fail-over beyond the lease | short |", "within 1.5× its floor's p99",
 		"| short | postgres | leader-sidecar | 2 |", "| short | postgres | leader-sidecar | 1 |", "| postgres hand-off | short | 2 |", "| postgres fail-over beyond the lease | short | 1 |",
 		"Shard mode", "| sqlite | short | 1 |", "| sqlite | short | 4 | 1 → 2 | 1 | 2.0, 2 |", "| shards | replicas | held after | window |", "| 2s | ["} {
@@ -94,6 +94,12 @@ func TestFlags(t *testing.T) {
 	c, err = parseFlags([]string{"-smoke"})
 	if err != nil || !slices.Equal(c.Elections.Counts, []int{1, 2}) || c.Elections.Replicas[0] != 2 || c.Elections.Profile != profShort {
 		t.Fatalf("-smoke: %+v, %v", c.Elections, err)
+	}
+	if c.idleTimings() != profShort {
+		t.Errorf("-smoke: footprint and start-up at the %s timings, want the short ones", c.idleTimings().Name)
+	}
+	if c, _ := parseFlags(nil); c.idleTimings() != profDefault {
+		t.Errorf("footprint and start-up at the %s timings, want the default ones", c.idleTimings().Name)
 	}
 }
 

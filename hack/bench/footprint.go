@@ -29,8 +29,8 @@ func footprintKey(sys, backend string) string {
 }
 
 // measureFootprint runs a leader and a standby of each system on a Lease,
-// and of the sidecar on SQLite, with the default timings, lets them idle,
-// and reads their memory.
+// and of the sidecar on SQLite, with the default timings (config.IdleTimings),
+// lets them idle, and reads their memory.
 func measureFootprint(b *bench, res *results) error {
 	for _, run := range []struct{ sys, backend string }{{sysSidecar, "lease"}, {sysClientGo, "lease"}, {sysSidecar, "sqlite"}} {
 		sys, key := run.sys, footprintKey(run.sys, run.backend)
@@ -38,15 +38,16 @@ func measureFootprint(b *bench, res *results) error {
 		if err != nil {
 			return err
 		}
-		g, err := b.newPair(sys, profDefault, run.backend, ns, "bench")
+		prof := b.cfg.idleTimings()
+		g, err := b.newPair(sys, prof, run.backend, ns, "bench")
 		if err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-		err = settled(g.standbys[0], profDefault)
+		err = settled(g.standbys[0], prof)
 		if err == nil {
 			time.Sleep(b.cfg.Idle)
 			leader, standby := g.leader.cmd.Process.Pid, g.standbys[0].cmd.Process.Pid
-			f := footprint{Prof: profDefault.Name, Idle: b.cfg.Idle,
+			f := footprint{Prof: prof.Name, Idle: b.cfg.Idle,
 				LeaderRSS: rssKiB(leader), StandbyRSS: rssKiB(standby),
 				LeaderPrivate: privateKiB(leader), StandbyPrivate: privateKiB(standby),
 				LeaderAnon: anonKiB(leader), StandbyAnon: anonKiB(standby)}
@@ -99,7 +100,11 @@ func renderFootprint(w *page, r *results) {
 	w.p("| binary size (`-trimpath -ldflags='-s -w'`, CGO off) | %s | %s | %s |\n", mib(r.BinSize[sysSidecar]/1024), mib(r.BinSize[sysClientGo]/1024), ratio(float64(r.BinSize[sysClientGo]), float64(r.BinSize[sysSidecar])))
 	if st := r.Startup[sysSidecar]; st.Lead > 0 {
 		w.p("| process start → first answer on `/leader` | %s | (no API) | |\n", ms(st.FirstAnswer))
-		w.p("| process start → leads on a free Lease | %s | %s | |\n", ms(st.Lead), ms(r.Startup[sysClientGo].Lead))
+		timings := ""
+		if st.Prof != "" && st.Prof != profDefault.Name {
+			timings = fmt.Sprintf(" (%s timings)", st.Prof)
+		}
+		w.p("| process start → leads on a free Lease%s | %s | %s | |\n", timings, ms(st.Lead), ms(r.Startup[sysClientGo].Lead))
 	}
 	w.p("\nThe client-go candidate is a minimal `main` around `leaderelection.RunOrDie`'s elector (`hack/bench/clientgo`); a real controller links far more. ")
 	w.p("Start-up times are single samples and include the counting proxy.\n\n")

@@ -104,13 +104,17 @@ type config struct {
 	Elections      electionsConfig
 	Shards         shardsConfig
 	Idle           time.Duration // footprint: how long leader and standby idle before RSS is read
-	LoadDuration   time.Duration
-	Concurrency    int
-	LogLevel       string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
-	Command        string
-	Save           string       // file to write the results to, as JSON
-	Render         string       // file of results to render the page from, measuring nothing
-	Log            func(string) `json:"-"`
+	// IdleTimings are the timings of the footprint and start-up
+	// measurements: the default ones, the short ones in -smoke (where a
+	// fresh Lease's first leader then waits 3s, not 15s).
+	IdleTimings  profile
+	LoadDuration time.Duration
+	Concurrency  int
+	LogLevel     string // the sidecars' --log-level: debug logs every store request and decision (the steps of a trial)
+	Command      string
+	Save         string       // file to write the results to, as JSON
+	Render       string       // file of results to render the page from, measuring nothing
+	Log          func(string) `json:"-"`
 }
 
 func main() {
@@ -232,7 +236,7 @@ func parseFlags(args []string) (config, error) {
 		}
 	}
 	c.CostProfiles = strings.Split(costProfiles, ",")
-	c.Elections.Profile = profDefault
+	c.Elections.Profile, c.IdleTimings = profDefault, profDefault
 	c.Command = "go run ./hack/bench " + strings.Join(args, " ")
 	c.Log = func(s string) { fmt.Fprintln(os.Stderr, s) }
 	if c.Smoke {
@@ -289,11 +293,20 @@ func smokeConfig(c config) config {
 	// lease/4, on the one API server (a fresh one takes seconds).
 	c.Elections = electionsConfig{Counts: []int{1, 2}, Replicas: []int{2}, Renews: []renewSetting{{Name: "1/4", Num: 1, Den: 4}},
 		Window: time.Second, Trials: 1, Profile: profShort}
-	c.Idle = time.Second
+	c.Idle, c.IdleTimings = time.Second, profShort
 	c.LoadDuration = 500 * time.Millisecond
 	// Shard mode: the moves on SQLite only (the group's code is the same
 	// on Leases, whose start waits a lease), the cost on Leases.
 	c.Shards = shardsConfig{Backends: []string{"sqlite"}, Shards: 4, StopTrials: 1, Steps: []scaleStep{{1, 2}}, ScaleTrials: 1,
 		CostShards: []int{4}, CostWindow: 2 * time.Second, Replicas: 3, Profile: profShort, CostProfile: profShort}
 	return c
+}
+
+// idleTimings are the timings of the footprint and start-up measurements:
+// config.IdleTimings, or the default ones if unset.
+func (c config) idleTimings() profile {
+	if c.IdleTimings.Name == "" {
+		return profDefault
+	}
+	return c.IdleTimings
 }

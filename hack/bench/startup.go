@@ -10,12 +10,14 @@ import (
 type startupResult struct {
 	FirstAnswer time.Duration // sidecar: process start -> first answer on /leader
 	Lead        time.Duration // process start -> leads
+	Prof        string        // the timings' name; "" in results saved before it was kept: the default ones
 }
 
-// measureStartup: one candidate of each system on a fresh Lease.
+// measureStartup: one candidate of each system on a fresh Lease, with the
+// default timings (config.IdleTimings).
 func measureStartup(b *bench, res *results) error {
 	for _, sys := range []string{sysSidecar, sysClientGo} {
-		r, err := b.startup(sys, profDefault)
+		r, err := b.startup(sys, b.cfg.idleTimings())
 		if err != nil {
 			return fmt.Errorf("%s: %w", sys, err)
 		}
@@ -57,7 +59,7 @@ func (b *bench) startup(sys string, prof profile) (startupResult, error) {
 	if err := c.waitLeading(30 * time.Second); err != nil {
 		return r, err
 	}
-	r.Lead = c.leadTime().Sub(c.started)
+	r.Lead, r.Prof = c.leadTime().Sub(c.started), prof.Name
 	return r, nil
 }
 
