@@ -28,8 +28,11 @@ const statusUsage = `Usage: %[1]s [flags]
 Shows every election in a namespace (-n; default: the namespace of the
 kubeconfig's context, as kubectl) or in all of them (-A): its holder, its
 fencing token, the age of the term, the time since the last renewal, the
-lease duration, a hand-off in progress, and its state: held, stale (no
-renewal within the lease duration), or released; a shard group's member
+lease duration, a hand-off in progress, and its state: held, claim
+pending (a candidate created the record and claims it only a lease
+duration later, once no holder of a deleted one can still claim: the
+first leader of a new Lease), stale (no renewal within the lease
+duration), or released; a shard group's member
 records (<group>-member-<replica>, token 0, the term how long the
 replica has been in the group) show as member. With --watch it goes on
 and prints an election's row again whenever its holder, token, hand-off or

@@ -41,9 +41,11 @@ type statusRow struct {
 		Token   int64  `json:"token"`
 		Pending bool   `json:"pending"`
 	} `json:"handoff"`
-	State   string `json:"state"`
-	Stale   bool   `json:"stale"`
-	Version string `json:"version"`
+	State       string     `json:"state"`
+	Stale       bool       `json:"stale"`
+	ClaimFrom   *time.Time `json:"claimFrom"`
+	AcquireTime *time.Time `json:"acquireTime"`
+	Version     string     `json:"version"`
 }
 
 // TestStatus runs sidecar status, the real binary, on the real API
@@ -52,7 +54,9 @@ type statusRow struct {
 // renewing a minute ago (15s lease) and a leader offering a hand-off. A
 // node-style heartbeat Lease is no election. The table, -o json, -o wide,
 // -A, the namespace of the kubeconfig's context, the kubectl-leader name,
-// and --watch while leadership moves.
+// and --watch while leadership moves. The first candidate of a new Lease
+// names itself at once but claims it a lease duration later: until then
+// its row says the claim is pending.
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	k := sidecartest.Kube(t)
@@ -75,10 +79,26 @@ func TestStatus(t *testing.T) {
 	if _, err := k.Client.CoordinationV1().Leases(jobs).Create(context.Background(), heartbeat, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The jobs Lease is new: its first row names jobs-0, claim pending.
+	bin := sidecartest.Binary(t)
+	var first statusRow
+	for deadline := time.Now().Add(15 * time.Second); first.Name == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no row of the jobs Lease within 15s")
+		}
+		for _, r := range statusJSON(t, bin, "status", "--kubeconfig", kc, "-n", jobs, "-o", "json") {
+			if r.Name == "jobs" {
+				first = r
+			}
+		}
+	}
+	if first.State != "pending" || first.Stale || first.SinceRenewalSeconds != nil || first.ClaimFrom == nil || first.AcquireTime == nil ||
+		!first.ClaimFrom.Equal(first.AcquireTime.Add(sidecartest.LeaseDuration)) {
+		t.Fatalf("first row of the new jobs Lease: %+v, want its claim pending until a lease after its acquire time", first)
+	}
 	webLeader, webToken := sidecartest.AwaitLeader(t, webSidecars, 15*time.Second)
 	_, jobsToken := sidecartest.AwaitLeader(t, []*sidecartest.Sidecar{jobsSidecar}, 15*time.Second)
 	webHolder, jobsHolder := sidecartest.IdentityOf(t, webLeader), sidecartest.IdentityOf(t, jobsSidecar)
-	bin := sidecartest.Binary(t)
 
 	began := time.Now()
 	out := status(t, bin, nil, "status", "--kubeconfig", kc, "-n", web)

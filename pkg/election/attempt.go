@@ -219,13 +219,20 @@ func (e *Elector) decideAfterRead(present, neverCreated bool, rec backend.Record
 	case releaseTransfer:
 		return a, ReleaseShape(a.token, seen)
 	case acquire, recreate:
-		return a, backend.Record{
+		rec := backend.Record{
 			HolderIdentity:       e.cfg.Identity,
 			LeaseDurationSeconds: e.leaseSeconds(),
 			AcquireTime:          seen,
 			RenewTime:            seen,
 			Transitions:          a.token,
 		}
+		if a.deferClaim {
+			// Not renewed yet: the claim starts with the first renewal,
+			// a lease duration on, and a reader of the record (sidecar
+			// status) can tell a pending claim from a held one.
+			rec.RenewTime = time.Time{}
+		}
+		return a, rec
 	}
 	return a, backend.Record{}
 }

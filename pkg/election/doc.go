@@ -57,7 +57,9 @@
 // claims. So a candidate that finds no record creates it at once (the
 // next token above the highest it has seen) but claims it only after it
 // has seen its own new record unchanged for its lease duration, as it
-// would another holder's; a holder of a deleted record stops claiming
+// would another holder's (the record it creates has no RenewTime until
+// that first renewal starts the claim, so that a reader of the record can
+// tell the claim is pending); a holder of a deleted record stops claiming
 // within its renew deadline, before that. One that saw a record and then
 // finds it missing first waits, from the answer that first showed it
 // missing, the last record's lease duration (at least its own), and then

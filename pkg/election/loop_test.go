@@ -862,3 +862,32 @@ func TestStandbysWithOtherLeasesAndBoundsHonourALongerLease(t *testing.T) {
 		})
 	}
 }
+
+// A candidate that recreates a missing record writes it without a
+// RenewTime: its claim starts with its first renewal, a lease duration
+// on, and until then a reader of the record (sidecar status) can tell
+// the claim is pending. That renewal writes the RenewTime.
+func TestRecreatedRecordHasNoRenewTimeUntilItsClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		cut := &flaky{Backend: store.Open("loop")}
+		start(t, cut, "a", false)
+		time.Sleep(time.Second)
+		cut.down.Store(true) // a cannot recreate what is deleted under it
+		store.Delete("loop")
+		c := start(t, store.Open("loop"), "c", false)
+		time.Sleep(time.Second)
+		rec, _, err := store.Open("loop").Get(t.Context())
+		if err != nil || rec.HolderIdentity != "c" || !rec.RenewTime.IsZero() || rec.AcquireTime.IsZero() {
+			t.Fatalf("after c recreated the record: %+v, %v; want c's record with an AcquireTime and no RenewTime", rec, err)
+		}
+		if c.Status().Leader {
+			t.Fatal("c leads on the record it recreated before a lease duration passed")
+		}
+		time.Sleep(DefaultLeaseDuration)
+		rec, _, err = store.Open("loop").Get(t.Context())
+		if s := c.Status(); !s.Leader || err != nil || rec.HolderIdentity != "c" || rec.RenewTime.IsZero() || !rec.RenewTime.After(rec.AcquireTime) {
+			t.Fatalf("a lease duration later: c %+v, record %+v, %v; want c leading on a record it renewed", s, rec, err)
+		}
+	})
+}

@@ -22,9 +22,9 @@ func TestRowJSON(t *testing.T) {
 		`"acquireTime":"2026-12-02T11:58:30Z","renewTime":"2026-12-02T11:59:58.5Z","leaseDurationSeconds":15,` +
 		`"termAgeSeconds":90,"sinceRenewalSeconds":1.5,` +
 		`"handoff":{"phase":"offer","from":"billing-0_x","to":"billing-1","token":12,"pending":true},` +
-		`"state":"held","stale":false,"version":"42","observedAt":"2026-12-02T12:00:00Z"},` +
+		`"state":"held","stale":false,"claimFrom":null,"version":"42","observedAt":"2026-12-02T12:00:00Z"},` +
 		`{"name":"local","holder":"","token":0,"acquireTime":null,"renewTime":null,"leaseDurationSeconds":0,` +
-		`"termAgeSeconds":null,"sinceRenewalSeconds":null,"handoff":null,"state":"released","stale":false,"version":"1",` +
+		`"termAgeSeconds":null,"sinceRenewalSeconds":null,"handoff":null,"state":"released","stale":false,"claimFrom":null,"version":"1",` +
 		`"observedAt":"2026-12-02T12:00:00Z"}]}`
 	if string(data) != want {
 		t.Fatalf("json:\n%s\nwant:\n%s", data, want)

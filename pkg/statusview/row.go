@@ -29,6 +29,7 @@ func Sort(els []Election) {
 // The states of an election's row.
 const (
 	StateHeld     = "held"     // a holder, renewed within its lease by the observer's clock
+	StatePending  = "pending"  // a holder that created the record and claims it only from ClaimFrom, its first renewal
 	StateMember   = "member"   // a shard group's member record, renewed within its lease
 	StateStale    = "stale"    // a holder, not renewed within its lease by the observer's clock
 	StateReleased = "released" // no holder: the next candidate may take it at once
@@ -55,10 +56,14 @@ type Row struct {
 	SinceRenewalSeconds *float64 `json:"sinceRenewalSeconds"`
 	// Handoff is the record's hand-off marker; null when there is none.
 	Handoff *Handoff `json:"handoff"`
-	// State is held, member, stale, released or deleted; Stale is State
-	// == stale.
+	// State is held, pending, member, stale, released or deleted; Stale
+	// is State == stale.
 	State string `json:"state"`
 	Stale bool   `json:"stale"`
+	// ClaimFrom is, while State is pending, when the holder's claim
+	// starts: a lease duration after it created the record, by the
+	// holder's clock (AcquireTime); null otherwise.
+	ClaimFrom *time.Time `json:"claimFrom"`
 	// Version is the store's version of the record (a Lease's
 	// resourceVersion).
 	Version string `json:"version"`
@@ -105,6 +110,13 @@ func RowOf(e Election, now time.Time) Row {
 	switch {
 	case r.Holder == "":
 		r.State = StateReleased
+	case e.Record.RenewTime.IsZero() && !e.Record.AcquireTime.IsZero() && now.Before(e.Record.AcquireTime.Add(lease)):
+		// A record created without a renewal: its holder claims it
+		// only once it has seen it unchanged for a lease duration, in
+		// case the holder of a deleted one still claims (package
+		// election, "A missing record").
+		claim := e.Record.AcquireTime.Add(lease)
+		r.State, r.ClaimFrom = StatePending, &claim
 	case e.Record.RenewTime.IsZero() || now.Sub(e.Record.RenewTime) > lease:
 		r.State, r.Stale = StateStale, true
 	case isMemberRecord(e.Name, r.Holder):

@@ -29,6 +29,9 @@ func TestRowState(t *testing.T) {
 	released.Record.AcquireTime = released.Record.RenewTime
 	noRenewal := heldAt("n", "a_1", 1, time.Minute, 0)
 	noRenewal.Record.RenewTime = time.Time{}
+	// Created 4s ago and not renewed since: the claim starts 11s on.
+	created := heldAt("c", "a_1", 1, 4*time.Second, 0)
+	created.Record.RenewTime = time.Time{}
 	for _, c := range []struct {
 		name  string
 		e     Election
@@ -40,6 +43,7 @@ func TestRowState(t *testing.T) {
 		{"renewed in the future (holder's clock ahead)", heldAt("e", "a_1", 3, time.Hour, -5*time.Second), StateHeld},
 		{"released", released, StateReleased},
 		{"held, no renew time", noRenewal, StateStale},
+		{"created 4s ago, not renewed", created, StatePending},
 		{"a shard group's member record", heldAt("shop-member-shop-0-x1", "shop-0_X1", 0, time.Hour, 2*time.Second), StateMember},
 		{"a member record not renewed within its lease", heldAt("shop-member-shop-0-x1", "shop-0_X1", 0, time.Hour, time.Minute), StateStale},
 		{"a shard's record", heldAt("shop-shard-3", "shop-0_X1", 2, time.Hour, 2*time.Second), StateHeld},
@@ -50,6 +54,17 @@ func TestRowState(t *testing.T) {
 		if r.State != c.state || r.Stale != (c.state == StateStale) {
 			t.Errorf("%s: state %q stale %v, want %q", c.name, r.State, r.Stale, c.state)
 		}
+		if (r.ClaimFrom != nil) != (c.state == StatePending) {
+			t.Errorf("%s: claimFrom %v in state %q", c.name, r.ClaimFrom, r.State)
+		}
+	}
+	r := RowOf(created, observed)
+	if want := observed.Add(11 * time.Second); r.ClaimFrom == nil || !r.ClaimFrom.Equal(want) {
+		t.Errorf("created 4s ago with a 15s lease: claim from %v, want %v", r.ClaimFrom, want)
+	}
+	var out strings.Builder
+	if err := (Table{}).Print(&out, []Row{r}, false); err != nil || !strings.Contains(out.String(), "claim pending, 11s left") {
+		t.Errorf("the table shows %q (%v), want the claim pending, 11s left", out.String(), err)
 	}
 }
 

@@ -48,8 +48,12 @@ func (p Table) cells(r Row) []string {
 	if r.Holder != "" {
 		lease = strconv.Itoa(int(r.LeaseDurationSeconds)) + "s"
 	}
+	state := r.State
+	if r.ClaimFrom != nil {
+		state = "claim pending, " + shortDuration(max(0, r.ClaimFrom.Sub(r.ObservedAt))) + " left"
+	}
 	c := []string{r.Name, holder, strconv.FormatInt(r.Token, 10), term, renewed,
-		lease, handoffCell(r.Handoff, p.Wide), r.State}
+		lease, handoffCell(r.Handoff, p.Wide), state}
 	if p.Namespaces {
 		c = append([]string{r.Namespace}, c...)
 	}
