@@ -18,11 +18,12 @@ import (
 // snapshot, may show the record as it was up to a lag ago, with the
 // version it had then, or missing if it was missing then. The store of
 // such a schedule is one that does not prove a record never created (a
-// Lease: an SQL store answers from the table itself). Every invariant
-// must hold: the election decides on reads, but every decision is a
-// compare-and-swap on the version it read, so a read the store has moved
-// past costs a conflict, and a version seen late starts the expiry wait
-// late, never early. What bends is time: a takeover waits up to the lag
+// Lease: an SQL store answers from the table itself); no read lags in the
+// quiet tail. Every invariant must hold: every write the election makes
+// after a read is a compare-and-swap on the version it read, and a read
+// never extends a claim, so a read the store has moved past costs a
+// conflict, and a version seen late starts the expiry wait late, never
+// early. What bends is time: a takeover waits up to the lag
 // longer, and a candidate shown a token below one it saw reports it
 // (TokenRegressed) although nobody edited the record.
 //
