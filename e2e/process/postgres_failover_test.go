@@ -217,6 +217,23 @@ func (w *failoverWatch) awaitWrite(holder string, within time.Duration) guardedW
 	return found
 }
 
+// awaitAcceptedOnPair waits for a write of holder that the pair's guard
+// accepted: one the pair's primary committed, which a replay then
+// carries to the standby.
+func (w *failoverWatch) awaitAcceptedOnPair(holder string, within time.Duration) {
+	w.t.Helper()
+	sidecartest.WaitTrue(w.t, "a write of "+holder+" accepted on the pair", within, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, g := range w.writes {
+			if g.where == failedOver && g.err == nil && g.term.Holder == holder {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // repeated lists the tokens claimed by more than one holder.
 func (w *failoverWatch) repeated() map[int64][]string {
 	w.mu.Lock()
@@ -391,6 +408,9 @@ func failOverBehind(t *testing.T, mode pgtest.Replication) lagging {
 	if g := w.awaitWrite(sidecartest.IdentityOf(t, a), sidecartest.LeaseDuration); g.err != nil {
 		t.Fatalf("the first leader's guarded write: %v", g.err)
 	}
+	// The standby must hold a write of A's before it is cut off: on a
+	// loaded machine the pair's write can come well after the one outside.
+	w.awaitAcceptedOnPair(sidecartest.IdentityOf(t, a), 3*sidecartest.LeaseDuration)
 	if err := p.AwaitReplayed(t.Context()); err != nil {
 		t.Fatal(err)
 	}
