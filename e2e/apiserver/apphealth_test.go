@@ -35,8 +35,7 @@ func TestLeaseUnhealthyAppHandsLeadershipOver(t *testing.T) {
 		all = append(all, sidecartest.LeaseSidecar(t, kc, ns, name, pod, "--app-health-url", srv.URL,
 			"--app-health-period", "100ms", "--app-health-failures", "3"))
 	}
-	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	i := 0
 	if old == all[1] {
 		i = 1

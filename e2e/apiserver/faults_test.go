@@ -22,8 +22,7 @@ func TestLeaseAPIServerDownLeaderStopsClaimingInTime(t *testing.T) {
 	k := sidecartest.OwnKube(t) // the test stops it
 	ns, name := k.Namespace(t), "outage"
 	all := leaseSidecars(t, k, ns, name)
-	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	rec := sidecartest.Record(t, all)
 
 	// Whatever happens, start it again, so that the sidecars stop cleanly.

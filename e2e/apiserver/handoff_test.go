@@ -35,8 +35,7 @@ func TestLeaseHandoffsKeepAClientGoCandidateOut(t *testing.T) {
 		all = append(all, s)
 		set.Add(fmt.Sprintf("app-%d", i), s, 0)
 	}
-	leader, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
+	leader, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	cg := startClientGo(t, k, ns, name, "client-go")
 
 	var log sidecartest.ClaimLog

@@ -48,8 +48,7 @@ func TestLeaseDeletedIsRecreatedAboveTheLastToken(t *testing.T) {
 	k := sidecartest.Kube(t)
 	ns, name := k.Namespace(t), "deleted"
 	all := leaseSidecars(t, k, ns, name)
-	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	rec := sidecartest.Record(t, all)
 
 	deleted := time.Now()
@@ -139,8 +138,7 @@ func TestLeaseHandEditedToNonsense(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ns, name := k.Namespace(t), "edited"
 			all := leaseSidecars(t, k, ns, name)
-			old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-			sidecartest.AwaitSettled(t, all, old)
+			old, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 			oldIdx := 0
 			for i, s := range all {
 				if s == old {

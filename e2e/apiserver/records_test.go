@@ -67,8 +67,7 @@ func recordChanged(t *testing.T, store recordStore, freeze syscall.Signal, chang
 		all = append(all, s)
 		set.Add(s.Addr(), s, 0)
 	}
-	old, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	rest := sidecartest.Without(all, old)
 
 	var log sidecartest.ClaimLog

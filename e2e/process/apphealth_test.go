@@ -63,8 +63,7 @@ func TestUnhealthyAppHandsLeadershipOver(t *testing.T) {
 		all = append(all, s)
 		set.Add(s.Addr(), s, 0)
 	}
-	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	oldApp := apps[indexOf(all, old)]
 
 	var log sidecartest.ClaimLog
@@ -148,8 +147,7 @@ func TestHandoffSkipsAnUnhealthyStandby(t *testing.T) {
 	for _, a := range apps {
 		all = append(all, healthGated(t, db, a))
 	}
-	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
+	leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	standbys := sidecartest.Without(all, leader)
 	sick, well := standbys[0], standbys[1]
 	apps[indexOf(all, sick)].healthy.Store(false)

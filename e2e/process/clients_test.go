@@ -121,8 +121,7 @@ func TestCopyPasteClientsAgainstTheSidecar(t *testing.T) {
 	t.Parallel()
 	cs := clients(t)
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
-	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
+	leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	standby := sidecartest.Without(all, leader)[0]
 	identity := sidecartest.IdentityOf(t, leader)
 
@@ -224,8 +223,7 @@ func TestWaitingClientsWaitForLeadership(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
-			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-			sidecartest.AwaitSettled(t, all, leader)
+			leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 			standby := sidecartest.Without(all, leader)[0]
 
 			wait := exec.Command(c.wait[0], c.wait[1:]...)

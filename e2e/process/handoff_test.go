@@ -30,8 +30,7 @@ func pods(t *testing.T, db string, n int) ([]*sidecartest.Sidecar, *sidecartest.
 	for _, s := range all {
 		s.WaitServing()
 	}
-	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
+	leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	return all, leader, token
 }
 

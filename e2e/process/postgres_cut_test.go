@@ -47,8 +47,7 @@ func TestPostgresLeaderCutOffFromTheServer(t *testing.T) {
 			for _, s := range all {
 				s.WaitServing()
 			}
-			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-			sidecartest.AwaitSettled(t, all, leader)
+			leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 
 			var log sidecartest.ClaimLog
 			var wg sync.WaitGroup

@@ -48,8 +48,7 @@ func TestPostgresRecordEditedByHand(t *testing.T) {
 			server := postgresServer.Server(t)
 			table := "hand_edited_" + strings.ReplaceAll(c.name, " ", "_")
 			all := startOnPostgres(t, table, 3)
-			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-			sidecartest.AwaitSettled(t, all, leader)
+			leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 
 			var log sidecartest.ClaimLog
 			halt := log.SampleUntilHalted(all, func(s *sidecartest.Sidecar, err error) bool {

@@ -19,8 +19,7 @@ import (
 func TestPostgresLeaderPausedPastTheLease(t *testing.T) {
 	t.Parallel()
 	all := startOnPostgres(t, "paused_leader", 3)
-	leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, leader)
+	leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 
 	var log sidecartest.ClaimLog
 	// The frozen one answers late or not at all: keep asking.

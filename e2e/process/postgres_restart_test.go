@@ -54,8 +54,7 @@ func TestPostgresServerRestartedOrStopped(t *testing.T) {
 			for _, s := range all {
 				s.WaitServing()
 			}
-			leader, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-			sidecartest.AwaitSettled(t, all, leader)
+			leader, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 
 			var log sidecartest.ClaimLog
 			halt := log.SampleUntilHalted(all, func(s *sidecartest.Sidecar, err error) bool {

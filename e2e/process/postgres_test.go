@@ -66,8 +66,7 @@ func TestPostgresThreeSidecarsHandOffAndFailOver(t *testing.T) {
 // term's, and returns how long each took and the claims per term.
 func handOffThenFailOver(t *testing.T, all []*sidecartest.Sidecar, handOffWithin time.Duration) (handOff, failOver time.Duration, terms map[sidecartest.Term]int) {
 	t.Helper()
-	first, token := sidecartest.AwaitLeader(t, all, 15*time.Second)
-	sidecartest.AwaitSettled(t, all, first)
+	first, token := sidecartest.AwaitSettledLeader(t, all, 15*time.Second)
 	var log sidecartest.ClaimLog
 	var mu sync.Mutex
 	gone := map[*sidecartest.Sidecar]bool{}

@@ -32,8 +32,7 @@ func release(t *testing.T, s *sidecartest.Sidecar) (int, sidecartest.State) {
 func TestReleaseOnAStandbyIsRefusedAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 3)
-	old, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, old)
+	old, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	holder := sidecartest.IdentityOf(t, old)
 	standbys := sidecartest.Without(all, old)
 

@@ -98,8 +98,7 @@ func databaseLost(t *testing.T, found string, stale bool, prepare func(*testing.
 		exits[i] = make(chan time.Time, 1)
 		go func() { <-s.Done(); exits[i] <- time.Now() }()
 	}
-	leader, token := sidecartest.AwaitLeader(t, old, 10*time.Second)
-	sidecartest.AwaitSettled(t, old, leader)
+	_, token := sidecartest.AwaitSettledLeader(t, old, 10*time.Second)
 
 	var set sidecartest.Members
 	for i, s := range old {

@@ -21,8 +21,7 @@ func TestDocumentedGuardsRefuseARealPausedLeader(t *testing.T) {
 		guards[s.name] = s.open(t)
 	}
 	all := sidecartest.StartMany(t, sidecartest.DBPath(t), 2)
-	a, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, a)
+	a, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	b := sidecartest.Without(all, a)[0]
 	termA := fence.TermID{Token: token, Holder: sidecartest.IdentityOf(t, a)}
 	ctx := t.Context()

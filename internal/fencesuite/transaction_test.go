@@ -69,8 +69,7 @@ func TestFencingDocTransactionBesideTheElection(t *testing.T) {
 	for _, s := range all {
 		s.WaitServing()
 	}
-	a, token := sidecartest.AwaitLeader(t, all, 10*time.Second)
-	sidecartest.AwaitSettled(t, all, a)
+	a, token := sidecartest.AwaitSettledLeader(t, all, 10*time.Second)
 	b := sidecartest.Without(all, a)[0]
 	termA := fence.TermID{Token: token, Holder: sidecartest.IdentityOf(t, a)}
 	if rows := send(db, stmt, termA, 1); rows != 1 {

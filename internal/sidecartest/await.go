@@ -55,7 +55,42 @@ func Steady(t testing.TB, all []*Sidecar, s *Sidecar, tok int64, d time.Duration
 // have read the record and its token) and the leader has renewed twice
 // since, so that a fault meets a running election rather than one still
 // starting up (a standby's watch takes tens of milliseconds to start).
+// It fails t if the leader's term ends meanwhile.
 func AwaitSettled(t testing.TB, all []*Sidecar, leader *Sidecar) {
+	t.Helper()
+	st, err := leader.Leader()
+	if err != nil || !st.Leader {
+		t.Fatalf("the sidecar to settle on answers %+v %v, not leader", st, err)
+	}
+	if !settle(t, all, leader, *st.Token) {
+		t.Fatalf("the term of token %d ended while the election settled", *st.Token)
+	}
+}
+
+// AwaitSettledLeader waits for a leader (AwaitLeader) and for the election
+// to settle around it (AwaitSettled), and returns it with its token. A
+// term that ends while the election settles is waited past, up to twice:
+// on a loaded machine a store that answers a renewal after the renew
+// deadline ends the term, as it must, and the fault a test plays next
+// needs a running election, not that one term.
+func AwaitSettledLeader(t testing.TB, all []*Sidecar, within time.Duration) (*Sidecar, int64) {
+	t.Helper()
+	for tries := 1; ; tries++ {
+		leader, token := AwaitLeader(t, all, within)
+		if settle(t, all, leader, token) {
+			return leader, token
+		}
+		if tries == 3 {
+			t.Fatalf("the term of token %d ended while the election settled, the third term in a row", token)
+		}
+		t.Logf("the term of token %d ended while the election settled; waiting for the next", token)
+	}
+}
+
+// settle waits until every sidecar names leader as the holder and leader
+// has renewed the term of token twice since. It returns false as soon as
+// leader answers that it no longer leads with token.
+func settle(t testing.TB, all []*Sidecar, leader *Sidecar, token int64) bool {
 	t.Helper()
 	id := IdentityOf(t, leader)
 	for _, s := range all {
@@ -65,15 +100,21 @@ func AwaitSettled(t testing.TB, all []*Sidecar, leader *Sidecar) {
 		})
 	}
 	var last time.Time
-	renewals := -1
+	renewals, ended := -1, false
 	// Two renew intervals, and a lease duration for the writes on a loaded
 	// machine: a bound on the wait, not on how fast a leader renews.
 	WaitTrue(t, "the leader renews twice", 2*RenewInterval+LeaseDuration, func() bool {
-		if st, err := leader.Leader(); err == nil && st.Leader && st.ValidUntil.After(last) {
+		st, err := leader.Leader()
+		switch {
+		case err != nil:
+		case !st.Leader || *st.Token != token:
+			ended = true
+		case st.ValidUntil.After(last):
 			last, renewals = *st.ValidUntil, renewals+1
 		}
-		return renewals >= 2
+		return ended || renewals >= 2
 	})
+	return !ended
 }
 
 // AllAlive fails t if any sidecar has exited, with its logs.
