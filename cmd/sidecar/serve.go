@@ -178,7 +178,9 @@ func (p *sidecarParts) unmarkThenRelease(waitPublisher func()) {
 	if !p.cfg.releaseOnShutdown || !p.cfg.readiness.PublishesOnPod() {
 		return // nothing to release, or the elector released already
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.election.renewDeadline)
+	// A lease more for a record this replica created and would have
+	// claimed only later, which it releases once that claim could begin.
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.election.leaseDuration+p.cfg.election.renewDeadline)
 	defer cancel()
 	if _, err := p.elector.Release(ctx); err != nil && !errors.Is(err, election.ErrNotLeader) {
 		p.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)

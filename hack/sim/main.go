@@ -144,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var broken, reported, done int64
 	var virtual time.Duration
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
-	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping int
+	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping, releasedPending int
 	var storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash int
 	var staleShown, throttled, throttledOut, regressedReports int
 	var settledMax time.Duration
@@ -201,6 +201,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			rollouts++
 			leadersStopped, stopHandedOff = leadersStopped+r.LeadersStopped, stopHandedOff+r.StopHandedOff
 			stopToOther, crashedStopping = stopToOther+r.StopToOtherRevision, crashedStopping+r.CrashedStopping
+			releasedPending += r.StopReleasedPending
 		}
 		storeRestarts, failoversPlayed = storeRestarts+r.StoreRestarts, failoversPlayed+r.Failovers
 		lostWrites, handedTwice = lostWrites+r.LostWrites, handedTwice+r.TokensHandedTwice
@@ -234,8 +235,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "%d planned hand-offs, %d handed off, %d targets stopped right after accepting; %d hostile lease durations written\n",
 			handoffs, handedOff, stoppedTargets, hostile)
-		fmt.Fprintf(stdout, "%d rolling updates: %d leaders stopped, %d handed off on stop (%d to the other revision), %d candidates crashed while stopping\n",
-			rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping)
+		fmt.Fprintf(stdout, "%d rolling updates: %d leaders stopped, %d handed off on stop (%d to the other revision), %d candidates crashed while stopping, %d pending claims released on stop\n",
+			rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping, releasedPending)
 		if *restarts || *failovers {
 			fmt.Fprintf(stdout, "%d store restarts; %d failovers, losing %d writes; %d tokens handed out twice; %d requests cut off as the store went down, %d of them committed\n",
 				storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 )
 
 // The revisions of a rolling update: candidates of oldRevision run until
@@ -27,8 +28,9 @@ type rollout struct {
 	// offers leadership before it releases; handedOff the transfers such
 	// a stopping leader wrote that reached the store, toOther those of
 	// them to a candidate of another revision; crashedStopping the stops
-	// it cut short by a crash.
-	leadersStopped, handedOff, toOther, crashedStopping int
+	// it cut short by a crash; pendingReleased the records a candidate
+	// created and, stopped before its claim on them began, released.
+	leadersStopped, handedOff, toOther, crashedStopping, pendingReleased int
 }
 
 // scheduleRollout gives a quarter of the lone election's schedules a
@@ -152,6 +154,18 @@ func (w *world) checkSameRevisionWait(c *candidate, prev backend.Record, since t
 		c.el.check.violate(w, c.el, fmt.Sprintf("%s (revision %q) accepted an offer to anyone from %s, of its own revision, %v after it was made, before the %v that lets another revision take it first",
 			c.id, c.revision, h.From, held, c.e.SameRevisionWait()))
 	}
+}
+
+// releasedPendingOnStop counts a release that c, stopping, wrote over a
+// record it created and never claimed (one with no renewal time): the
+// release of a pending claim (election's releasePendingClaim).
+func (w *world) releasedPendingOnStop(c *candidate, prev, rec backend.Record) {
+	r := w.rollout
+	if r == nil || !c.stopping || prev.HolderIdentity != c.identity || !prev.RenewTime.IsZero() || !election.IsReleaseShape(rec) {
+		return
+	}
+	r.pendingReleased++
+	w.logf("%s released the record it created, stopped before its claim began", c.id)
 }
 
 // handedOffOnStop counts a transfer that c, stopping, wrote to the

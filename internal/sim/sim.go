@@ -272,9 +272,10 @@ type Result struct {
 	// the hand-offs on stop whose transfer reached the store,
 	// StopToOtherRevision those of them to a candidate of the other
 	// revision, and CrashedStopping the candidates crashed while they
-	// stopped.
-	Rollout                                                             bool
-	LeadersStopped, StopHandedOff, StopToOtherRevision, CrashedStopping int
+	// stopped, and StopReleasedPending the records a candidate stopped
+	// before its claim on them began released once it could have begun.
+	Rollout                                                                                  bool
+	LeadersStopped, StopHandedOff, StopToOtherRevision, CrashedStopping, StopReleasedPending int
 	// StoreRestarts and Failovers count the store's restarts and lossy
 	// failovers played (Options.StoreRestarts, Options.Failovers),
 	// LostWrites the writes the failovers lost, and TokensHandedTwice the
@@ -364,8 +365,8 @@ func (w *world) result() Result {
 	r.TokenRegressedReports = w.regressedReports
 	if ro := w.rollout; ro != nil {
 		r.Rollout = true
-		r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping =
-			ro.leadersStopped, ro.handedOff, ro.toOther, ro.crashedStopping
+		r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping, r.StopReleasedPending =
+			ro.leadersStopped, ro.handedOff, ro.toOther, ro.crashedStopping, ro.pendingReleased
 	}
 	return r
 }

@@ -20,6 +20,9 @@ func (r Result) Summary() string {
 	if r.Rollout { // only then: the other schedules' lines are as they were
 		fmt.Fprintf(&b, ", rolling update: %d leaders stopped, %d handed off on stop, %d to the other revision, %d crashed stopping",
 			r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping)
+		if r.StopReleasedPending > 0 { // likewise
+			fmt.Fprintf(&b, ", %d pending claims released on stop", r.StopReleasedPending)
+		}
 	}
 	if r.StoreRestarts+r.Failovers > 0 { // likewise
 		fmt.Fprintf(&b, ", store: %d restarts, %d failovers losing %d writes, %d tokens handed out twice, %d requests cut off (%d committed)",

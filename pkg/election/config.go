@@ -61,6 +61,10 @@ type Config struct {
 	// accepted within HandoffTimeout: a rollout's stopping leader hands
 	// over to a Pod of the new revision rather than to whichever standby
 	// answers a release first (see the package doc, "Planned hand-off").
+	// A candidate whose Run ends while its claim on a record it created
+	// is pending (see the package doc, "A missing record") releases that
+	// record once the claim could begin, up to a lease later, rather than
+	// leave it to be waited out for a further lease.
 	HandoffOnStop bool
 	// Revision is this candidate's revision, e.g. its Pod's
 	// pod-template-hash (a Deployment) or controller-revision-hash (a

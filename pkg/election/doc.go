@@ -70,7 +70,13 @@
 // creates the first record with CreateFirst, which fails if any record
 // ever existed, and leads at once (unless the create is answered after the
 // claim it gives has lapsed: it is then claimed a lease duration later, as
-// a recreated one).
+// a recreated one). A candidate stopped with HandoffOnStop before its claim
+// on a record it created begins does not leave that record to be waited
+// out for a further lease from whenever the next candidate saw it: it
+// waits until its claim could begin, and then releases the record,
+// unclaimed, if it still holds the version it created. From that instant
+// it could have claimed the record itself, so a standby that takes the
+// release at once claims nothing an earlier holder still may.
 //
 // Records a candidate did not know it wrote. A record that names this
 // candidate but whose version it does not know it wrote (a request that

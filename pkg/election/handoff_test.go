@@ -601,3 +601,66 @@ func TestStoppingLeaderReleasesAnAcceptItDidNotSee(t *testing.T) {
 		}
 	})
 }
+
+// deletedOnce returns a store in which the record "roll" was created and
+// deleted, so that a candidate that finds it missing claims the record it
+// creates only a lease duration later (decide's deferClaim).
+func deletedOnce(t *testing.T) *memory.Store {
+	t.Helper()
+	store := memory.NewStore()
+	if _, err := store.Open("roll").Create(t.Context(), ReleaseShape(1, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	store.Delete("roll")
+	return store
+}
+
+// A candidate stopped while its claim on the record it created is pending
+// releases that record once the claim could begin, and a candidate that
+// came later leads then, a lease after the record was created, not a lease
+// after it first saw the record (two leases in all after a rollout that
+// replaces the first candidate of a new election). No one leads before.
+func TestStoppedBeforeItsClaimReleasesTheRecordItCreated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := deletedOnce(t)
+		created := time.Now()
+		first := startRevision(t, store.Open("roll"), "old-a", "old")
+		time.Sleep(2 * time.Second)
+		next := startRevision(t, store.Open("roll"), "new-b", "new")
+		time.Sleep(time.Second)
+		if ls := leaders(first, next); len(ls) != 0 {
+			t.Fatalf("%d lead before the first claim could begin", len(ls))
+		}
+		stopSampling(t, first, first, next)
+		// A second after the first claim could have begun, and a second
+		// before new-b's own wait on the record would end.
+		for time.Since(created) < DefaultLeaseDuration+time.Second {
+			if ls := leaders(first, next); len(ls) > 1 || len(ls) == 1 && time.Since(created) < DefaultLeaseDuration {
+				t.Fatalf("%v after the record was created, %d lead", time.Since(created), len(ls))
+			}
+			time.Sleep(handoffPoll / 2)
+		}
+		if s := next.Status(); !s.Leader || s.Token != 2 {
+			t.Fatalf("%v after the record was created: new-b %+v, want leader with token 2", time.Since(created), s)
+		}
+	})
+}
+
+// Alone, a candidate stopped while its claim is pending leaves the record
+// released, at the token it created, once the claim could begin.
+func TestStoppedBeforeItsClaimAloneLeavesItReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := deletedOnce(t)
+		first := startRevision(t, store.Open("roll"), "old-a", "old")
+		time.Sleep(time.Second)
+		began := time.Now()
+		first.stop()
+		if took := time.Since(began); took+time.Second < DefaultLeaseDuration || took > DefaultLeaseDuration {
+			t.Fatalf("stopped after %v, want when the claim could begin, %v after the record was created", took+time.Second, DefaultLeaseDuration)
+		}
+		rec, _, err := store.Open("roll").Get(t.Context())
+		if err != nil || !isRelease(rec) || rec.Transitions != 1 {
+			t.Fatalf("stored %+v (%v), want the release shape at token 1", rec, err)
+		}
+	})
+}

@@ -257,7 +257,9 @@ func (e *Elector) absorbSnapshot() bool {
 }
 
 // shutdown ends Run: no claim from now on, and a release if configured
-// (not after the store was lost: the record there is no one's concern).
+// (not after the store was lost: the record there is no one's concern);
+// with HandoffOnStop, a record it created and would have claimed later is
+// released too, once that claim could begin (releasePendingClaim).
 func (e *Elector) shutdown() error {
 	if e.cfg.ReleaseOnCancel && e.cfg.HandoffOnStop {
 		e.handOffOnStop()
@@ -284,6 +286,14 @@ func (e *Elector) shutdown() error {
 	defer e.opMu.Unlock()
 	if err := e.releaseRecord(ctx); err != nil {
 		e.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
+	}
+	if !e.cfg.HandoffOnStop {
+		return nil
+	}
+	pending, cancelPending := e.within(context.Background(), e.cfg.LeaseDuration+e.cfg.RenewDeadline)
+	defer cancelPending()
+	if err := e.releasePendingClaim(pending); err != nil {
+		e.log.Warn("could not release the record it created on shutdown; standbys will wait for it to expire", "err", err)
 	}
 	return nil
 }

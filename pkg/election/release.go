@@ -22,6 +22,11 @@ var ErrNotLeader = errors.New("not the leader")
 // Status reports "not leader" even if the write fails. It returns the
 // status after the release.
 //
+// After Run has ended, a record this candidate created but did not claim
+// yet is released too, once its claim could begin, if ctx lasts that long
+// (releasePendingClaim): the release on shutdown of a sidecar that takes
+// its mark off the Pod first.
+//
 // A candidate that does not lead and is not the record's holder (a
 // standby) is left as it is: Release returns its status and an error
 // wrapping ErrNotLeader that names the holder, and no hold-off begins, so
@@ -42,6 +47,12 @@ func (e *Elector) Release(ctx context.Context) (Status, error) {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
 	err := e.releaseRecord(ctx)
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if err == nil && stopped {
+		err = e.releasePendingClaim(ctx)
+	}
 	return e.Status(), err
 }
 
@@ -139,6 +150,51 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		e.observe(err == nil, fresh, freshVersion)
 	}
 	return fmt.Errorf("release: the record kept changing: %w", backend.ErrConflict)
+}
+
+// releasePendingClaim releases a record this candidate created but does
+// not claim yet (decide's deferClaim), once its claim may begin: from then
+// on no holder of an earlier record can claim, just as when the candidate
+// itself would begin to, so the release may be taken at once like any
+// other. Left as it is, a record whose creator stopped would be waited out
+// for another lease from whenever the next candidate first saw it: a Pod
+// replaced while the first claim on a new Lease is pending (an upgrade
+// right after an install) would leave the election leaderless for up to
+// two leases. It waits until ctx ends at the latest, and writes only over
+// the version it created. The caller holds opMu and no longer claims or
+// attempts.
+func (e *Elector) releasePendingClaim(ctx context.Context) error {
+	e.mu.Lock()
+	v := e.view
+	pending := v.present && v.version == e.deferredVersion && v.version == e.writtenVersion && v.holder() == e.cfg.Identity
+	from := e.observationLocked(e.cfg.Clock.Now()).expiry()
+	e.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	if wait := from.Sub(e.cfg.Clock.Now()); wait > 0 {
+		e.log.Info("stopping before the claim on the record it created begins: releasing it once that claim could begin",
+			"token", v.rec.Transitions, "claimFrom", from)
+		select {
+		case <-ctx.Done():
+		case <-e.cfg.Clock.After(wait):
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("release of the record created at token %d before its claim began: %w", v.rec.Transitions, err)
+		}
+	}
+	released := ReleaseShape(v.rec.Transitions, e.cfg.Clock.Now())
+	written, err := e.cfg.Backend.Update(ctx, v.version, released)
+	switch {
+	case err == nil:
+		e.observe(true, released, written)
+		e.log.Info("released the record it created, never having claimed it", "token", v.rec.Transitions)
+		return nil
+	case errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrNotFound):
+		return nil // someone else's record now: the rules already cover it
+	default:
+		return fmt.Errorf("release of the record created at token %d: %w", v.rec.Transitions, err)
+	}
 }
 
 // acceptOnOwnTermLocked reports whether rec is the term this candidate
