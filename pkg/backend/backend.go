@@ -154,6 +154,9 @@ func CheckRecord(rec Record) error {
 	if err := rec.Group.check(); err != nil {
 		return err
 	}
+	if rec.Handoff.Phase == HandoffReserve && rec.HolderIdentity != "" {
+		return fmt.Errorf("a reserve marker on a record held by %q: it is carried by a release only", rec.HolderIdentity)
+	}
 	return rec.Handoff.check()
 }
 

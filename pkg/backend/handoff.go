@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // HandoffPhase is the step a planned hand-off has reached (see package
@@ -20,7 +21,17 @@ const (
 	// HandoffTransfer: From has stopped claiming and written To as holder
 	// with the new token, Token.
 	HandoffTransfer HandoffPhase = "transfer"
+	// HandoffReserve: From, stopping, released the record at Token and
+	// leaves it for Wait to its own replacement (a candidate whose Pod
+	// name is To) or to a candidate of a revision other than Revision;
+	// anyone else takes it only once it has stood Wait. It is carried by
+	// a record in the release shape only. Sidecars that predate it read
+	// it as no marker, and take the release at once.
+	HandoffReserve HandoffPhase = "reserve"
 )
+
+// MaxReserveWait is the longest Wait a reserve marker carries.
+const MaxReserveWait = time.Hour
 
 // Handoff is the marker of a planned hand-off in a Record. The zero value
 // means none. Backends store it as they find it; only package election
@@ -39,7 +50,11 @@ type Handoff struct {
 	// Revision, in an offer, is the offering leader's revision (its Pod's
 	// pod-template-hash or controller-revision-hash; "" if unknown): an
 	// offer to anyone is taken first by a candidate of another revision.
+	// In a reserve, the stopping leader's revision.
 	Revision string
+	// Wait, in a reserve, is how long the record is left to the stopping
+	// leader's replacement or another revision; zero otherwise.
+	Wait time.Duration
 }
 
 // IsZero reports whether h is no marker at all.
@@ -54,6 +69,13 @@ func (h Handoff) check() error {
 		}
 		return nil
 	case HandoffOffer, HandoffAccept, HandoffTransfer:
+		if h.Wait != 0 {
+			return fmt.Errorf("hand-off marker %+v: only a reserve waits", h)
+		}
+	case HandoffReserve:
+		if h.Wait <= 0 || h.Wait > MaxReserveWait || h.Wait%time.Millisecond != 0 {
+			return fmt.Errorf("reserve marker wait %v out of range (0, %v] in whole milliseconds", h.Wait, MaxReserveWait)
+		}
 	default:
 		return fmt.Errorf("hand-off marker has an unknown phase %q", h.Phase)
 	}
@@ -76,6 +98,8 @@ type handoffJSON struct {
 	// Revision is left out when empty: a marker without one reads as
 	// before, by sidecars of every release.
 	Revision string `json:"revision,omitempty"`
+	// WaitMs, a reserve's Wait in milliseconds, is left out elsewhere.
+	WaitMs int64 `json:"waitMs,omitempty"`
 }
 
 // EncodeHandoff is the text a backend stores for h: "" for no marker, else
@@ -84,8 +108,9 @@ func EncodeHandoff(h Handoff) string {
 	if h.IsZero() {
 		return ""
 	}
-	b, err := json.Marshal(handoffJSON(h))
-	if err != nil { // a struct of strings and an int always encodes
+	b, err := json.Marshal(handoffJSON{Phase: h.Phase, From: h.From, To: h.To, Token: h.Token,
+		Revision: h.Revision, WaitMs: h.Wait.Milliseconds()})
+	if err != nil { // a struct of strings and ints always encodes
 		return ""
 	}
 	return string(b)
@@ -103,7 +128,12 @@ func DecodeHandoff(text string) Handoff {
 	if err := json.Unmarshal([]byte(text), &j); err != nil {
 		return Handoff{}
 	}
-	h := Handoff(j)
+	h := Handoff{Phase: j.Phase, From: j.From, To: j.To, Token: j.Token, Revision: j.Revision}
+	if j.WaitMs > 0 && j.WaitMs <= MaxReserveWait.Milliseconds() {
+		h.Wait = time.Duration(j.WaitMs) * time.Millisecond
+	} else if j.WaitMs != 0 {
+		return Handoff{}
+	}
 	if h.check() != nil {
 		return Handoff{}
 	}

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/leader-sidecar/leader-sidecar/pkg/backend"
 )
@@ -25,7 +26,9 @@ func testHandoffMarker(t *testing.T, open Opener) {
 	transfer.Handoff = backend.Handoff{Phase: backend.HandoffTransfer, From: leader, To: target, Token: 42}
 	anyone := SampleRecord(leader, math.MaxInt32)
 	anyone.Handoff = backend.Handoff{Phase: backend.HandoffOffer, From: leader, Token: math.MaxInt32, Revision: "7d9f5c8b4"}
-	for _, next := range []backend.Record{accept, transfer, SampleRecord(target, 42), anyone, SampleRecord(leader, 43)} {
+	reserved := SampleRecord("", 43)
+	reserved.Handoff = backend.Handoff{Phase: backend.HandoffReserve, From: leader, To: "pod-a", Token: 43, Revision: "7d9f5c8b4", Wait: 12345 * time.Millisecond}
+	for _, next := range []backend.Record{accept, transfer, SampleRecord(target, 42), anyone, SampleRecord(leader, 43), reserved} {
 		var err error
 		if v, err = writer.Update(ctxFor(t), v, next); err != nil {
 			t.Fatalf("Update to %+v: %v", next, err)
@@ -49,6 +52,9 @@ func testRejectsMalformedHandoff(t *testing.T, open Opener) {
 		"no leader":       {Phase: backend.HandoffOffer, Token: 1},
 		"token too large": {Phase: backend.HandoffTransfer, From: "a", To: "b", Token: math.MaxInt32 + 1},
 		"negative token":  {Phase: backend.HandoffOffer, From: "a", Token: -1},
+		"an offer waits":  {Phase: backend.HandoffOffer, From: "a", Token: 1, Wait: time.Second},
+		"reserve no wait": {Phase: backend.HandoffReserve, From: "a", Token: 1},
+		"reserve held":    {Phase: backend.HandoffReserve, From: "a", Token: 1, Wait: time.Second},
 	} {
 		rec := SampleRecord("a", 1)
 		rec.Handoff = h
