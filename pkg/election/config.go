@@ -66,6 +66,15 @@ type Config struct {
 	// record once the claim could begin, up to a lease later, rather than
 	// leave it to be waited out for a further lease.
 	HandoffOnStop bool
+	// AwaitReplacement, with ReleaseOnCancel, makes a leader whose Run
+	// ends release at once, without offering, and leave the release for
+	// that long to its own replacement (a candidate whose identity has
+	// the same prefix, IdentityPrefix: a StatefulSet's Pod keeps its
+	// name) or to a candidate of a revision other than its own; any other
+	// candidate takes it once it has stood that long (see the package
+	// doc, "Succession in a rollout"). 0: off. At most
+	// backend.MaxReserveWait, in whole milliseconds.
+	AwaitReplacement time.Duration
 	// Revision is this candidate's revision, e.g. its Pod's
 	// pod-template-hash (a Deployment) or controller-revision-hash (a
 	// StatefulSet); "" if unknown. A leader's offers carry it, and an
@@ -265,6 +274,9 @@ func (c Config) validate() error {
 	if c.ReleaseHoldOff < 0 {
 		return &ConfigError{Field: "ReleaseHoldOff", Problem: fmt.Sprintf("must not be negative, got %v", c.ReleaseHoldOff)}
 	}
+	if err := ValidateAwaitReplacement(c.AwaitReplacement); err != nil {
+		return err
+	}
 	if err := ValidateTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
 		return err
 	}
@@ -426,6 +438,15 @@ func ValidateRenewInterval(renewInterval, renewDeadline, retryPeriod time.Durati
 		return &ConfigError{Field: "RenewInterval", Problem: fmt.Sprintf(
 			"must be less than the renew deadline (%v) minus %v x retry period (%v), %v, so a failed renewal is retried before the leader stops claiming; got %v",
 			renewDeadline, JitterFactor, jittered(retryPeriod, 1), room, renewInterval)}
+	}
+	return nil
+}
+
+// ValidateAwaitReplacement checks Config.AwaitReplacement: 0 (off), or a
+// positive whole number of milliseconds up to backend.MaxReserveWait.
+func ValidateAwaitReplacement(d time.Duration) error {
+	if d < 0 || d > backend.MaxReserveWait || d%time.Millisecond != 0 {
+		return &ConfigError{Field: "AwaitReplacement", Problem: fmt.Sprintf("must be 0 or whole milliseconds up to %v, got %v", backend.MaxReserveWait, d)}
 	}
 	return nil
 }

@@ -226,6 +226,22 @@
 // accepts (mayAcceptHandoff), nor takes a release. The wait only orders
 // accepts; every safety argument above is unchanged.
 //
+// A StatefulSet replaces its Pods from the highest ordinal down, and a
+// leader there stops before any Pod of the new revision runs: whoever it
+// hands to is replaced later, and leadership moves twice. Its Pod keeps
+// its name, though, so with AwaitReplacement a stopping leader offers
+// nothing: it releases with a reserve marker (backend.HandoffReserve)
+// naming its Pod (IdentityPrefix) and revision. A candidate of that Pod
+// name (the replacement) or of another revision takes the release at
+// once; any other waits until it has seen it for the marker's wait (at
+// most MaxRecordLeaseDuration), then takes it as a release
+// (reservedForAnother). The marker only delays acquires of a release,
+// which any candidate may make at once, so again no safety argument
+// changes; a candidate that predates the marker reads it as none and
+// takes the release at once. The cost is availability: the election has
+// no leader while the replacement starts, and up to the wait when none
+// comes (a scale-down).
+//
 // # Liveness
 //
 // Losing leadership never ends the loop: the candidate steps down and

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -661,6 +662,127 @@ func TestStoppedBeforeItsClaimAloneLeavesItReleased(t *testing.T) {
 		rec, _, err := store.Open("roll").Get(t.Context())
 		if err != nil || !isRelease(rec) || rec.Transitions != 1 {
 			t.Fatalf("stored %+v (%v), want the release shape at token 1", rec, err)
+		}
+	})
+}
+
+// startAwaiting starts a candidate of revision rev that, stopping as
+// leader, releases and leaves the release for await to its replacement
+// (a candidate of its Pod name) or another revision: a StatefulSet's Pod.
+func startAwaiting(t *testing.T, b backend.Backend, id, rev string, await time.Duration) *running {
+	t.Helper()
+	e, err := New(Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true, AwaitReplacement: await, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &running{Elector: e, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := e.Run(ctx); err != nil {
+			t.Errorf("%s: Run: %v", id, err)
+		}
+	}()
+	r.stop = func() { cancel(); <-r.done }
+	t.Cleanup(r.stop)
+	return r
+}
+
+// sampleFor samples all every half hand-off poll for d, failing t if two
+// lead at once, and returns led with each leader seen appended in turn.
+func sampleFor(t *testing.T, led []string, d time.Duration, all ...*running) []string {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(handoffPoll / 2) {
+		ls := leaders(all...)
+		if len(ls) > 1 {
+			t.Fatalf("%d lead at once", len(ls))
+		}
+		if len(ls) == 1 && (len(led) == 0 || led[len(led)-1] != ls[0].Status().Identity) {
+			led = append(led, ls[0].Status().Identity)
+		}
+	}
+	return led
+}
+
+// A StatefulSet replaces its highest ordinal first: its leader, stopping
+// with no standby of the new revision, leaves the release to its own
+// replacement (a Pod of the same name) for AwaitReplacement. The standbys
+// of its revision, which the rollout replaces later, stay out, and the
+// replacement, started three seconds on, leads at once with the next
+// token: leadership moves once. So does a replacement of the same
+// revision (the leader's Pod deleted, not rolled). With AwaitReplacement
+// off, a standby of the old revision takes it (to move again when its
+// turn comes).
+func TestStoppingLeaderLeavesTheReleaseToItsReplacement(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		await    time.Duration
+		revision string // the replacement's
+	}{
+		{"rolled out", 10 * time.Second, "new"},
+		{"deleted", 10 * time.Second, "old"},
+		{"off", 0, "new"},
+	} {
+		await := c.await
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.NewStore()
+				leader := startAwaiting(t, store.Open("web"), "web-2_a", "old", await)
+				time.Sleep(time.Second)
+				standbys := []*running{
+					startAwaiting(t, store.Open("web"), "web-0_b", "old", await),
+					startAwaiting(t, store.Open("web"), "web-1_c", "old", await),
+				}
+				time.Sleep(time.Minute + DefaultRetryPeriod/2)
+				token := soleLeader(t, append(standbys, leader)...).Status().Token
+				leader.stop()
+				led := sampleFor(t, nil, 3*time.Second, standbys...)
+				replacement := startAwaiting(t, store.Open("web"), "web-2_d", c.revision, await)
+				led = sampleFor(t, led, time.Second, append(standbys, replacement)...)
+				if await == 0 {
+					if len(led) != 1 || led[0] == "web-2_d" {
+						t.Fatalf("leaders in turn %q: with AwaitReplacement off, one standby of the old revision takes the release", led)
+					}
+					return
+				}
+				if !slices.Equal(led, []string{"web-2_d"}) {
+					t.Fatalf("leaders in turn %q, want the replacement alone", led)
+				}
+				if s := replacement.Status(); !s.Leader || s.Token != token+1 {
+					t.Fatalf("the replacement: %+v, want leader with token %d", s, token+1)
+				}
+			})
+		})
+	}
+}
+
+// Scaled down, the stopping leader's replacement never comes: a standby
+// of its revision takes the release once it has stood AwaitReplacement,
+// not before, with the next token. A standby of another revision takes it
+// at once.
+func TestReservedReleaseGoesToAnotherRevisionAtOnceAndToAnyoneLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const await = 10 * time.Second
+		store := memory.NewStore()
+		leader := startAwaiting(t, store.Open("web"), "web-1_a", "old", await)
+		time.Sleep(time.Second)
+		old := startAwaiting(t, store.Open("web"), "web-0_b", "old", await)
+		time.Sleep(time.Minute + DefaultRetryPeriod/2)
+		token := soleLeader(t, leader, old).Status().Token
+		stopped := time.Now()
+		leader.stop()
+		led := sampleFor(t, nil, await+time.Second, old)
+		if took := old.Status().TermStarted.Sub(stopped); !slices.Equal(led, []string{"web-0_b"}) || took < await || old.Status().Token != token+1 {
+			t.Fatalf("leaders in turn %q, web-0_b from %v after the stop with token %d; want web-0_b from %v on, token %d",
+				led, took, old.Status().Token, await, token+1)
+		}
+
+		newer := startAwaiting(t, store.Open("web"), "web-2_c", "new", await)
+		time.Sleep(time.Second)
+		token = old.Status().Token
+		old.stop()
+		if led := sampleFor(t, nil, time.Second, newer); !slices.Equal(led, []string{"web-2_c"}) || newer.Status().Token != token+1 {
+			t.Fatalf("leaders in turn %q, token %d: want web-2_c, of another revision, at once with token %d", led, newer.Status().Token, token+1)
 		}
 	})
 }

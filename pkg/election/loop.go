@@ -261,7 +261,7 @@ func (e *Elector) absorbSnapshot() bool {
 // with HandoffOnStop, a record it created and would have claimed later is
 // released too, once that claim could begin (releasePendingClaim).
 func (e *Elector) shutdown() error {
-	if e.cfg.ReleaseOnCancel && e.cfg.HandoffOnStop {
+	if e.cfg.ReleaseOnCancel && e.cfg.HandoffOnStop && e.cfg.AwaitReplacement == 0 {
 		e.handOffOnStop()
 	}
 	e.mu.Lock()
@@ -287,7 +287,7 @@ func (e *Elector) shutdown() error {
 	if err := e.releaseRecord(ctx); err != nil {
 		e.log.Warn("could not release the lease on shutdown; standbys will wait for it to expire", "err", err)
 	}
-	if !e.cfg.HandoffOnStop {
+	if !e.cfg.HandoffOnStop && e.cfg.AwaitReplacement == 0 {
 		return nil
 	}
 	pending, cancelPending := e.within(context.Background(), e.cfg.LeaseDuration+e.cfg.RenewDeadline)

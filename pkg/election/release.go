@@ -133,7 +133,7 @@ func (e *Elector) releaseRecord(ctx context.Context) error {
 		if v.holder() != e.cfg.Identity || !ours {
 			return nil
 		}
-		released := ReleaseShape(v.rec.Transitions, e.cfg.Clock.Now())
+		released := e.releaseWritten(v.rec.Transitions)
 		written, err := e.cfg.Backend.Update(ctx, v.version, released)
 		if err == nil {
 			e.observe(true, released, written)
@@ -183,7 +183,7 @@ func (e *Elector) releasePendingClaim(ctx context.Context) error {
 			return fmt.Errorf("release of the record created at token %d before its claim began: %w", v.rec.Transitions, err)
 		}
 	}
-	released := ReleaseShape(v.rec.Transitions, e.cfg.Clock.Now())
+	released := e.releaseWritten(v.rec.Transitions)
 	written, err := e.cfg.Backend.Update(ctx, v.version, released)
 	switch {
 	case err == nil:
@@ -195,6 +195,22 @@ func (e *Elector) releasePendingClaim(ctx context.Context) error {
 	default:
 		return fmt.Errorf("release of the record created at token %d: %w", v.rec.Transitions, err)
 	}
+}
+
+// releaseWritten is the release this candidate writes at token: the
+// release shape, which after Run ended (a stop) carries with
+// AwaitReplacement a reserve marker that leaves it for that long to this
+// candidate's replacement or to another revision.
+func (e *Elector) releaseWritten(token int64) backend.Record {
+	released := ReleaseShape(token, e.cfg.Clock.Now())
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if stopped && e.cfg.AwaitReplacement > 0 {
+		released.Handoff = backend.Handoff{Phase: backend.HandoffReserve, From: e.cfg.Identity,
+			To: IdentityPrefix(e.cfg.Identity), Token: token, Revision: e.cfg.Revision, Wait: e.cfg.AwaitReplacement}
+	}
+	return released
 }
 
 // acceptOnOwnTermLocked reports whether rec is the term this candidate

@@ -178,6 +178,9 @@ func decide(o observation, now time.Time) action {
 		// A release is taken at once, and the holder takes back a record
 		// emptied under it; any other empty record is waited out.
 		if o.claiming || isRelease(v.rec) || !now.Before(o.expiry()) {
+			if until, reserved := o.reservedForAnother(now); reserved && !o.claiming {
+				return action{kind: wait, until: until}
+			}
 			return o.newTerm(acquire)
 		}
 		return action{kind: wait, until: o.expiry(), stepDown: o.stepDownIf(o.leading, "the record was emptied")}
@@ -292,6 +295,24 @@ func (o observation) handoffStep(now time.Time) (action, bool) {
 		return action{kind: renew, token: h.Token}, o.transferredToUs(now)
 	}
 	return action{}, false
+}
+
+// reservedForAnother reports whether the observed record is a release its
+// stopping leader left to its own replacement or to another revision (a
+// reserve marker, Config.AwaitReplacement) that this candidate, neither,
+// may take only later, and until when: the marker's wait from when the
+// candidate first saw the record, at most the longest lease it trusts a
+// record with. It only delays an acquire of a release, which any
+// candidate may otherwise make at once.
+func (o observation) reservedForAnother(now time.Time) (time.Time, bool) {
+	v, h := o.view, o.view.rec.Handoff
+	if h.Phase != backend.HandoffReserve || !isRelease(v.rec) || h.Token != v.rec.Transitions {
+		return time.Time{}, false
+	}
+	replacement := h.To != "" && IdentityPrefix(o.identity) == h.To
+	otherRevision := o.revision != "" && h.Revision != "" && o.revision != h.Revision
+	until := v.since.Add(min(h.Wait, o.maxRecordLease))
+	return until, !replacement && !otherRevision && now.Before(until)
 }
 
 // sameRevision reports whether the offer h is to anyone from a leader of
