@@ -62,6 +62,10 @@ func (c *sidecarConfig) settings() []setting {
 	if c.releaseHoldOff == 0 {
 		holdOff = el.leaseDuration.String() + " (--lease-duration)"
 	}
+	awaitReplacement := "off"
+	if c.awaitReplacement > 0 {
+		awaitReplacement = c.awaitReplacement.String()
+	}
 	s := []setting{
 		{"backend", el.backend},
 		{"lease-name", el.leaseName},
@@ -73,6 +77,7 @@ func (c *sidecarConfig) settings() []setting {
 		{"max-record-lease-duration", el.maxRecordLease.String()},
 		{"release-hold-off", holdOff},
 		{"release-on-shutdown", strconv.FormatBool(c.releaseOnShutdown)},
+		{"await-replacement", awaitReplacement},
 		{"http-address", appAPI},
 		{"ops-address", orOff(c.opsAddress)},
 		{"sqlite-path", el.sqlite.path},

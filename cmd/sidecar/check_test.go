@@ -45,6 +45,7 @@ func TestCheckPrintsTheResolvedConfiguration(t *testing.T) {
 		"renew-interval":            "5s",
 		"max-record-lease-duration": "2m30s",
 		"release-hold-off":          "15s (--lease-duration)",
+		"await-replacement":         "off",
 		"http-address":              "127.0.0.1:4040 (loopback only)",
 		"ops-address":               ":8081",
 		"namespace":                 "ns (POD_NAMESPACE)",

@@ -86,6 +86,7 @@ func buildSidecar(ctx context.Context, cfg sidecarConfig, log *slog.Logger) (_ *
 	// Stopping, the leader hands off, to a Pod of another revision first
 	// (a rollout's new one), and releases only without a taker.
 	ec.HandoffOnStop = ec.ReleaseOnCancel
+	ec.AwaitReplacement = cfg.awaitReplacement
 	ec.Revision = el.pod.revision
 	ec.ReleaseHoldOff = cfg.releaseHoldOff
 	ec.Observer = election.Observers(observers...)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/leader-sidecar/leader-sidecar/pkg/election"
 	"github.com/leader-sidecar/leader-sidecar/pkg/podreadiness"
 )
 
@@ -113,7 +114,10 @@ type sidecarConfig struct {
 	election          electionConfig
 	releaseHoldOff    time.Duration
 	releaseOnShutdown bool
-	httpAddress       string
+	// awaitReplacement leaves a stopping leader's release to its own
+	// replacement or another revision for that long (0: off).
+	awaitReplacement time.Duration
+	httpAddress      string
 	// httpAllowRemote lets httpAddress be beyond loopback (exposeAppAPI).
 	httpAllowRemote bool
 	opsAddress      string // "" for none
@@ -146,6 +150,9 @@ func newSidecarConfig() *sidecarConfig {
 	docMeaning(fs, "release-hold-off", "how long `POST /leader/release` keeps this sidecar out of the election")
 	fs.BoolVar(&c.releaseOnShutdown, "release-on-shutdown", true, "release the lease on SIGTERM/SIGINT/SIGHUP so a standby takes over at once; safe only if the app stops acting as leader first")
 	docMeaning(fs, "release-on-shutdown", "release the lease on SIGTERM/SIGINT/SIGHUP so a standby takes over at once")
+	fs.DurationVar(&c.awaitReplacement, "await-replacement", 0, "stopping as leader, release without a hand-off and leave the lease for this long to this Pod's replacement (the same Pod name: a StatefulSet's) or a Pod of another revision, so a StatefulSet's rollout moves leadership once; the election has no leader while the replacement starts, and up to this long when none comes (default: off)")
+	docDefault(fs, "await-replacement", "off")
+	docMeaning(fs, "await-replacement", "stopping as leader, release without a hand-off and leave the lease for this long to this Pod's replacement (the same Pod name, as a StatefulSet's) or to a Pod of another revision, so a StatefulSet's rollout moves leadership once; the cost is no leader while the replacement starts, and up to this long when none comes, as in a scale-down (see [Rollouts](kubernetes.md#rollouts))")
 	fs.StringVar(&c.httpAddress, "http-address", "127.0.0.1:4040", "address of the app API; must be loopback (127.0.0.0/8, [::1] or localhost) unless --http-allow-remote")
 	docMeaning(fs, "http-address", "the app API; must be loopback (`127.0.0.0/8`, `[::1]`, `localhost`) unless `--http-allow-remote`")
 	fs.BoolVar(&c.httpAllowRemote, "http-allow-remote", false, "allow a non-loopback --http-address. Risky: the app API is unauthenticated, so anyone who can reach the address reads the leader's identity and fencing token from GET /leader and can POST /leader/release to push this replica out of the election, replica after replica")
@@ -184,6 +191,9 @@ func (c *sidecarConfig) check(environ []string) error {
 	if c.releaseHoldOff < 0 {
 		return fmt.Errorf("--release-hold-off: must not be negative, got %v", c.releaseHoldOff)
 	}
+	if err := c.checkAwaitReplacement(); err != nil {
+		return err
+	}
 	if err := checkAppAddress("--http-address", c.httpAddress, c.httpAllowRemote); err != nil {
 		return err
 	}
@@ -214,6 +224,26 @@ func (c *sidecarConfig) check(environ []string) error {
 		return err
 	}
 	return c.shards.check(c)
+}
+
+// checkAwaitReplacement checks --await-replacement: whole milliseconds,
+// within what a standby waits a reserve out for (--max-record-lease-
+// duration), and with a release on shutdown to carry it, one election.
+func (c *sidecarConfig) checkAwaitReplacement() error {
+	d := c.awaitReplacement
+	switch {
+	case d == 0:
+		return nil
+	case election.ValidateAwaitReplacement(d) != nil:
+		return fmt.Errorf("--await-replacement: must be 0 (off) or a positive whole number of milliseconds, got %v", d)
+	case d > c.election.maxRecordLease:
+		return fmt.Errorf("--await-replacement: %v is beyond --max-record-lease-duration %v, the longest a standby leaves a lease to a replacement", d, c.election.maxRecordLease)
+	case !c.releaseOnShutdown:
+		return fmt.Errorf("--await-replacement: needs --release-on-shutdown, which writes the release it leaves to the replacement")
+	case c.shards.count > 0:
+		return fmt.Errorf("--await-replacement: not in shard mode (--shards %d), where a stopping replica drains and releases its shards", c.shards.count)
+	}
+	return nil
 }
 
 // exposeAppAPI: the app API is deliberately served beyond loopback; its
