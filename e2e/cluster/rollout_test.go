@@ -26,19 +26,29 @@ import (
 // ignores the deletion cost and replaces its Pods from the highest ordinal
 // down, so there the successor's revision alone does it: one move, or two
 // when the leader is on the highest ordinal, replaced while every other
-// Pod is still old (docs/kubernetes.md, Rollouts). Each sidecar is checked
-// to know its Pod's revision, and no round of samples of every Pod finds
-// two leaders.
+// Pod is still old (docs/kubernetes.md, Rollouts). With
+// sidecar.awaitReplacement the leader there leaves the Lease to its own
+// replacement instead: the StatefulSet's rollout that begins with the
+// leader on the highest ordinal (handed there first) moves it once. Each
+// sidecar is checked to know its Pod's revision, and no round of samples
+// of every Pod finds two leaders.
 func TestRolloutMovesLeadershipOnce(t *testing.T) {
 	t.Parallel()
-	for _, w := range []workload{deploymentDefault, deploymentMaxSurge0, statefulSet} {
+	for _, w := range []workload{deploymentDefault, deploymentMaxSurge0, statefulSet, statefulSetAwaiting} {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 			ns := cl.namespace(t)
 			w.install(t, ctx, ns, 3, afterIssue38)
-			for round := 1; round <= 2; round++ {
+			rounds := 2
+			if w.statefulSet {
+				rounds = 1
+			}
+			if w.awaitsReplacement {
+				handOffTo(t, ctx, ns, 3, fmt.Sprintf("%s-%d", fullName, 2))
+			}
+			for round := 1; round <= rounds; round++ {
 				r := w.rollOut(t, ctx, ns, 3, round)
 				t.Logf("rollout %d rolled out in %v; %d rounds of samples; leaders in turn %q; token %d → %d; longest leaderless %v",
 					round, r.rolled.Round(time.Millisecond), r.rounds, r.seen, r.before, r.after, r.leaderless)
@@ -63,13 +73,18 @@ type workload struct {
 	set []string
 	// statefulSet: the Pods are a StatefulSet's (see useStatefulSet).
 	statefulSet bool
+	// awaitsReplacement: its sidecars leave a stopping leader's Lease to
+	// its replacement (sidecar.awaitReplacement).
+	awaitsReplacement bool
 }
 
 var (
 	deploymentDefault   = workload{name: "default"}
 	deploymentMaxSurge0 = workload{name: "maxSurge 0", set: []string{"--set", "strategy.type=RollingUpdate",
 		"--set", "strategy.rollingUpdate.maxSurge=0", "--set", "strategy.rollingUpdate.maxUnavailable=1"}}
-	statefulSet = workload{name: "StatefulSet", statefulSet: true}
+	statefulSet         = workload{name: "StatefulSet", statefulSet: true}
+	statefulSetAwaiting = workload{name: "StatefulSet awaiting the replacement", statefulSet: true, awaitsReplacement: true,
+		set: []string{"--set", "sidecar.awaitReplacement=30s"}}
 )
 
 // sidecarMode is what the sidecars are given of issue 38 ("one move per
@@ -259,10 +274,31 @@ func (w workload) rollOut(tb testing.TB, ctx context.Context, ns string, replica
 // when only old Pods can take over, and the one that does is replaced
 // later: twice.
 func (w workload) wantMoves(leader string, replicas int) int {
-	if w.statefulSet && strings.HasSuffix(leader, fmt.Sprintf("-%d", replicas-1)) {
+	if w.statefulSet && !w.awaitsReplacement && strings.HasSuffix(leader, fmt.Sprintf("-%d", replicas-1)) {
 		return 2
 	}
 	return 1
+}
+
+// handOffTo moves leadership in ns to pod, by `sidecar handoff` in the
+// leader's sidecar, unless pod leads already.
+func handOffTo(tb testing.TB, ctx context.Context, ns string, replicas int, pod string) {
+	tb.Helper()
+	pods := runningPods(tb, ctx, ns, replicas, true)
+	var leader string
+	eventually(tb, ctx, "exactly one leader before the hand-off", func() (bool, string) {
+		var reason string
+		_, leader, reason = oneLeader(ctx, ns, pods)
+		return reason == "", reason
+	})
+	if leader == pod {
+		return
+	}
+	cl.run(tb, ctx, cl.kubectl, "exec", "--namespace", ns, leader, "--container", sidecarContainer, "--", "/sidecar", "handoff", "--to", pod)
+	eventually(tb, ctx, pod+" leads", func() (bool, string) {
+		_, now, reason := oneLeader(ctx, ns, pods)
+		return reason == "" && now == pod, fmt.Sprintf("%s leads (%s)", now, reason)
+	})
 }
 
 // statefulSetRolledOut says whether the StatefulSet has only replicas of

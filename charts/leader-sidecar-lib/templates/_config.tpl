@@ -77,6 +77,14 @@ appHealth:
 # for a native sidecar (it stops after the app), false for a plain container
 # (it may stop before the app, which could still act as leader).
 releaseOnShutdown: null
+# Stopping as leader, release without a hand-off and leave the Lease for
+# this long to this Pod's replacement (the same Pod name: a StatefulSet's)
+# or to a Pod of another revision, so a StatefulSet's rollout moves
+# leadership once. The election has no leader while the replacement starts,
+# and up to this long when none comes (a scale-down). "": off. At most
+# maxRecordLeaseDuration (10 x leaseDuration by default); needs
+# releaseOnShutdown; not in shard mode.
+awaitReplacement: ""
 # On helm uninstall, release the Lease once its holder is gone, token kept,
 # so a reinstall leads at once (lease backend, with rbac.create; in shard
 # mode the shards' Leases): a post-delete hook Job of the sidecar's image runs

@@ -185,6 +185,10 @@ env:
   {{- end }}
   - name: LEADER_SIDECAR_RELEASE_ON_SHUTDOWN
     value: {{ $c.releaseOnShutdown | toString | quote }}
+  {{- if ne (toString $c.awaitReplacement) "" }}
+  - name: LEADER_SIDECAR_AWAIT_REPLACEMENT
+    value: {{ $c.awaitReplacement | quote }}
+  {{- end }}
   - name: LEADER_SIDECAR_HTTP_ADDRESS
     value: {{ printf "127.0.0.1:%v" $c.httpPort | quote }}
   # Also read by `sidecar probe <path>`, for exec probes.

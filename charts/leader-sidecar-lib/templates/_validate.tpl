@@ -230,6 +230,29 @@ renewDeadline minus 1.2 x retryPeriod when that is less. */}}
 {{- end }}
 {{- end }}
 
+{{- /* awaitReplacement: "" (off), else as --await-replacement takes it. */}}
+{{- if ne (toString $c.awaitReplacement) "" }}
+{{- $await := include "leader-sidecar-lib.milliseconds" (list "sidecar.awaitReplacement" $c.awaitReplacement) | float64 }}
+{{- $bound := mulf $lease 10 }}
+{{- if ne (toString $c.maxRecordLeaseDuration) "" }}
+{{- $bound = include "leader-sidecar-lib.milliseconds" (list "sidecar.maxRecordLeaseDuration" $c.maxRecordLeaseDuration) | float64 }}
+{{- end }}
+{{- if ne $await (floor $await) }}
+{{- fail (printf "leader-sidecar-lib: sidecar.awaitReplacement (%s) must be a whole number of milliseconds" $c.awaitReplacement) }}
+{{- end }}
+{{- if gt $await $bound }}
+{{- fail (printf "leader-sidecar-lib: sidecar.awaitReplacement (%s) is beyond the longest a standby leaves the Lease to a replacement, sidecar.maxRecordLeaseDuration (%vms; 10 x sidecar.leaseDuration by default)" $c.awaitReplacement $bound) }}
+{{- end }}
+{{- if and (gt $await 0.0) $c.sharding.enabled }}
+{{- fail "leader-sidecar-lib: sidecar.awaitReplacement is not for shard mode, where a stopping replica drains and releases its shards" }}
+{{- end }}
+{{- /* releaseOnShutdown null is true for a native sidecar only (config). */}}
+{{- $release := ternary (or $c.native $c.sharding.enabled) $c.releaseOnShutdown (kindIs "invalid" $c.releaseOnShutdown) }}
+{{- if and (gt $await 0.0) (not $release) }}
+{{- fail "leader-sidecar-lib: sidecar.awaitReplacement needs sidecar.releaseOnShutdown (null means true only for a native sidecar), which writes the release it leaves to the replacement" }}
+{{- end }}
+{{- end }}
+
 {{- /* Ports: numbers, and two listeners never on one port. */}}
 {{- range $key := list "httpPort" "opsPort" }}
 {{- $p := index $c $key }}
