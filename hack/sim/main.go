@@ -58,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	restarts := fs.Bool("store-restarts", false, "give every schedule one to three restarts of the store that lose nothing (a lone election only)")
 	failovers := fs.Bool("failovers", false, "give every schedule one or two failovers of the store that lose its last writes (a lone election only)")
 	reissue := fs.Bool("reissue-versions", false, "with -failovers: a failover hands out again the versions it lost (an etcd backup restored without --bump-revision)")
+	statefulSets := fs.Bool("statefulsets", false, "make every rolling update a StatefulSet's: each old candidate stops, then one of its Pod name starts, and a stopping leader leaves its release to it (a lone election only)")
 	staleReads := fs.Bool("stale-reads", false, "let reads and change signals show the record as it was up to two leases ago (a lagging watch cache; a lone election only)")
 	throttling := fs.Bool("throttling", false, "give every schedule one to three windows in which the server refuses requests with 429 (a lone election only)")
 	firstViolation := fs.Bool("first-violation", false, "stop at the first schedule, in the order of the seeds, that breaks an invariant, and print it")
@@ -92,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := sim.Options{Duration: *duration, Drift: *drift, Candidates: *candidates, RenewInterval: *renewInterval, Shards: *shards,
 		ShardsTo: *shardsTo, TrustedRecordLease: *trusted, StoreRestarts: *restarts, Failovers: *failovers, ReissueVersions: *reissue,
-		StaleReads: *staleReads, Throttling: *throttling}
+		StaleReads: *staleReads, Throttling: *throttling, StatefulSets: *statefulSets}
 	durationSet := false
 	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
 	switch {
@@ -144,7 +145,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var broken, reported, done int64
 	var virtual time.Duration
 	var events, terms, handoffs, handedOff, stoppedTargets, moves, hostile int
-	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping, releasedPending int
+	var rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping, releasedPending, statefulSetRollouts int
+	var reservedTaken [3]int
 	var storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash int
 	var staleShown, throttled, throttledOut, regressedReports int
 	var settledMax time.Duration
@@ -202,6 +204,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			leadersStopped, stopHandedOff = leadersStopped+r.LeadersStopped, stopHandedOff+r.StopHandedOff
 			stopToOther, crashedStopping = stopToOther+r.StopToOtherRevision, crashedStopping+r.CrashedStopping
 			releasedPending += r.StopReleasedPending
+			if r.StatefulSet {
+				statefulSetRollouts++
+				for i, n := range r.ReservedTaken {
+					reservedTaken[i] += n
+				}
+			}
 		}
 		storeRestarts, failoversPlayed = storeRestarts+r.StoreRestarts, failoversPlayed+r.Failovers
 		lostWrites, handedTwice = lostWrites+r.LostWrites, handedTwice+r.TokensHandedTwice
@@ -237,6 +245,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			handoffs, handedOff, stoppedTargets, hostile)
 		fmt.Fprintf(stdout, "%d rolling updates: %d leaders stopped, %d handed off on stop (%d to the other revision), %d candidates crashed while stopping, %d pending claims released on stop\n",
 			rollouts, leadersStopped, stopHandedOff, stopToOther, crashedStopping, releasedPending)
+		if *statefulSets {
+			fmt.Fprintf(stdout, "%d of them a StatefulSet's: releases left to a replacement taken by it %d, by another revision %d, by anyone after the wait %d\n",
+				statefulSetRollouts, reservedTaken[0], reservedTaken[1], reservedTaken[2])
+		}
 		if *restarts || *failovers {
 			fmt.Fprintf(stdout, "%d store restarts; %d failovers, losing %d writes; %d tokens handed out twice; %d requests cut off as the store went down, %d of them committed\n",
 				storeRestarts, failoversPlayed, lostWrites, handedTwice, severed, committedAtCrash)

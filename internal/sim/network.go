@@ -133,6 +133,7 @@ func (w *world) apply(c *candidate, req *call) result {
 	if r.err == nil && req.op == opUpdate {
 		w.handedOffOnStop(c, req.rec)
 		w.releasedPendingOnStop(c, prev, req.rec)
+		w.checkReservedTaken(c, prev, since, req.rec)
 		w.checkSameRevisionWait(c, prev, since, req.rec)
 	}
 	if r.err == nil && req.op == opUpdate && req.rec.Handoff.Phase == backend.HandoffAccept && !c.crashed {

@@ -21,6 +21,15 @@ const (
 // (scheduleRollout), and what its hand-offs on stop did.
 type rollout struct {
 	rng *rand.Rand
+	// statefulSet (Options.StatefulSets) makes it a StatefulSet's, with
+	// draws from a stream of their own (ssRng): each old candidate is stopped first and then
+	// replaced by one of the same Pod name (its identity's prefix), and
+	// every candidate leaves the release it writes on stop to its
+	// replacement or another revision for await
+	// (election.Config.AwaitReplacement).
+	statefulSet bool
+	ssRng       *rand.Rand
+	await       time.Duration
 	// revision is the revision of the candidates started now; from the
 	// one being replaced, "" when no update is under way.
 	revision, from string
@@ -31,6 +40,10 @@ type rollout struct {
 	// it cut short by a crash; pendingReleased the records a candidate
 	// created and, stopped before its claim on them began, released.
 	leadersStopped, handedOff, toOther, crashedStopping, pendingReleased int
+	// reservedTaken counts the releases left to a replacement that were
+	// taken: by the replacement, by another revision, by anyone after
+	// the wait.
+	reservedTaken [3]int
 }
 
 // scheduleRollout gives a quarter of the lone election's schedules a
@@ -46,12 +59,27 @@ type rollout struct {
 // other faults go on meanwhile. The draws come from a random stream of their own, so a
 // schedule without a rolling update is exactly the schedule its seed
 // drew before they existed; Options.NoHandoffs leaves them out too.
+//
+// With Options.StatefulSets the rolling updates are a StatefulSet's,
+// drawn from a stream of their own again: an old candidate (the leader,
+// half the time) is stopped
+// first, and once it is gone a candidate of its Pod name and the new
+// revision starts, as a StatefulSet replaces its Pods; every candidate
+// leaves the release it writes on stop for 1s to two leases (at most as
+// long as the candidates trust a record's lease) to its replacement or
+// another revision (election.Config.AwaitReplacement).
 func scheduleRollout(w *world) {
 	rng, ok := rollsOut(w.opts)
 	if !ok {
 		return
 	}
 	w.rollout = &rollout{rng: rng, revision: oldRevision}
+	if w.opts.StatefulSets {
+		ss := rand.New(rand.NewPCG(uint64(w.opts.Seed), 0x57a7))
+		w.rollout.statefulSet, w.rollout.ssRng = true, ss
+		w.rollout.await = time.Second + time.Duration(ss.Int64N(int64(2*w.opts.LeaseDuration-time.Second)))
+		w.rollout.await = min(w.rollout.await.Truncate(time.Millisecond), w.opts.trustedRecordLease())
+	}
 	begin := time.Duration(rng.Int64N(int64(w.quietFrom / 2)))
 	w.at(begin, func() { w.beginRollout(oldRevision, newRevision) })
 }
@@ -93,6 +121,10 @@ func (w *world) rollOne() {
 		}
 		return
 	}
+	if r.statefulSet {
+		w.replaceOne(old)
+		return
+	}
 	w.startCandidate()
 	// Half the time the leader goes first, if it is of the old
 	// revision: the stop that hands off.
@@ -105,6 +137,101 @@ func (w *world) rollOne() {
 		}
 	}
 	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim, 0) })
+}
+
+// replaceOne stops one of old (the leader, half the time), as a
+// StatefulSet's rolling update does, and once it is gone starts its
+// replacement: a candidate of the same Pod name and the new revision.
+// Then it goes on with the next.
+func (w *world) replaceOne(old []*candidate) {
+	r := w.rollout
+	victim := old[r.ssRng.IntN(len(old))]
+	if r.ssRng.IntN(2) == 0 {
+		for _, c := range old {
+			if c.e.Status().Leader {
+				victim = c
+			}
+		}
+	}
+	w.after(time.Duration(r.ssRng.Int64N(int64(3*time.Second))), func() { w.stopThenReplace(victim, 0) })
+}
+
+// stopThenReplace stops c gracefully once it can (tried again every half
+// second), cut short by a crash within a second and a half one time in
+// three, and once it is gone starts its replacement after a Pod's
+// start-up, of up to five seconds.
+func (w *world) stopThenReplace(c *candidate, tries int) {
+	r := w.rollout
+	if w.now >= w.quietFrom {
+		return
+	}
+	stopped := !c.crashed && c.stop()
+	if !stopped && !c.crashed && tries < 100 {
+		w.after(500*time.Millisecond, func() { w.stopThenReplace(c, tries+1) })
+		return
+	}
+	if stopped {
+		w.logf("FAULT: stop %s (revision %q) in the StatefulSet's rolling update", c.id, c.revision)
+		if r.ssRng.IntN(3) == 0 {
+			w.after(w.upToQuiet(time.Duration(r.ssRng.Int64N(int64(1500*time.Millisecond)))), func() {
+				if !c.crashed {
+					r.crashedStopping++
+					w.logf("FAULT: crash %s while it stops", c.id)
+					c.crash()
+				}
+			})
+		}
+	}
+	var replace func()
+	replace = func() {
+		if w.now >= w.quietFrom {
+			return
+		}
+		if !c.crashed {
+			w.after(500*time.Millisecond, replace)
+			return
+		}
+		w.after(time.Duration(r.ssRng.Int64N(int64(5*time.Second))), func() {
+			if w.now >= w.quietFrom {
+				return
+			}
+			w.started++
+			id := fmt.Sprintf("%s_%d", election.IdentityPrefix(c.identity), w.started)
+			rate := 1 + w.opts.Drift*(2*w.rng.Float64()-1)
+			w.logf("%s replaces %s", id, c.id)
+			w.newCandidate(w.elections[0], id, id, rate)
+			w.after(2*time.Second+time.Duration(r.ssRng.Int64N(int64(8*time.Second))), w.rollOne)
+		})
+	}
+	replace()
+}
+
+// checkReservedTaken checks the rule of a release left to a replacement
+// (election.Config.AwaitReplacement): a candidate c whose acquire of such
+// a release (prev, in the store since since) has just landed is the
+// stopping candidate's replacement (its Pod name), of another revision,
+// or waited the marker's wait on its clock after it saw the release: at
+// least wait/(1+Drift) of true time, a microsecond less for the rounding
+// of clock rates.
+func (w *world) checkReservedTaken(c *candidate, prev backend.Record, since time.Duration, rec backend.Record) {
+	h := prev.Handoff
+	r := w.rollout
+	if r == nil || h.Phase != backend.HandoffReserve || !election.IsReleaseShape(prev) || rec.HolderIdentity != c.identity || h.Token != prev.Transitions {
+		return
+	}
+	switch {
+	case h.To != "" && election.IdentityPrefix(c.identity) == h.To:
+		r.reservedTaken[0]++
+	case c.revision != "" && h.Revision != "" && c.revision != h.Revision:
+		r.reservedTaken[1]++
+	default:
+		r.reservedTaken[2]++
+		wait := time.Duration(float64(h.Wait)/(1+w.opts.Drift)) - time.Microsecond
+		if held := w.now - since; held < wait {
+			c.el.check.violate(w, c.el, fmt.Sprintf("%s (revision %q) took a release %s left to its replacement %s or another revision %v after it was written, before the %v it is left for",
+				c.id, c.revision, h.From, h.To, held, h.Wait))
+		}
+	}
 }
 
 // stopOld stops c gracefully, as the rolling update's SIGTERM, once it

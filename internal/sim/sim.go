@@ -115,6 +115,11 @@ type Options struct {
 	// Requests (servingfaults.go). Off, the schedules are those their
 	// seeds drew before these faults existed.
 	StaleReads, Throttling bool
+	// StatefulSets makes every rolling update a StatefulSet's (see
+	// scheduleRollout): its candidates leave their release on stop to
+	// their replacement (election.Config.AwaitReplacement). Off, the
+	// schedules play as they did before it existed.
+	StatefulSets bool
 }
 
 func (o Options) withDefaults() Options {
@@ -157,8 +162,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("reissuing versions is a kind of failover: only with failovers")
 	case (o.StoreRestarts || o.Failovers) && o.Shards > 0:
 		return fmt.Errorf("store restarts and failovers are played in a lone election only, not with shards")
-	case (o.StaleReads || o.Throttling) && o.Shards > 0:
-		return fmt.Errorf("stale reads and throttling are played in a lone election only, not with shards")
+	case (o.StaleReads || o.Throttling || o.StatefulSets) && o.Shards > 0:
+		return fmt.Errorf("stale reads, throttling and StatefulSets are played in a lone election only, not with shards")
 	case o.Quiet > o.Duration:
 		return fmt.Errorf("quiet (%v) must not exceed the duration (%v)", o.Quiet, o.Duration)
 	case o.TrustedRecordLease != 0 && o.TrustedRecordLease < o.LeaseDuration:
@@ -276,6 +281,12 @@ type Result struct {
 	// before its claim on them began released once it could have begun.
 	Rollout                                                                                  bool
 	LeadersStopped, StopHandedOff, StopToOtherRevision, CrashedStopping, StopReleasedPending int
+	// StatefulSet says the rolling update was a StatefulSet's, whose
+	// candidates leave their release on stop to their replacement;
+	// ReservedTaken counts such releases taken by the replacement, by a
+	// candidate of another revision and by anyone after the wait.
+	StatefulSet   bool
+	ReservedTaken [3]int
 	// StoreRestarts and Failovers count the store's restarts and lossy
 	// failovers played (Options.StoreRestarts, Options.Failovers),
 	// LostWrites the writes the failovers lost, and TokensHandedTwice the
@@ -367,6 +378,7 @@ func (w *world) result() Result {
 		r.Rollout = true
 		r.LeadersStopped, r.StopHandedOff, r.StopToOtherRevision, r.CrashedStopping, r.StopReleasedPending =
 			ro.leadersStopped, ro.handedOff, ro.toOther, ro.crashedStopping, ro.pendingReleased
+		r.StatefulSet, r.ReservedTaken = ro.statefulSet, ro.reservedTaken
 	}
 	return r
 }

@@ -23,6 +23,10 @@ func (r Result) Summary() string {
 		if r.StopReleasedPending > 0 { // likewise
 			fmt.Fprintf(&b, ", %d pending claims released on stop", r.StopReleasedPending)
 		}
+		if r.StatefulSet { // likewise
+			fmt.Fprintf(&b, ", a StatefulSet's: releases left to a replacement taken by it %d, by another revision %d, after the wait %d",
+				r.ReservedTaken[0], r.ReservedTaken[1], r.ReservedTaken[2])
+		}
 	}
 	if r.StoreRestarts+r.Failovers > 0 { // likewise
 		fmt.Fprintf(&b, ", store: %d restarts, %d failovers losing %d writes, %d tokens handed out twice, %d requests cut off (%d committed)",

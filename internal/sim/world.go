@@ -230,6 +230,7 @@ func (w *world) newCandidate(el *contest, identity, name string, rate float64) *
 		Observer:               traceObserver{c},
 		Jitter:                 w.rng.Float64,
 		HandoffOnStop:          w.rollout != nil,
+		AwaitReplacement:       w.awaitReplacement(),
 		Revision:               c.revision,
 	})
 	if err != nil { // Options.validate rules this out; report it all the same
@@ -301,3 +302,12 @@ var background = context.Background()
 // discard is every elector's logger: the trace says what happened, and a
 // handler that is never enabled spares formatting lines nobody reads.
 var discard = slog.New(slog.DiscardHandler)
+
+// awaitReplacement is what the candidates of a StatefulSet's rolling
+// update leave their release on stop for (rollout.go); 0 otherwise.
+func (w *world) awaitReplacement() time.Duration {
+	if w.rollout == nil || !w.rollout.statefulSet {
+		return 0
+	}
+	return w.rollout.await
+}
