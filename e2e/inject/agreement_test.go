@@ -50,12 +50,13 @@ func agreementCases() []agreementCase {
 		},
 		agreementCase{
 			name: "timings/app-health/events-off/deletion-cost-off",
-			values: "leaseDuration: 30s\nrenewDeadline: 20s\nretryPeriod: 4s\nrenewInterval: 8s\nmaxRecordLeaseDuration: 1m\n" +
+			values: "leaseDuration: 30s\nrenewDeadline: 20s\nretryPeriod: 4s\nrenewInterval: 8s\nmaxRecordLeaseDuration: 1m\nawaitReplacement: 45s\n" +
 				"appHealth:\n  url: http://127.0.0.1:8080/healthz\n  period: 5s\n  failures: 2\n  timeout: 3s\n" +
 				"events: false\npodDeletionCost: false\nlogLevel: debug\nlogFormat: text\n",
 			annotations: map[string]string{
 				"leader-sidecar.io/lease-duration": "30s", "leader-sidecar.io/renew-deadline": "20s",
 				"leader-sidecar.io/retry-period": "4s", "leader-sidecar.io/renew-interval": "8s", "leader-sidecar.io/max-record-lease-duration": "1m",
+				"leader-sidecar.io/await-replacement": "45s",
 				"leader-sidecar.io/app-health-url":    "http://127.0.0.1:8080/healthz",
 				"leader-sidecar.io/app-health-period": "5s", "leader-sidecar.io/app-health-failures": "2",
 				"leader-sidecar.io/app-health-timeout": "3s",

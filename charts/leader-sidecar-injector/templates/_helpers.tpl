@@ -39,6 +39,7 @@ must not be empty for the setting to reach the sidecar.
 - {var: retryPeriod, annotation: retry-period, key: retryPeriod}
 - {var: renewInterval, annotation: renew-interval, key: renewInterval}
 - {var: maxRecordLeaseDuration, annotation: max-record-lease-duration, key: maxRecordLeaseDuration}
+- {var: awaitReplacement, annotation: await-replacement, key: awaitReplacement}
 - {var: appHealthPeriod, annotation: app-health-period, key: appHealthPeriod, when: appHealthURL}
 - {var: appHealthFailures, annotation: app-health-failures, key: appHealthFailures, when: appHealthURL}
 - {var: appHealthTimeout, annotation: app-health-timeout, key: appHealthTimeout, when: appHealthURL}

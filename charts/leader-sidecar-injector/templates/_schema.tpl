@@ -90,6 +90,16 @@ Regenerate: go test ./cmd/sidecar/ -run TestChartSchemasAreGenerated -update
           }
         ]
       },
+      "awaitReplacement": {
+        "anyOf": [
+          {
+            "const": ""
+          },
+          {
+            "$ref": "#/definitions/duration"
+          }
+        ]
+      },
       "appHealthPeriod": {
         "$ref": "#/definitions/duration"
       },
