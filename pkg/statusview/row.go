@@ -138,8 +138,9 @@ func isMemberRecord(name, holder string) bool {
 }
 
 // handoffPending reports whether rec's marker belongs to its term: an
-// offer or an accept by the holder at its token, or a transfer to the
-// holder at its token that the holder has not yet renewed.
+// offer or an accept by the holder at its token, a transfer to the
+// holder at its token that the holder has not yet renewed, or a release
+// at its token left to the stopped leader's replacement.
 func handoffPending(rec backend.Record) bool {
 	h := rec.Handoff
 	switch h.Phase {
@@ -147,6 +148,8 @@ func handoffPending(rec backend.Record) bool {
 		return h.From == rec.HolderIdentity && h.Token == rec.Transitions
 	case backend.HandoffTransfer:
 		return h.To == rec.HolderIdentity && h.Token == rec.Transitions
+	case backend.HandoffReserve:
+		return rec.HolderIdentity == "" && h.Token == rec.Transitions
 	}
 	return false
 }

@@ -84,8 +84,13 @@ func TestRowHandoffPending(t *testing.T) {
 		{"offer of an earlier term", backend.Handoff{Phase: backend.HandoffOffer, From: "a_1", Token: 6}, false, "-"},
 		{"offer of another leader", backend.Handoff{Phase: backend.HandoffOffer, From: "z_9", Token: 7}, false, "-"},
 		{"transfer to another", backend.Handoff{Phase: backend.HandoffTransfer, From: "a_1", To: "b_2", Token: 7}, false, "-"},
+		{"release left to the replacement", backend.Handoff{Phase: backend.HandoffReserve, From: "web-2_1", To: "web-2", Token: 7, Wait: time.Minute}, true, "left to web-2 or another revision"},
+		{"reserve of an earlier term", backend.Handoff{Phase: backend.HandoffReserve, From: "web-2_1", To: "web-2", Token: 6, Wait: time.Minute}, false, "-"},
 	} {
 		e := heldAt("e", "a_1", 7, time.Minute, time.Second)
+		if c.h.Phase == backend.HandoffReserve {
+			e.Record.HolderIdentity = "" // a release carries it
+		}
 		e.Record.Handoff = c.h
 		r := RowOf(e, observed)
 		if r.Handoff == nil || r.Handoff.Pending != c.pending || r.Handoff.Phase != string(c.h.Phase) {

@@ -91,6 +91,8 @@ func handoffCell(h *Handoff, wide bool) string {
 		return "offered to " + orAny(h.To)
 	case h.Phase == string(backend.HandoffAccept):
 		return "accepted by " + h.To
+	case h.Phase == string(backend.HandoffReserve):
+		return "left to " + orAny(h.To) + " or another revision"
 	default:
 		return "transferred to " + h.To
 	}
