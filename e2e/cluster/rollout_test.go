@@ -273,11 +273,19 @@ func (w workload) rollOut(tb testing.TB, ctx context.Context, ns string, replica
 // from leader: once, but a StatefulSet replaces the highest ordinal first,
 // when only old Pods can take over, and the one that does is replaced
 // later: twice.
+// With awaitsReplacement the leader there waits for its own replacement:
+// once.
 func (w workload) wantMoves(leader string, replicas int) int {
-	if w.statefulSet && !w.awaitsReplacement && strings.HasSuffix(leader, fmt.Sprintf("-%d", replicas-1)) {
+	if w.startsOnHighest(leader, replicas) && !w.awaitsReplacement {
 		return 2
 	}
 	return 1
+}
+
+// startsOnHighest says whether w is a StatefulSet whose rollout begins
+// with leader on the Pod it replaces first, the highest ordinal.
+func (w workload) startsOnHighest(leader string, replicas int) bool {
+	return w.statefulSet && strings.HasSuffix(leader, fmt.Sprintf("-%d", replicas-1))
 }
 
 // handOffTo moves leadership in ns to pod, by `sidecar handoff` in the
