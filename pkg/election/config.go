@@ -66,8 +66,9 @@ type Config struct {
 	// record once the claim could begin, up to a lease later, rather than
 	// leave it to be waited out for a further lease.
 	HandoffOnStop bool
-	// AwaitReplacement, with ReleaseOnCancel, makes a leader whose Run
-	// ends release at once, without offering, and leave the release for
+	// AwaitReplacement makes a leader whose Run ends release (with
+	// ReleaseOnCancel, or by Release once Run has ended) without offering,
+	// and leave the release for
 	// that long to its own replacement (a candidate whose identity has
 	// the same prefix, IdentityPrefix: a StatefulSet's Pod keeps its
 	// name) or to a candidate of a revision other than its own; any other

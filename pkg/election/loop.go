@@ -257,9 +257,11 @@ func (e *Elector) absorbSnapshot() bool {
 }
 
 // shutdown ends Run: no claim from now on, and a release if configured
-// (not after the store was lost: the record there is no one's concern);
-// with HandoffOnStop, a record it created and would have claimed later is
-// released too, once that claim could begin (releasePendingClaim).
+// (not after the store was lost: the record there is no one's concern):
+// a hand-off first with HandoffOnStop, none with AwaitReplacement, whose
+// release carries a reserve marker (releaseWritten). With either, a
+// record it created and would have claimed later is released too, once
+// that claim could begin (releasePendingClaim).
 func (e *Elector) shutdown() error {
 	if e.cfg.ReleaseOnCancel && e.cfg.HandoffOnStop && e.cfg.AwaitReplacement == 0 {
 		e.handOffOnStop()
