@@ -413,21 +413,7 @@ func TestLoopHandoff(t *testing.T) {
 // leader, hands off before it releases (a rollout's Pod).
 func startRevision(t *testing.T, b backend.Backend, id, rev string) *running {
 	t.Helper()
-	e, err := New(Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	r := &running{Elector: e, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		if err := e.Run(ctx); err != nil {
-			t.Errorf("%s: Run: %v", id, err)
-		}
-	}()
-	r.stop = func() { cancel(); <-r.done }
-	t.Cleanup(r.stop)
-	return r
+	return startWith(t, Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true})
 }
 
 // stopSampling stops r and, until it has stopped, samples all every half
@@ -671,21 +657,7 @@ func TestStoppedBeforeItsClaimAloneLeavesItReleased(t *testing.T) {
 // (a candidate of its Pod name) or another revision: a StatefulSet's Pod.
 func startAwaiting(t *testing.T, b backend.Backend, id, rev string, await time.Duration) *running {
 	t.Helper()
-	e, err := New(Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true, AwaitReplacement: await, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	r := &running{Elector: e, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		if err := e.Run(ctx); err != nil {
-			t.Errorf("%s: Run: %v", id, err)
-		}
-	}()
-	r.stop = func() { cancel(); <-r.done }
-	t.Cleanup(r.stop)
-	return r
+	return startWith(t, Config{Backend: b, Identity: id, Revision: rev, ReleaseOnCancel: true, HandoffOnStop: true, AwaitReplacement: await})
 }
 
 // sampleFor samples all every half hand-off poll for d, failing t if two

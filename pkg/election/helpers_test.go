@@ -25,7 +25,16 @@ type running struct {
 
 func start(t *testing.T, b backend.Backend, id string, releaseOnCancel bool) *running {
 	t.Helper()
-	e, err := New(Config{Backend: b, Identity: id, ReleaseOnCancel: releaseOnCancel, Logger: quietLogger()})
+	return startWith(t, Config{Backend: b, Identity: id, ReleaseOnCancel: releaseOnCancel})
+}
+
+// startWith runs a candidate of cfg (quiet) until t ends or its stop;
+// an error from Run fails t.
+func startWith(t *testing.T, cfg Config) *running {
+	t.Helper()
+	cfg.Logger = quietLogger()
+	id := cfg.Identity
+	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
