@@ -136,7 +136,7 @@ func (w *world) rollOne() {
 			}
 		}
 	}
-	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim, 0) })
+	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim) })
 }
 
 // replaceOne stops one of old (the leader, half the time), as a
@@ -153,57 +153,37 @@ func (w *world) replaceOne(old []*candidate) {
 			}
 		}
 	}
-	w.after(time.Duration(r.ssRng.Int64N(int64(3*time.Second))), func() { w.stopThenReplace(victim, 0) })
+	w.after(time.Duration(r.ssRng.Int64N(int64(3*time.Second))), func() { w.stopThenReplace(victim) })
 }
 
-// stopThenReplace stops c gracefully once it can (tried again every half
-// second), cut short by a crash within a second and a half one time in
-// three, and once it is gone starts its replacement after a Pod's
-// start-up, of up to five seconds.
-func (w *world) stopThenReplace(c *candidate, tries int) {
+// stopThenReplace stops c (stopInRollout) and, once it is gone, starts
+// its replacement after a Pod's start-up, of up to five seconds.
+func (w *world) stopThenReplace(c *candidate) {
 	r := w.rollout
-	if w.now >= w.quietFrom {
-		return
-	}
-	stopped := !c.crashed && c.stop()
-	if !stopped && !c.crashed && tries < 100 {
-		w.after(500*time.Millisecond, func() { w.stopThenReplace(c, tries+1) })
-		return
-	}
-	if stopped {
-		w.logf("FAULT: stop %s (revision %q) in the StatefulSet's rolling update", c.id, c.revision)
-		if r.ssRng.IntN(3) == 0 {
-			w.after(w.upToQuiet(time.Duration(r.ssRng.Int64N(int64(1500*time.Millisecond)))), func() {
-				if !c.crashed {
-					r.crashedStopping++
-					w.logf("FAULT: crash %s while it stops", c.id)
-					c.crash()
-				}
-			})
-		}
-	}
-	var replace func()
-	replace = func() {
-		if w.now >= w.quietFrom {
-			return
-		}
-		if !c.crashed {
-			w.after(500*time.Millisecond, replace)
-			return
-		}
-		w.after(time.Duration(r.ssRng.Int64N(int64(5*time.Second))), func() {
+	w.stopInRollout(c, r.ssRng, "the StatefulSet's rolling update", 0, func() {
+		var replace func()
+		replace = func() {
 			if w.now >= w.quietFrom {
 				return
 			}
-			w.started++
-			id := fmt.Sprintf("%s_%d", election.IdentityPrefix(c.identity), w.started)
-			rate := 1 + w.opts.Drift*(2*w.rng.Float64()-1)
-			w.logf("%s replaces %s", id, c.id)
-			w.newCandidate(w.elections[0], id, id, rate)
-			w.after(2*time.Second+time.Duration(r.ssRng.Int64N(int64(8*time.Second))), w.rollOne)
-		})
-	}
-	replace()
+			if !c.crashed {
+				w.after(500*time.Millisecond, replace)
+				return
+			}
+			w.after(time.Duration(r.ssRng.Int64N(int64(5*time.Second))), func() {
+				if w.now >= w.quietFrom {
+					return
+				}
+				w.started++
+				id := fmt.Sprintf("%s_%d", election.IdentityPrefix(c.identity), w.started)
+				rate := 1 + w.opts.Drift*(2*w.rng.Float64()-1)
+				w.logf("%s replaces %s", id, c.id)
+				w.newCandidate(w.elections[0], id, id, rate)
+				w.after(2*time.Second+time.Duration(r.ssRng.Int64N(int64(8*time.Second))), w.rollOne)
+			})
+		}
+		replace()
+	})
 }
 
 // checkReservedTaken checks the rule of a release left to a replacement
@@ -234,23 +214,33 @@ func (w *world) checkReservedTaken(c *candidate, prev backend.Record, since time
 	}
 }
 
-// stopOld stops c gracefully, as the rolling update's SIGTERM, once it
-// can (it is not paused or in an activity: tried again every half
-// second), and goes on with the next.
-func (w *world) stopOld(c *candidate, tries int) {
+// stopOld stops c (stopInRollout) and goes on with the next.
+func (w *world) stopOld(c *candidate) {
+	r := w.rollout
+	w.stopInRollout(c, r.rng, "the rolling update", 0, func() {
+		w.after(2*time.Second+time.Duration(r.rng.Int64N(int64(8*time.Second))), w.rollOne)
+	})
+}
+
+// stopInRollout stops c gracefully, as a rolling update's SIGTERM, once
+// it can (it is not paused or in an activity: tried again every half
+// second, a hundred times at most), cuts the stop short by a crash
+// within a second and a half one time in three, drawing from rng, and
+// then calls next, unless the faults' tail has begun.
+func (w *world) stopInRollout(c *candidate, rng *rand.Rand, update string, tries int, next func()) {
 	r := w.rollout
 	if w.now >= w.quietFrom {
 		return
 	}
 	stopped := !c.crashed && c.stop()
 	if !stopped && !c.crashed && tries < 100 {
-		w.after(500*time.Millisecond, func() { w.stopOld(c, tries+1) })
+		w.after(500*time.Millisecond, func() { w.stopInRollout(c, rng, update, tries+1, next) })
 		return
 	}
 	if stopped {
-		w.logf("FAULT: stop %s (revision %q) in the rolling update", c.id, c.revision)
-		if r.rng.IntN(3) == 0 {
-			w.after(w.upToQuiet(time.Duration(r.rng.Int64N(int64(1500*time.Millisecond)))), func() {
+		w.logf("FAULT: stop %s (revision %q) in %s", c.id, c.revision, update)
+		if rng.IntN(3) == 0 {
+			w.after(w.upToQuiet(time.Duration(rng.Int64N(int64(1500*time.Millisecond)))), func() {
 				if !c.crashed {
 					r.crashedStopping++
 					w.logf("FAULT: crash %s while it stops", c.id)
@@ -259,7 +249,7 @@ func (w *world) stopOld(c *candidate, tries int) {
 			})
 		}
 	}
-	w.after(2*time.Second+time.Duration(r.rng.Int64N(int64(8*time.Second))), w.rollOne)
+	next()
 }
 
 // checkSameRevisionWait checks the rule that makes a rolling update hand
