@@ -126,17 +126,23 @@ func (w *world) rollOne() {
 		return
 	}
 	w.startCandidate()
-	// Half the time the leader goes first, if it is of the old
-	// revision: the stop that hands off.
-	victim := old[r.rng.IntN(len(old))]
-	if r.rng.IntN(2) == 0 {
+	victim := nextToStop(old, r.rng)
+	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim) })
+}
+
+// nextToStop draws which of old a rolling update stops next: one at
+// random, or, half the time, the leader if it is one of them (the stop
+// that hands off).
+func nextToStop(old []*candidate, rng *rand.Rand) *candidate {
+	victim := old[rng.IntN(len(old))]
+	if rng.IntN(2) == 0 {
 		for _, c := range old {
 			if c.e.Status().Leader {
 				victim = c
 			}
 		}
 	}
-	w.after(time.Duration(r.rng.Int64N(int64(3*time.Second))), func() { w.stopOld(victim) })
+	return victim
 }
 
 // replaceOne stops one of old (the leader, half the time), as a
@@ -145,14 +151,7 @@ func (w *world) rollOne() {
 // Then it goes on with the next.
 func (w *world) replaceOne(old []*candidate) {
 	r := w.rollout
-	victim := old[r.ssRng.IntN(len(old))]
-	if r.ssRng.IntN(2) == 0 {
-		for _, c := range old {
-			if c.e.Status().Leader {
-				victim = c
-			}
-		}
-	}
+	victim := nextToStop(old, r.ssRng)
 	w.after(time.Duration(r.ssRng.Int64N(int64(3*time.Second))), func() { w.stopThenReplace(victim) })
 }
 
