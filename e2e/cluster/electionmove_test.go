@@ -33,10 +33,7 @@ func TestUpgradeThatMovesTheElection(t *testing.T) {
 	})
 
 	s := &sampler{ns: ns, newStore: true, newLeader: make(chan struct{})}
-	sampling, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var sampleErr error
-	go func() { defer close(done); sampleErr = s.run(sampling) }()
+	finishSampling := s.start(ctx)
 	start := time.Now()
 	cl.run(t, ctx, cl.helm, "upgrade", release, filepath.Join(cl.root, "charts", "leader-sidecar-example"), "--namespace", ns, "--reuse-values",
 		"--set", "sidecar.backend=sqlite", "--set", "sidecar.sqlite.volume.hostPath="+dir)
@@ -57,10 +54,8 @@ func TestUpgradeThatMovesTheElection(t *testing.T) {
 	case <-s.newLeader:
 	case <-time.After(time.Minute):
 	}
-	stop()
-	<-done
-	if sampleErr != nil {
-		t.Fatal(sampleErr)
+	if err := finishSampling(); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("rolled out in %v; %d rounds of samples, leaderless from %v to %v (%v)", rolled.Round(time.Millisecond), s.rounds,
 		s.lastOld.Sub(start).Round(time.Millisecond), s.firstNew.Sub(start).Round(time.Millisecond), s.firstNew.Sub(s.lastOld).Round(time.Millisecond))

@@ -42,10 +42,7 @@ func TestUpgradeWithinTheFirstLeaseAddsNoLease(t *testing.T) {
 	})
 	runningPods(t, ctx, ns, 1, false)
 	s := &sampler{ns: ns, newLeader: make(chan struct{})}
-	sampling, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var sampleErr error
-	go func() { defer close(done); sampleErr = s.run(sampling) }()
+	finishSampling := s.start(ctx)
 
 	time.Sleep(time.Until(created.Add(4 * time.Second)))
 	cl.run(t, ctx, cl.helm, "upgrade", release, filepath.Join(cl.root, "charts", "leader-sidecar-example"), "--namespace", ns, "--reuse-values",
@@ -66,10 +63,8 @@ func TestUpgradeWithinTheFirstLeaseAddsNoLease(t *testing.T) {
 	case <-s.newLeader:
 	case <-time.After(30 * time.Second):
 	}
-	stop()
-	<-done
-	if sampleErr != nil {
-		t.Fatal(sampleErr)
+	if err := finishSampling(); err != nil {
+		t.Fatal(err)
 	}
 	s.twoLeaders(t, "the upgrade within the first lease")
 	t.Logf("token 2 acquired %v after the Lease was created (second resolution); leaders in turn: %q", took.Round(time.Millisecond), s.seen)

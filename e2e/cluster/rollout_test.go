@@ -232,10 +232,8 @@ func (w workload) rollOut(tb testing.TB, ctx context.Context, ns string, replica
 	})
 	r.before = leaseToken(tb, ctx, ns)
 	s := &sampler{ns: ns, newLeader: make(chan struct{})}
-	sampling, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.run(sampling) }()
+	finishSampling := s.start(ctx)
+	defer func() { _ = finishSampling() }() // a rollout that fails early
 	start := time.Now()
 	kind := "deployment"
 	if w.statefulSet {
@@ -260,8 +258,7 @@ func (w workload) rollOut(tb testing.TB, ctx context.Context, ns string, replica
 	case <-time.After(30 * time.Second):
 		tb.Fatalf("rollout %d: the sampler never saw a new Pod lead", round)
 	}
-	stop()
-	<-done
+	_ = finishSampling() // the rounds are judged below, not run's error
 	r.after = leaseToken(tb, ctx, ns)
 	r.rounds, r.seen, r.leaderless = s.rounds, s.seen, s.longestLeaderless
 	r.twoLeaderRounds = s.log.TwoLeaderSweeps()

@@ -60,10 +60,7 @@ func TestUpgradeWithLeaderOnlyReadiness(t *testing.T) {
 			}
 
 			s := &sampler{ns: ns, newLeader: make(chan struct{})}
-			sampling, stop := context.WithCancel(ctx)
-			done := make(chan struct{})
-			var sampleErr error
-			go func() { defer close(done); sampleErr = s.run(sampling) }()
+			finishSampling := s.start(ctx)
 			start := time.Now()
 			cl.run(t, ctx, cl.helm, "upgrade", release, filepath.Join(cl.root, "charts", "leader-sidecar-example"), "--namespace", ns, "--reuse-values",
 				"--set-string", "podAnnotations.e2e/rollout=2")
@@ -92,10 +89,8 @@ func TestUpgradeWithLeaderOnlyReadiness(t *testing.T) {
 			case <-s.newLeader:
 			case <-time.After(30 * time.Second):
 			}
-			stop()
-			<-done
-			if sampleErr != nil {
-				t.Fatal(sampleErr)
+			if err := finishSampling(); err != nil {
+				t.Fatal(err)
 			}
 
 			old := map[string]bool{}
@@ -168,6 +163,20 @@ type sampler struct {
 	// the leader's Pod counts as leaderless: an upper bound, to a round.
 	leaderlessSince   time.Time
 	longestLeaderless time.Duration
+}
+
+// start runs s until the function it returns is called, which waits for
+// it and returns what run returned; calling it again returns the same.
+func (s *sampler) start(ctx context.Context) (finish func() error) {
+	sampling, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var err error
+	go func() { defer close(done); err = s.run(sampling) }()
+	return func() error {
+		stop()
+		<-done
+		return err
+	}
 }
 
 func (s *sampler) run(ctx context.Context) error {
