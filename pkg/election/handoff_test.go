@@ -758,3 +758,53 @@ func TestReservedReleaseGoesToAnotherRevisionAtOnceAndToAnyoneLater(t *testing.T
 		}
 	})
 }
+
+// AwaitReplacement is a setting a rolling update may change, so old and
+// new replicas run with different values side by side. The marker, not
+// the candidate's own setting, decides: standbys without the setting
+// leave a reserved release to the replacement as those with it do; and
+// a leader without it hands off as before, to a standby with it. At no
+// instant do two lead.
+func TestAwaitReplacementMixedAcrossReplicas(t *testing.T) {
+	t.Run("leader with, standbys without", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := memory.NewStore()
+			leader := startAwaiting(t, store.Open("web"), "web-2_a", "old", 10*time.Second)
+			time.Sleep(time.Second)
+			standbys := []*running{
+				startAwaiting(t, store.Open("web"), "web-0_b", "old", 0),
+				startAwaiting(t, store.Open("web"), "web-1_c", "old", 0),
+			}
+			time.Sleep(time.Minute + DefaultRetryPeriod/2)
+			token := soleLeader(t, append(standbys, leader)...).Status().Token
+			leader.stop()
+			led := sampleFor(t, nil, 3*time.Second, standbys...)
+			replacement := startAwaiting(t, store.Open("web"), "web-2_d", "new", 10*time.Second)
+			led = sampleFor(t, led, time.Second, append(standbys, replacement)...)
+			if !slices.Equal(led, []string{"web-2_d"}) || replacement.Status().Token != token+1 {
+				t.Fatalf("leaders in turn %q, token %d: want the replacement alone, with token %d", led, replacement.Status().Token, token+1)
+			}
+		})
+	})
+	t.Run("leader without, standbys with", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := memory.NewStore()
+			leader := startAwaiting(t, store.Open("web"), "web-2_a", "old", 0)
+			time.Sleep(time.Second)
+			standbys := []*running{
+				startAwaiting(t, store.Open("web"), "web-0_b", "old", 10*time.Second),
+				startAwaiting(t, store.Open("web"), "web-1_c", "old", 10*time.Second),
+			}
+			time.Sleep(time.Minute + DefaultRetryPeriod/2)
+			token := soleLeader(t, append(standbys, leader)...).Status().Token
+			stopSampling(t, leader, append(standbys, leader)...)
+			led := sampleFor(t, nil, time.Second, standbys...)
+			if len(led) != 1 || soleLeader(t, standbys...).Status().Token != token+1 {
+				t.Fatalf("leaders in turn %q: want the standby the stopping leader handed off to, with token %d", led, token+1)
+			}
+			if rec, _, err := store.Open("web").Get(t.Context()); err != nil || rec.Handoff.Phase == backend.HandoffReserve {
+				t.Fatalf("stored %+v (%v): a leader without the setting leaves no reserve", rec, err)
+			}
+		})
+	})
+}
